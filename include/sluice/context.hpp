@@ -1,0 +1,133 @@
+#pragma once
+/// @file
+/// `Context`: a device plus one ordered stream of work.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/platform.hpp"
+
+struct CUstream_st;
+
+namespace sluice {
+
+class Event;
+class Stream;
+namespace detail {
+class ContextImpl;
+}
+
+/// How a context's work relates to the host and to other contexts (reference 000, §3.1).
+enum class StreamKind : std::uint8_t {
+  /// Asynchronous to the host and to every other context (a non-blocking stream).
+  async,
+  /// Each operation first waits for all work issued before it on every context of the device,
+  /// and is complete when the issuing call returns (the "globally blocking" stream).
+  blocking,
+};
+
+/// How to build a context.
+struct ContextOptions {
+  std::optional<Device> device;  ///< default: sluice::default_device()
+  StreamKind kind = StreamKind::async;
+  int priority = 0;  ///< larger is more urgent; clamped to the device's range
+  std::string name;  ///< shows up in error messages; default "context#N"
+};
+
+/// A device plus one ordered stream of work.
+///
+/// `Context` is a shared handle: copies refer to the same stream. When the last handle goes
+/// away, the destructor waits for all pending work to finish (failures not yet reported are
+/// then written to the unreported-failure handler, see `set_unreported_failure_handler`).
+///
+/// Work issued on one context runs in issue order. Work on different contexts is unordered unless
+/// ordered by `wait_for`, `wait(Event)` or, later, by the dependency tracker.
+///
+/// Thread safety: any number of host threads may issue to the same or different contexts.
+///
+/// @code
+/// sluice::Context a, b;
+/// sluice::DeviceBuffer<float> x(a, 1024);
+/// sluice::memset(a, x, 0);
+/// b.wait_for(a);           // b's later work sees x zeroed
+/// std::vector<float> h(1024);
+/// sluice::copy(b, std::span(h), x);
+/// b.synchronize();         // h is ready; a failure of any of the above is thrown here
+/// @endcode
+class Context {
+ public:
+  /// A context on the default device.
+  Context();
+  explicit Context(const ContextOptions& options);
+  /// A context on `device` with default options.
+  explicit Context(const Device& device);
+
+  /// Wraps a native stream (a `cudaStream_t` on the cuda backend) without owning it.
+  /// The caller keeps the stream alive for as long as the context and anything issued on it
+  /// lives, and must not destroy or capture it behind sluice's back.
+  [[nodiscard]] static Context wrap(const Device& device, void* native_stream,
+                                    std::string name = {});
+
+  [[nodiscard]] const Device& device() const noexcept;
+  [[nodiscard]] StreamKind kind() const noexcept;
+  /// The effective priority after clamping to the device's range.
+  [[nodiscard]] int priority() const noexcept;
+  [[nodiscard]] const std::string& name() const noexcept;
+
+  /// Makes work issued on this context from now on wait for all work issued on `other` so far.
+  /// Does not block the host.
+  void wait_for(const Context& other,
+                std::source_location loc = std::source_location::current()) const;
+  /// Makes later work here wait for the point recorded by `event`. Does not block the host.
+  void wait(const Event& event, std::source_location loc = std::source_location::current()) const;
+
+  /// True if all work issued so far has completed. Never blocks, never throws for failed work.
+  [[nodiscard]] bool idle() const;
+  /// Blocks until all work issued so far completed. Throws WorkFailed, once, if any of that work
+  /// (or work it waited for) failed and the failure was not reported before.
+  void synchronize(std::source_location loc = std::source_location::current()) const;
+
+  /// `n` new contexts on the same device, kind and priority, each starting after all work issued
+  /// here so far.
+  [[nodiscard]] std::vector<Context> fork(std::size_t n,
+                                          std::source_location loc = std::source_location::current()) const;
+  /// Makes later work here wait for everything issued so far on each of `children`.
+  void join(std::span<const Context> children,
+            std::source_location loc = std::source_location::current()) const;
+
+  /// Runs `fn` on a host thread after all earlier work here completed. An exception thrown by
+  /// `fn` is reported by the next call that waits on this context's work, naming `what` and the
+  /// line that called host_task. On cuda, `fn` must not call CUDA.
+  void host_task(std::function<void()> fn, std::string_view what = "host_task",
+                 std::source_location loc = std::source_location::current()) const;
+
+  /// The native stream (`cudaStream_t` on cuda, nullptr on host). Do not destroy it, do not
+  /// issue to it while sluice work may be pending without ordering with `synchronize`.
+  [[nodiscard]] void* native_handle() const noexcept;
+
+  /// Internal: the implementation (for other sluice layers).
+  [[nodiscard]] detail::ContextImpl& impl() const noexcept { return *impl_; }
+  [[nodiscard]] const std::shared_ptr<detail::ContextImpl>& shared_impl() const noexcept {
+    return impl_;
+  }
+
+  friend bool operator==(const Context& a, const Context& b) noexcept { return a.impl_ == b.impl_; }
+
+ private:
+  explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+/// Receives failures of queued work that no call waited on before their context was destroyed
+/// (destructors never throw). The default writes them to stderr. Returns the previous handler.
+using UnreportedFailureHandler = std::function<void(const std::string& message)>;
+UnreportedFailureHandler set_unreported_failure_handler(UnreportedFailureHandler handler);
+
+}  // namespace sluice

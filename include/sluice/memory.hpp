@@ -1,0 +1,190 @@
+#pragma once
+/// @file
+/// Device buffers, pinned host buffers, stream-ordered pools, copies and memset.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "sluice/context.hpp"
+
+namespace sluice {
+
+class Backend;
+
+namespace detail {
+/// Untyped owning device allocation, released in stream order on the context that allocated it.
+class RawDeviceBuffer {
+ public:
+  RawDeviceBuffer() = default;
+  RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::source_location loc);
+  RawDeviceBuffer(RawDeviceBuffer&& other) noexcept { swap(other); }
+  RawDeviceBuffer& operator=(RawDeviceBuffer&& other) noexcept {
+    RawDeviceBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  RawDeviceBuffer(const RawDeviceBuffer&) = delete;
+  RawDeviceBuffer& operator=(const RawDeviceBuffer&) = delete;
+  ~RawDeviceBuffer();
+
+  void swap(RawDeviceBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+  }
+  [[nodiscard]] void* data() const noexcept { return ptr_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] const std::shared_ptr<ContextImpl>& context() const noexcept { return ctx_; }
+
+ private:
+  std::shared_ptr<ContextImpl> ctx_;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Untyped pinned host allocation.
+class RawPinnedBuffer {
+ public:
+  RawPinnedBuffer() = default;
+  RawPinnedBuffer(const Device& device, std::size_t bytes, std::source_location loc);
+  RawPinnedBuffer(RawPinnedBuffer&& other) noexcept { swap(other); }
+  RawPinnedBuffer& operator=(RawPinnedBuffer&& other) noexcept {
+    RawPinnedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  RawPinnedBuffer(const RawPinnedBuffer&) = delete;
+  RawPinnedBuffer& operator=(const RawPinnedBuffer&) = delete;
+  ~RawPinnedBuffer();
+
+  void swap(RawPinnedBuffer& other) noexcept {
+    std::swap(backend_, other.backend_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+  }
+  [[nodiscard]] void* data() const noexcept { return ptr_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  std::shared_ptr<Backend> backend_;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
+                std::source_location loc);
+void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
+                  std::source_location loc);
+}  // namespace detail
+
+/// An owning array of `T` in a device's memory.
+///
+/// Allocated in stream order on `ctx` from the device's pool, and released in stream order on
+/// the same context when destroyed: work issued on that context before the destruction may still
+/// use it. Work on *other* contexts must be ordered before the destruction (with `wait_for`, or
+/// with the dependency tracker) — the same rule as `cudaFreeAsync`.
+/// The contents are uninitialized. Move-only.
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "DeviceBuffer<T> needs a trivially copyable T: device memory is copied bytewise");
+
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const Context& ctx, std::size_t count,
+               std::source_location loc = std::source_location::current())
+      : raw_(ctx, count * sizeof(T), loc), size_(count) {}
+
+  [[nodiscard]] T* data() const noexcept { return static_cast<T*>(raw_.data()); }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return raw_.bytes(); }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// A non-owning view of the elements (device pointers: do not dereference on the host).
+  [[nodiscard]] std::span<T> span() const noexcept { return {data(), size_}; }
+
+ private:
+  detail::RawDeviceBuffer raw_;
+  std::size_t size_ = 0;
+};
+
+/// An owning array of `T` in page-locked host memory, usable for truly asynchronous copies.
+/// Readable and writable on the host (after the work that uses it was synchronized).
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+
+ public:
+  PinnedBuffer() = default;
+  /// Pinned memory suited to `device` (for the cuda backend, page-locked and mapped).
+  PinnedBuffer(const Device& device, std::size_t count,
+               std::source_location loc = std::source_location::current())
+      : raw_(device, count * sizeof(T), loc), size_(count) {}
+  PinnedBuffer(const Context& ctx, std::size_t count,
+               std::source_location loc = std::source_location::current())
+      : PinnedBuffer(ctx.device(), count, loc) {}
+
+  [[nodiscard]] T* data() const noexcept { return static_cast<T*>(raw_.data()); }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return raw_.bytes(); }
+  [[nodiscard]] std::span<T> span() const noexcept { return {data(), size_}; }
+  T& operator[](std::size_t i) const noexcept { return data()[i]; }
+  [[nodiscard]] T* begin() const noexcept { return data(); }
+  [[nodiscard]] T* end() const noexcept { return data() + size_; }
+
+ private:
+  detail::RawPinnedBuffer raw_;
+  std::size_t size_ = 0;
+};
+
+namespace detail {
+template <class B>
+auto as_span(B&& b) {
+  if constexpr (requires { b.span(); }) {
+    return b.span();
+  } else {
+    return std::span(b);
+  }
+}
+void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc);
+}  // namespace detail
+
+/// Copies all of `src` into `dst`, whose sizes must match. Each side may be a DeviceBuffer, a
+/// PinnedBuffer, a std::vector or a std::span. Asynchronous on `ctx`: a pageable host side must
+/// stay alive and untouched until the copy completed.
+template <class Dst, class Src>
+void copy(const Context& ctx, Dst&& dst, Src&& src,
+          std::source_location loc = std::source_location::current()) {
+  auto d = detail::as_span(dst);
+  auto s = detail::as_span(src);
+  static_assert(std::is_same_v<std::remove_cv_t<typename decltype(d)::element_type>,
+                               std::remove_cv_t<typename decltype(s)::element_type>>,
+                "sluice::copy needs the same element type on both sides");
+  static_assert(!std::is_const_v<typename decltype(d)::element_type>,
+                "sluice::copy cannot write into a const destination");
+  detail::check_copy_sizes(d.size(), s.size(), loc);
+  detail::copy_bytes(ctx, d.data(), s.data(), s.size_bytes(), loc);
+}
+
+/// Sets every byte of `dst` to `value`; asynchronous on `ctx`.
+template <class Dst>
+void memset(const Context& ctx, Dst&& dst, int value,
+            std::source_location loc = std::source_location::current()) {
+  auto d = detail::as_span(dst);
+  detail::memset_bytes(ctx, d.data(), value, d.size_bytes(), loc);
+}
+
+/// Stream-ordered pool control for one device.
+struct PoolOptions {
+  /// Bytes kept cached after a synchronize instead of being returned to the system.
+  std::size_t release_threshold = 0;
+};
+void set_pool_options(const Device& device, const PoolOptions& options);
+/// Returns cached pool memory of `device` to the system, keeping at most `keep_bytes`.
+void trim_pool(const Device& device, std::size_t keep_bytes = 0);
+/// Bytes the device's pool currently holds (in use plus cached).
+[[nodiscard]] std::size_t pool_reserved(const Device& device);
+
+}  // namespace sluice

@@ -1,0 +1,9 @@
+#pragma once
+/// @file
+/// Everything public in sluice.
+
+#include "sluice/context.hpp"
+#include "sluice/error.hpp"
+#include "sluice/event.hpp"
+#include "sluice/memory.hpp"
+#include "sluice/platform.hpp"

@@ -1,0 +1,99 @@
+#include "backends/host/host_backend.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "backends/host/faults.hpp"
+#include "backends/host/host_pool.hpp"
+#include "backends/host/host_stream.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail::host {
+namespace {
+
+// Host priorities lower a worker's nice value by up to this much; raising needs privilege.
+constexpr int kLowestPriority = -10;
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "host CPU";
+}
+
+class HostBackend final : public Backend {
+ public:
+  std::string_view name() const noexcept override { return "host"; }
+
+  std::vector<DeviceInfo> devices() override {
+    DeviceInfo d;
+    d.device = {"host", 0};
+    d.name = cpu_model();
+    d.total_memory = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                     static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    d.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    d.priority_lowest = kLowestPriority;
+    d.priority_highest = 0;
+    d.details = "worker thread per context; priorities lower the worker's nice value";
+    return {d};
+  }
+
+  std::unique_ptr<Stream> create_stream(const StreamConfig& config) override {
+    check_device(config.device);
+    return std::make_unique<HostStream>(config, pool_);
+  }
+
+  void* allocate_pinned(std::size_t bytes) override {
+    maybe_fail_allocation(bytes);
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (p == nullptr) {
+      throw OutOfMemory(bytes, "host: cannot allocate " + std::to_string(bytes) +
+                                   " bytes of pinned memory");
+    }
+    counters().pinned_allocations.fetch_add(1);
+    return p;
+  }
+
+  void deallocate_pinned(void* ptr) noexcept override {
+    std::free(ptr);
+    counters().pinned_allocations.fetch_sub(1);
+  }
+
+  void set_pool_release_threshold(int device, std::size_t bytes) override {
+    check_device(device);
+    pool_.set_release_threshold(bytes);
+  }
+  void trim_pool(int device, std::size_t keep_bytes) override {
+    check_device(device);
+    pool_.trim(keep_bytes);
+  }
+  std::size_t pool_reserved(int device) override {
+    check_device(device);
+    return pool_.reserved();
+  }
+
+ private:
+  static void check_device(int device) {
+    if (device != 0) {
+      throw Error(Errc::no_device, "host:" + std::to_string(device) +
+                                       " does not exist; the host backend has one device, host:0");
+    }
+  }
+
+  HostPool pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_backend() { return std::make_shared<HostBackend>(); }
+
+}  // namespace sluice::detail::host

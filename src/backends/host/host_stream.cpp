@@ -1,0 +1,213 @@
+#include "backends/host/host_stream.hpp"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backends/host/faults.hpp"
+#include "backends/host/host_pool.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail::host {
+
+std::uint64_t Queue::push(Op op) {
+  std::lock_guard lock(mutex);
+  ops.push_back(std::move(op));
+  work_cv.notify_one();
+  return ++pushed;
+}
+
+void Queue::wait_done(std::uint64_t target) {
+  std::unique_lock lock(mutex);
+  if (done >= target) return;
+  if (std::this_thread::get_id() == worker) {
+    throw Error(Errc::invalid_state,
+                "a host task waited for work queued after it on its own context; this would "
+                "deadlock. Wait only from the issuing thread or from another context");
+  }
+  done_cv.wait(lock, [&] { return done >= target; });
+}
+
+bool Queue::is_done(std::uint64_t target) {
+  std::lock_guard lock(mutex);
+  return done >= target;
+}
+
+void Queue::run_worker() {
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock lock(mutex);
+      work_cv.wait(lock, [&] { return stop || !ops.empty(); });
+      if (ops.empty()) return;
+      op = std::move(ops.front());
+      ops.pop_front();
+    }
+    if (op.essential || !failures->skip(op.seq)) {
+      try {
+        if (!op.essential) maybe_fail_operation();
+        op.fn();
+      } catch (const std::exception& e) {
+        failures->fail({op.seq, op.what, op.where}, e.what());
+      } catch (...) {
+        failures->fail({op.seq, op.what, op.where}, "an exception not derived from std::exception");
+      }
+    }
+    op.fn = nullptr;  // release captures before completion becomes visible
+    std::lock_guard lock(mutex);
+    ++done;
+    done_cv.notify_all();
+  }
+}
+
+void HostEvent::synchronize() { queue_->wait_done(target_); }
+
+double HostEvent::elapsed_ms_since(const EventImpl& start) {
+  const auto* s = dynamic_cast<const HostEvent*>(&start);
+  if (s == nullptr || !s->stamp_ || !stamp_) {
+    throw Error(Errc::invalid_argument, "elapsed time needs two timing events of the host backend");
+  }
+  s->queue_->wait_done(s->target_);
+  return std::chrono::duration<double, std::milli>(*stamp_ - *s->stamp_).count();
+}
+
+HostStream::HostStream(const StreamConfig& config, HostPool& pool)
+    : queue_(std::make_shared<Queue>()), pool_(pool), priority_(config.priority) {
+  queue_->failures = config.failures;
+  worker_ = std::thread([q = queue_, nice = -config.priority] {
+    // Priorities map onto the worker's nice value: lowering one's own priority needs no privilege.
+    if (nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice);
+    q->run_worker();
+  });
+  {
+    std::lock_guard lock(queue_->mutex);
+    queue_->worker = worker_.get_id();
+  }
+  counters().streams.fetch_add(1);
+}
+
+HostStream::~HostStream() {
+  {
+    std::lock_guard lock(queue_->mutex);
+    queue_->stop = true;
+    queue_->work_cv.notify_one();
+  }
+  // The last handle of a context may be dropped by one of its own host tasks; the worker then
+  // finishes the queue on its own.
+  if (worker_.get_id() == std::this_thread::get_id()) {
+    worker_.detach();
+  } else {
+    worker_.join();
+  }
+  counters().streams.fetch_sub(1);
+}
+
+void HostStream::push(std::function<void()> fn, const OpInfo& op, bool essential) {
+  queue_->push({std::move(fn), op.seq, std::string(op.what), op.where, essential});
+}
+
+void HostStream::host_task(std::function<void()> fn, const OpInfo& op) { push(std::move(fn), op); }
+
+void HostStream::copy(void* dst, const void* src, std::size_t bytes, const OpInfo& op) {
+  push([=] { std::memmove(dst, src, bytes); }, op);
+}
+
+void HostStream::memset(void* dst, int value, std::size_t bytes, const OpInfo& op) {
+  push([=] { std::memset(dst, value, bytes); }, op);
+}
+
+void* HostStream::allocate(std::size_t bytes, const OpInfo&) {
+  // Like cudaMallocAsync: a block freed earlier on this stream may be reused at once, since all
+  // later use of it is ordered after the free. Other streams get it once the free ran.
+  {
+    std::lock_guard lock(freed_->mutex);
+    auto& blocks = freed_->blocks;
+    if (auto it = blocks.lower_bound(bytes); it != blocks.end() && it->first <= bytes + bytes / 4) {
+      it->second->reused = true;
+      void* p = it->second->ptr;
+      blocks.erase(it);
+      return p;
+    }
+  }
+  return pool_.allocate(bytes);
+}
+
+void HostStream::deallocate(void* ptr, std::size_t) noexcept {
+  try {
+    auto freed = std::make_shared<Freed>(Freed{ptr, pool_.block_size(ptr)});
+    auto release = [list = freed_, freed, &pool = pool_] {
+      {
+        std::lock_guard lock(list->mutex);
+        if (freed->reused) return;
+        auto [first, last] = list->blocks.equal_range(freed->size);
+        for (auto it = first; it != last; ++it) {
+          if (it->second == freed) {
+            list->blocks.erase(it);
+            break;
+          }
+        }
+      }
+      pool.release(freed->ptr);
+    };
+    {
+      std::lock_guard lock(freed_->mutex);
+      freed_->blocks.emplace(freed->size, freed);
+    }
+    try {
+      push(release, {0, "deallocate", {}}, true);
+    } catch (...) {
+      synchronize();
+      release();
+    }
+  } catch (...) {
+    // Out of memory before the block was offered for reuse: drain, then release it now.
+    try {
+      synchronize();
+    } catch (...) {
+    }
+    pool_.release(ptr);
+  }
+}
+
+std::shared_ptr<EventImpl> HostStream::record(bool timing, const OpInfo& op) {
+  if (!timing) {
+    std::lock_guard lock(queue_->mutex);
+    return std::make_shared<HostEvent>(queue_, queue_->pushed);
+  }
+  auto stamp = std::make_shared<std::chrono::steady_clock::time_point>();
+  auto target = queue_->push(
+      {[stamp] { *stamp = std::chrono::steady_clock::now(); }, op.seq, "record", op.where, true});
+  auto e = std::make_shared<HostEvent>(queue_, target);
+  e->stamp_ = std::move(stamp);
+  return e;
+}
+
+void HostStream::wait(const std::shared_ptr<EventImpl>& event, const OpInfo& op) {
+  auto mine = queue_->failures;
+  push(
+      [event, mine, seq = op.seq] {
+        event->synchronize();
+        if (event->failures) {
+          if (auto f = event->failures->at_or_before(event->seq)) mine->adopt(std::move(f), seq);
+        }
+      },
+      op, /*essential=*/true);  // ordering must hold even while a failure is being skipped past
+}
+
+bool HostStream::query() {
+  std::lock_guard lock(queue_->mutex);
+  return queue_->done == queue_->pushed;
+}
+
+void HostStream::synchronize() {
+  std::uint64_t target;
+  {
+    std::lock_guard lock(queue_->mutex);
+    target = queue_->pushed;
+  }
+  queue_->wait_done(target);
+}
+
+}  // namespace sluice::detail::host

@@ -1,0 +1,55 @@
+#include "sluice/backend.hpp"
+
+#include <utility>
+
+#include "sluice/error.hpp"
+
+namespace sluice {
+
+void FailureState::fail(const OpInfo& op, std::string cause) {
+  std::lock_guard lock(mutex_);
+  if (failure_ && !failure_->reported.load()) return;  // keep the first
+  auto f = std::make_shared<Failure>();
+  f->operation = std::string(op.what);
+  f->issued_at = op.where;
+  f->cause = std::move(cause);
+  failure_ = std::move(f);
+  since_ = op.seq;
+}
+
+void FailureState::adopt(std::shared_ptr<Failure> f, std::uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  if (failure_ && !failure_->reported.load()) return;
+  failure_ = std::move(f);
+  since_ = seq;
+}
+
+std::shared_ptr<Failure> FailureState::at_or_before(std::uint64_t seq) const {
+  std::lock_guard lock(mutex_);
+  if (failure_ && since_ <= seq && !failure_->reported.load()) return failure_;
+  return nullptr;
+}
+
+bool FailureState::skip(std::uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  if (!failure_ || seq <= since_) return false;
+  if (failure_->reported.load()) {
+    // Reported elsewhere (an event wait): work issued from now on runs again.
+    failure_.reset();
+    return false;
+  }
+  failure_->skipped.fetch_add(1);
+  return true;
+}
+
+std::shared_ptr<Failure> FailureState::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(failure_, nullptr);
+}
+
+std::unique_ptr<Stream> Backend::wrap_stream(const StreamConfig&, void*) {
+  throw Error(Errc::unsupported, "backend '" + std::string(name()) +
+                                     "' has no native streams to wrap; Context::wrap needs cuda");
+}
+
+}  // namespace sluice

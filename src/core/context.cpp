@@ -1,0 +1,210 @@
+#include "sluice/context.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <list>
+#include <utility>
+
+#include "core/context_impl.hpp"
+#include "sluice/event.hpp"
+
+namespace sluice {
+namespace {
+
+/// Live contexts per device, so that a blocking context can wait for all of them.
+struct DeviceContexts {
+  std::mutex mutex;
+  std::list<std::pair<Device, std::weak_ptr<detail::ContextImpl>>> live;
+
+  void add(const std::shared_ptr<detail::ContextImpl>& c) {
+    std::lock_guard lock(mutex);
+    live.remove_if([](const auto& e) { return e.second.expired(); });
+    live.emplace_back(c->device(), c);
+  }
+  std::vector<std::shared_ptr<detail::ContextImpl>> on(const Device& d) {
+    std::lock_guard lock(mutex);
+    std::vector<std::shared_ptr<detail::ContextImpl>> out;
+    for (const auto& [dev, weak] : live) {
+      if (dev != d) continue;
+      if (auto c = weak.lock()) out.push_back(std::move(c));
+    }
+    return out;
+  }
+};
+
+DeviceContexts& device_contexts() {
+  static DeviceContexts d;
+  return d;
+}
+
+std::mutex handler_mutex;
+UnreportedFailureHandler& handler() {
+  static UnreportedFailureHandler h = [](const std::string& message) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+  };
+  return h;
+}
+
+std::atomic<std::uint64_t> context_counter{0};
+
+int clamp_priority(Backend& backend, const Device& device, int priority) {
+  auto info = device_info(device);
+  (void)backend;
+  return std::clamp(priority, info.priority_lowest, info.priority_highest);
+}
+
+std::shared_ptr<detail::ContextImpl> make_impl(const ContextOptions& o, void* native) {
+  Device device = o.device ? *o.device : default_device();
+  auto backend = find_backend(device.backend);
+  (void)device_info(device);  // throws a clear error for a missing device
+  int priority = clamp_priority(*backend, device, o.priority);
+  std::string name =
+      o.name.empty() ? "context#" + std::to_string(context_counter.fetch_add(1) + 1) : o.name;
+  auto impl = std::make_shared<detail::ContextImpl>(std::move(backend), device, o.kind, priority,
+                                                    std::move(name), native);
+  device_contexts().add(impl);
+  return impl;
+}
+
+}  // namespace
+
+namespace detail {
+
+ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, StreamKind kind,
+                         int priority, std::string name, void* wrap_native)
+    : backend_(std::move(backend)),
+      device_(std::move(device)),
+      kind_(kind),
+      name_(std::move(name)),
+      failures_(std::make_shared<FailureState>()) {
+  StreamConfig config{device_.index, priority, failures_};
+  stream_ = wrap_native != nullptr ? backend_->wrap_stream(config, wrap_native)
+                                   : backend_->create_stream(config);
+}
+
+ContextImpl::~ContextImpl() {
+  std::string lost;
+  try {
+    stream_->synchronize();
+  } catch (const std::exception& e) {
+    lost = e.what();
+  }
+  if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
+    lost = WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load()).what();
+  }
+  if (!lost.empty()) {
+    std::lock_guard lock(handler_mutex);
+    if (handler()) handler()("sluice: " + name_ + " destroyed with an unreported failure: " + lost);
+  }
+}
+
+std::shared_ptr<EventImpl> ContextImpl::record(bool timing, std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  auto e = stream_->record(timing, {seq_, "record", loc});
+  e->failures = failures_;
+  e->seq = seq_;
+  e->device = device_;
+  return e;
+}
+
+void ContextImpl::wait(const std::shared_ptr<EventImpl>& event, std::source_location loc) {
+  issue("wait", loc, [&](Stream& s, const OpInfo& op) {
+    if (event->failures && event->failures->may_fail()) failures_->set_may_fail();
+    s.wait(event, op);
+  });
+}
+
+void ContextImpl::synchronize() {
+  stream_->synchronize();
+  throw_failure();
+}
+
+void ContextImpl::throw_failure() {
+  if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
+    throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
+  }
+}
+
+void ContextImpl::deallocate(void* ptr, std::size_t bytes) noexcept {
+  std::lock_guard lock(mutex_);
+  ++seq_;
+  stream_->deallocate(ptr, bytes);
+}
+
+std::vector<std::shared_ptr<EventImpl>> ContextImpl::record_device_work(std::source_location loc) {
+  std::vector<std::shared_ptr<EventImpl>> out;
+  for (auto& c : device_contexts().on(device_)) {
+    if (c.get() == this) continue;
+    out.push_back(c->record(false, loc));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+Context::Context() : Context(ContextOptions{}) {}
+Context::Context(const ContextOptions& options) : impl_(make_impl(options, nullptr)) {}
+Context::Context(const Device& device) : Context(ContextOptions{.device = device}) {}
+
+Context Context::wrap(const Device& device, void* native_stream, std::string name) {
+  if (native_stream == nullptr) {
+    throw Error(Errc::invalid_argument,
+                "Context::wrap needs a native stream; pass the cudaStream_t to wrap (the legacy "
+                "default stream 0 cannot be wrapped)");
+  }
+  return Context(make_impl({.device = device, .name = std::move(name)}, native_stream));
+}
+
+const Device& Context::device() const noexcept { return impl_->device(); }
+StreamKind Context::kind() const noexcept { return impl_->kind(); }
+int Context::priority() const noexcept { return impl_->stream().priority(); }
+const std::string& Context::name() const noexcept { return impl_->name(); }
+void* Context::native_handle() const noexcept { return impl_->stream().native_handle(); }
+
+void Context::wait_for(const Context& other, std::source_location loc) const {
+  if (other.impl_ == impl_) return;  // one context is already ordered
+  impl_->wait(other.impl_->record(false, loc), loc);
+}
+
+void Context::wait(const Event& event, std::source_location loc) const {
+  if (!event.recorded()) return;  // like CUDA: waiting on an unrecorded event is a no-op
+  impl_->wait(event.impl(), loc);
+}
+
+bool Context::idle() const { return impl_->stream().query(); }
+
+void Context::synchronize(std::source_location) const { impl_->synchronize(); }
+
+std::vector<Context> Context::fork(std::size_t n, std::source_location loc) const {
+  std::vector<Context> children;
+  children.reserve(n);
+  auto point = impl_->record(false, loc);
+  for (std::size_t i = 0; i < n; ++i) {
+    Context child(ContextOptions{.device = device(),
+                                 .kind = kind(),
+                                 .priority = priority(),
+                                 .name = name() + ".fork" + std::to_string(i)});
+    child.impl_->wait(point, loc);
+    children.push_back(std::move(child));
+  }
+  return children;
+}
+
+void Context::join(std::span<const Context> children, std::source_location loc) const {
+  for (const auto& c : children) wait_for(c, loc);
+}
+
+void Context::host_task(std::function<void()> fn, std::string_view what,
+                        std::source_location loc) const {
+  if (!fn) throw Error(Errc::invalid_argument, "host_task: empty function", loc);
+  impl_->failures()->set_may_fail();
+  impl_->issue(what, loc, [&](Stream& s, const OpInfo& op) { s.host_task(std::move(fn), op); });
+}
+
+UnreportedFailureHandler set_unreported_failure_handler(UnreportedFailureHandler h) {
+  std::lock_guard lock(handler_mutex);
+  return std::exchange(handler(), std::move(h));
+}
+
+}  // namespace sluice

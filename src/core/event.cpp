@@ -1,0 +1,39 @@
+#include "sluice/event.hpp"
+
+#include "core/context_impl.hpp"
+
+namespace sluice {
+
+void Event::record(const Context& ctx, std::source_location loc) {
+  impl_ = ctx.impl().record(options_.timing, loc);
+}
+
+bool Event::query() const { return impl_ == nullptr || impl_->query(); }
+
+void Event::synchronize(std::source_location) const {
+  if (impl_ == nullptr) return;
+  impl_->synchronize();
+  if (auto f = impl_->failures->at_or_before(impl_->seq); f && !f->reported.exchange(true)) {
+    throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
+  }
+}
+
+double Event::elapsed_ms(const Event& start, const Event& stop, std::source_location loc) {
+  if (!start.recorded() || !stop.recorded()) {
+    throw Error(Errc::invalid_state, "Event::elapsed_ms needs two recorded events", loc);
+  }
+  if (!start.options_.timing || !stop.options_.timing) {
+    throw Error(Errc::invalid_argument,
+                "Event::elapsed_ms needs events made with Event::Options{.timing = true}", loc);
+  }
+  if (start.impl_->device != stop.impl_->device) {
+    throw Error(Errc::invalid_argument,
+                "Event::elapsed_ms: the events were recorded on different devices (" +
+                    start.impl_->device.to_string() + ", " + stop.impl_->device.to_string() + ")",
+                loc);
+  }
+  stop.synchronize(loc);
+  return stop.impl_->elapsed_ms_since(*start.impl_);
+}
+
+}  // namespace sluice

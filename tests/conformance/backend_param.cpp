@@ -1,0 +1,87 @@
+#include "backend_param.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#ifdef SLUICE_TEST_CUDA
+#include "cuda_rendezvous.hpp"
+#endif
+
+namespace sluice::test {
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  if (const char* env = std::getenv("SLUICE_TEST_BACKENDS"); env != nullptr && *env != '\0') {
+    std::stringstream ss(env);
+    for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
+    return names;
+  }
+  for (const auto& b : backends()) names.push_back(b.name);
+  return names;
+}
+
+void BackendTest::SetUp() {
+  const std::string& name = GetParam();
+  for (const auto& b : backends()) {
+    if (b.name != name) continue;
+    if (b.device_count == 0) GTEST_SKIP() << "backend '" << name << "' has no devices: " << b.unavailable_reason;
+    device_ = Device{name, 0};
+    return;
+  }
+  FAIL() << "backend '" << name << "' is not registered in this build";
+}
+
+namespace {
+constexpr auto kTimeout = std::chrono::seconds(10);
+}
+
+Rendezvous::Rendezvous(const Context& home, int parties) : home_(home), parties_(parties) {
+  if (home.device().backend == "cuda") {
+    flags_ = DeviceBuffer<int>(home, static_cast<std::size_t>(2 * parties));
+    memset(home, flags_, 0);
+    home_.synchronize();
+  }
+}
+
+void Rendezvous::arrive(const Context& ctx, int me) {
+  if (ctx.device().backend == "cuda") {
+#ifdef SLUICE_TEST_CUDA
+    launch_rendezvous(ctx.native_handle(), flags_.data(), me, parties_,
+                      std::chrono::nanoseconds(kTimeout).count());
+    return;
+#else
+    (void)me;
+    FAIL() << "cuda rendezvous not built";
+#endif
+  }
+  ctx.host_task(
+      [arrived = arrived_, timeouts = timeouts_, n = parties_] {
+        arrived->fetch_add(1);
+        auto deadline = std::chrono::steady_clock::now() + kTimeout;
+        while (arrived->load() < n) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            timeouts->fetch_add(1);
+            return;
+          }
+          std::this_thread::yield();
+        }
+      },
+      "rendezvous");
+}
+
+bool Rendezvous::all_met() {
+  if (home_.device().backend == "cuda") {
+    std::vector<int> h(static_cast<std::size_t>(2 * parties_));
+    copy(home_, h, flags_);
+    home_.synchronize();
+    for (int i = 0; i < parties_; ++i) {
+      if (h[static_cast<std::size_t>(i)] != 1 || h[static_cast<std::size_t>(parties_ + i)] != 0) return false;
+    }
+    return true;
+  }
+  return arrived_->load() == parties_ && timeouts_->load() == 0;
+}
+
+}  // namespace sluice::test

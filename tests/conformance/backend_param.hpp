@@ -1,0 +1,56 @@
+#pragma once
+// Parametrizes a test suite over every backend. A backend without devices is reported as
+// skipped (with the reason), never as passed. SLUICE_TEST_BACKENDS=cuda,host restricts the list.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/sluice.hpp"
+
+namespace sluice::test {
+
+/// The backend names the suite runs over.
+std::vector<std::string> backend_names();
+
+/// Fixture base: `device()` is the first device of the backend under test.
+class BackendTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override;
+  [[nodiscard]] const Device& device() const { return device_; }
+  [[nodiscard]] bool is_host() const { return device_.backend == "host"; }
+  [[nodiscard]] Context make_context(StreamKind kind = StreamKind::async, int priority = 0) const {
+    return Context(ContextOptions{.device = device_, .kind = kind, .priority = priority});
+  }
+
+ private:
+  Device device_;
+};
+
+/// Makes every context of `parties` reach a rendezvous point before any continues; proves that
+/// the contexts run concurrently. Host: a host task spinning on an atomic; cuda: a device kernel.
+class Rendezvous {
+ public:
+  Rendezvous(const Context& home, int parties);
+  /// Issues party `me`'s arrival on `ctx`: it waits there until all parties arrived (or 10 s).
+  void arrive(const Context& ctx, int me);
+  /// Call after every context synchronized: true if no party timed out waiting for the others.
+  [[nodiscard]] bool all_met();
+
+ private:
+  Context home_;
+  int parties_;
+  std::shared_ptr<std::atomic<int>> arrived_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> timeouts_ = std::make_shared<std::atomic<int>>(0);
+  DeviceBuffer<int> flags_;  // cuda: arrival flags, then timeout markers
+};
+
+}  // namespace sluice::test
+
+#define SLUICE_INSTANTIATE_BACKENDS(Suite)                                              \
+  INSTANTIATE_TEST_SUITE_P(Backends, Suite,                                             \
+                           ::testing::ValuesIn(::sluice::test::backend_names()),       \
+                           [](const auto& info) { return info.param; })

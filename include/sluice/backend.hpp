@@ -80,6 +80,7 @@ class EventImpl {
 
   std::shared_ptr<FailureState> failures;  ///< of the stream it was recorded on
   std::uint64_t seq = 0;                   ///< last operation number before the recorded point
+  std::uint64_t timeline = 0;              ///< unique id of the context it was recorded on
   Device device;
 };
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "sluice/context.hpp"
+#include "sluice/deps.hpp"
 
 namespace sluice {
 
@@ -35,15 +36,18 @@ class RawDeviceBuffer {
     std::swap(ctx_, other.ctx_);
     std::swap(ptr_, other.ptr_);
     std::swap(bytes_, other.bytes_);
+    std::swap(id_, other.id_);
   }
   [[nodiscard]] void* data() const noexcept { return ptr_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] ObjectId id() const noexcept { return id_; }
   [[nodiscard]] const std::shared_ptr<ContextImpl>& context() const noexcept { return ctx_; }
 
  private:
   std::shared_ptr<ContextImpl> ctx_;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  ObjectId id_ = 0;
 };
 
 /// Untyped pinned host allocation.
@@ -64,14 +68,17 @@ class RawPinnedBuffer {
     std::swap(backend_, other.backend_);
     std::swap(ptr_, other.ptr_);
     std::swap(bytes_, other.bytes_);
+    std::swap(id_, other.id_);
   }
   [[nodiscard]] void* data() const noexcept { return ptr_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] ObjectId id() const noexcept { return id_; }
 
  private:
   std::shared_ptr<Backend> backend_;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  ObjectId id_ = 0;
 };
 
 void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
@@ -82,11 +89,10 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
 
 /// An owning array of `T` in a device's memory.
 ///
-/// Allocated in stream order on `ctx` from the device's pool, and released in stream order on
-/// the same context when destroyed: work issued on that context before the destruction may still
-/// use it. Work on *other* contexts must be ordered before the destruction (with `wait_for`, or
-/// with the dependency tracker) — the same rule as `cudaFreeAsync`.
-/// The contents are uninitialized. Move-only.
+/// Allocated in stream order on `ctx` from the device's pool. Tracked: sluice operations on it
+/// (and `Intent` marks) are ordered across contexts by what they read and write, and destroying
+/// it while queued work on any context still uses it is safe — the memory is released in stream
+/// order once that work completed. The contents are uninitialized. Move-only.
 template <class T>
 class DeviceBuffer {
   static_assert(std::is_trivially_copyable_v<T>,
@@ -104,6 +110,12 @@ class DeviceBuffer {
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   /// A non-owning view of the elements (device pointers: do not dereference on the host).
   [[nodiscard]] std::span<T> span() const noexcept { return {data(), size_}; }
+  /// The tracker's id of this buffer's memory (0 when empty).
+  [[nodiscard]] ObjectId object_id() const noexcept { return raw_.id(); }
+  /// The byte range of elements [first, first + count), for `Intent` on a part of the buffer.
+  [[nodiscard]] ByteRange elements(std::size_t first, std::size_t count) const noexcept {
+    return {first * sizeof(T), count * sizeof(T)};
+  }
 
  private:
   detail::RawDeviceBuffer raw_;
@@ -111,7 +123,12 @@ class DeviceBuffer {
 };
 
 /// An owning array of `T` in page-locked host memory, usable for truly asynchronous copies.
-/// Readable and writable on the host (after the work that uses it was synchronized).
+///
+/// Tracked like device memory. On the host, read it through `read()` / `write()`, which wait only
+/// for the work that produced the data (and, for `write()`, the work still reading it). Element
+/// access without an accessor is allowed once the work is known complete; in debug mode
+/// (deps::set_debug) it throws if queued work still writes the buffer. Destruction waits for
+/// queued work that uses the buffer.
 template <class T>
 class PinnedBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
@@ -130,8 +147,27 @@ class PinnedBuffer {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return raw_.bytes(); }
   [[nodiscard]] std::span<T> span() const noexcept { return {data(), size_}; }
-  T& operator[](std::size_t i) const noexcept { return data()[i]; }
-  [[nodiscard]] T* begin() const noexcept { return data(); }
+  [[nodiscard]] ObjectId object_id() const noexcept { return raw_.id(); }
+
+  /// Waits for the work that last wrote the buffer; device writes are refused while it lives.
+  [[nodiscard]] HostAccessor<T, Access::read> read(
+      std::source_location loc = std::source_location::current()) const {
+    return {raw_.id(), span(), loc};
+  }
+  /// Waits for the last writer and every reader; device access is refused while it lives.
+  [[nodiscard]] HostAccessor<T, Access::write> write(
+      std::source_location loc = std::source_location::current()) const {
+    return {raw_.id(), span(), loc};
+  }
+
+  T& operator[](std::size_t i) const {
+    if (detail::deps_debug()) detail::check_host_access(raw_.id(), std::source_location::current());
+    return data()[i];
+  }
+  [[nodiscard]] T* begin() const {
+    if (detail::deps_debug()) detail::check_host_access(raw_.id(), std::source_location::current());
+    return data();
+  }
   [[nodiscard]] T* end() const noexcept { return data() + size_; }
 
  private:

@@ -47,6 +47,7 @@ UnreportedFailureHandler& handler() {
 }
 
 std::atomic<std::uint64_t> context_counter{0};
+std::atomic<std::uint64_t> timeline_counter{0};
 
 int clamp_priority(Backend& backend, const Device& device, int priority) {
   auto info = device_info(device);
@@ -77,7 +78,8 @@ ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, Stream
       device_(std::move(device)),
       kind_(kind),
       name_(std::move(name)),
-      failures_(std::make_shared<FailureState>()) {
+      failures_(std::make_shared<FailureState>()),
+      timeline_(timeline_counter.fetch_add(1) + 1) {
   StreamConfig config{device_.index, priority, failures_};
   stream_ = wrap_native != nullptr ? backend_->wrap_stream(config, wrap_native)
                                    : backend_->create_stream(config);
@@ -104,20 +106,50 @@ std::shared_ptr<EventImpl> ContextImpl::record(bool timing, std::source_location
   auto e = stream_->record(timing, {seq_, "record", loc});
   e->failures = failures_;
   e->seq = seq_;
+  e->timeline = timeline_;
   e->device = device_;
   return e;
 }
 
-void ContextImpl::wait(const std::shared_ptr<EventImpl>& event, std::source_location loc) {
-  issue("wait", loc, [&](Stream& s, const OpInfo& op) {
+bool ContextImpl::waits_for(std::uint64_t timeline, std::uint64_t seq) {
+  if (timeline == timeline_) return true;
+  std::lock_guard lock(mutex_);
+  for (const auto& [t, s] : clock_) {
+    if (t == timeline) return s >= seq;
+  }
+  return false;
+}
+
+bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event, std::source_location loc) {
+  if (event->timeline == timeline_) return false;  // issue order already covers it
+  bool issued = false;
+  enqueue("wait", loc, [&](Stream& s, const OpInfo& op) {
+    auto it = std::find_if(clock_.begin(), clock_.end(),
+                           [&](const auto& e) { return e.first == event->timeline; });
+    if (it != clock_.end() && it->second >= event->seq) return;
     if (event->failures && event->failures->may_fail()) failures_->set_may_fail();
     s.wait(event, op);
+    issued = true;
+    if (it != clock_.end()) {
+      it->second = event->seq;
+    } else if (event->timeline != 0) {
+      clock_.emplace_back(event->timeline, event->seq);
+    }
   });
+  return issued;
 }
 
 void ContextImpl::synchronize() {
+  const auto target = issued();
   stream_->synchronize();
+  note_completed(target);
   throw_failure();
+}
+
+void ContextImpl::note_completed(std::uint64_t seq) noexcept {
+  auto cur = completed_.load(std::memory_order_relaxed);
+  while (cur < seq && !completed_.compare_exchange_weak(cur, seq, std::memory_order_release)) {
+  }
 }
 
 void ContextImpl::throw_failure() {
@@ -165,11 +197,13 @@ void* Context::native_handle() const noexcept { return impl_->stream().native_ha
 void Context::wait_for(const Context& other, std::source_location loc) const {
   if (other.impl_ == impl_) return;  // one context is already ordered
   impl_->wait(other.impl_->record(false, loc), loc);
+  impl_->finish_if_blocking();
 }
 
 void Context::wait(const Event& event, std::source_location loc) const {
   if (!event.recorded()) return;  // like CUDA: waiting on an unrecorded event is a no-op
   impl_->wait(event.impl(), loc);
+  impl_->finish_if_blocking();
 }
 
 bool Context::idle() const { return impl_->stream().query(); }
@@ -186,6 +220,7 @@ std::vector<Context> Context::fork(std::size_t n, std::source_location loc) cons
                                  .priority = priority(),
                                  .name = name() + ".fork" + std::to_string(i)});
     child.impl_->wait(point, loc);
+    child.impl_->finish_if_blocking();
     children.push_back(std::move(child));
   }
   return children;

@@ -3,7 +3,10 @@
 // numbers each operation, applies the blocking-kind rules and keeps issue order.
 
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "sluice/backend.hpp"
@@ -25,25 +28,36 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// and has completed (its failure thrown) when `issue` returns.
   template <class F>
   void issue(std::string_view what, std::source_location loc, F&& f) {
-    if (kind_ == StreamKind::blocking) {
-      auto prior = record_device_work(loc);
-      {
-        std::lock_guard lock(mutex_);
-        for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
-        f(*stream_, next_op(what, loc));
-      }
-      stream_->synchronize();
-      throw_failure();
-      return;
-    }
+    enqueue(what, loc, std::forward<F>(f));
+    finish_if_blocking();
+  }
+
+  /// The first half of `issue`: enqueues without completing blocking work (for callers that hold
+  /// a lock of their own and complete after releasing it). Returns the operation's number.
+  template <class F>
+  std::uint64_t enqueue(std::string_view what, std::source_location loc, F&& f) {
+    std::vector<std::shared_ptr<EventImpl>> prior;
+    if (kind_ == StreamKind::blocking) prior = record_device_work(loc);
     std::lock_guard lock(mutex_);
-    f(*stream_, next_op(what, loc));
+    for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
+    auto op = next_op(what, loc);
+    f(*stream_, op);
+    return op.seq;
+  }
+
+  /// Completes the work of a blocking context (and throws its failure); no-op when async.
+  void finish_if_blocking() {
+    if (kind_ == StreamKind::blocking) synchronize();
   }
 
   /// Records the current end of this context's work.
   std::shared_ptr<EventImpl> record(bool timing, std::source_location loc);
-  /// Makes later work here wait for `event`.
-  void wait(const std::shared_ptr<EventImpl>& event, std::source_location loc);
+  /// Makes later work here wait for `event`. Returns false (and enqueues nothing) if this context
+  /// already waits for that point or a later one of the same context (the vector clock).
+  /// Like `enqueue`, it leaves completing blocking work to `finish_if_blocking`.
+  bool wait(const std::shared_ptr<EventImpl>& event, std::source_location loc);
+  /// True if work issued here from now on is already ordered after operation `seq` of `timeline`.
+  [[nodiscard]] bool waits_for(std::uint64_t timeline, std::uint64_t seq);
   /// Blocks until all issued work completed, then throws the unreported failure if any.
   void synchronize();
   /// Releases device memory in stream order. Never throws.
@@ -58,6 +72,18 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   [[nodiscard]] const Device& device() const noexcept { return device_; }
   [[nodiscard]] StreamKind kind() const noexcept { return kind_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// Unique id of this context's sequence of operations (never reused).
+  [[nodiscard]] std::uint64_t timeline() const noexcept { return timeline_; }
+  /// Number of the last operation issued.
+  [[nodiscard]] std::uint64_t issued() {
+    std::lock_guard lock(mutex_);
+    return seq_;
+  }
+  /// Operations known to have completed (a lower bound, raised by waits on the host).
+  [[nodiscard]] std::uint64_t completed() const noexcept {
+    return completed_.load(std::memory_order_acquire);
+  }
+  void note_completed(std::uint64_t seq) noexcept;
 
  private:
   OpInfo next_op(std::string_view what, std::source_location loc) { return {++seq_, what, loc}; }
@@ -70,8 +96,12 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::string name_;
   std::shared_ptr<FailureState> failures_;
   std::unique_ptr<Stream> stream_;
+  std::uint64_t timeline_;
   std::mutex mutex_;  // issue order: op numbering and enqueue happen together
   std::uint64_t seq_ = 0;
+  std::atomic<std::uint64_t> completed_{0};
+  // Vector clock: per other timeline, the highest operation this context already waits for.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;
 };
 
 }  // namespace sluice::detail

@@ -1,29 +1,60 @@
 #include "sluice/memory.hpp"
 
 #include "core/context_impl.hpp"
+#include "deps/tracker.hpp"
 
 namespace sluice {
 namespace detail {
 
+using detail::Tracker;
+
 RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::source_location loc)
     : ctx_(ctx.shared_impl()), bytes_(bytes) {
   if (bytes == 0) return;
-  ctx_->issue("allocate", loc,
-              [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
+  const auto seq = ctx_->enqueue("allocate", loc,
+                                 [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
+  try {
+    // Work on other contexts waits for the stream-ordered allocation.
+    id_ = Tracker::instance().register_memory(
+        ptr_, {MemoryType::device, bytes, 1, ctx_->device()}, ctx_, seq, loc);
+  } catch (...) {
+    ctx_->deallocate(ptr_, bytes_);
+    throw;
+  }
+  ctx_->finish_if_blocking();
 }
 
 RawDeviceBuffer::~RawDeviceBuffer() {
-  if (ptr_ != nullptr) ctx_->deallocate(ptr_, bytes_);
+  if (ptr_ == nullptr) return;
+  Tracker::instance().retire(id_, ctx_, [p = ptr_, n = bytes_](ContextImpl& c) {
+    c.deallocate(p, n);
+  });
 }
 
 RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::source_location loc)
     : backend_(find_backend(device.backend)), bytes_(bytes) {
-  (void)loc;
-  if (bytes > 0) ptr_ = backend_->allocate_pinned(bytes);
+  if (bytes == 0) return;
+  ptr_ = backend_->allocate_pinned(bytes);
+  try {
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device},
+                                              nullptr, 0, loc);
+  } catch (...) {
+    backend_->deallocate_pinned(ptr_);
+    throw;
+  }
 }
 
 RawPinnedBuffer::~RawPinnedBuffer() {
-  if (ptr_ != nullptr) backend_->deallocate_pinned(ptr_);
+  if (ptr_ == nullptr) return;
+  // Pinned memory cannot be freed from a stream callback (cudaFreeHost synchronizes), so the
+  // host waits here for queued work that still uses it.
+  auto& tracker = Tracker::instance();
+  tracker.wait_host_quietly(id_);
+  try {
+    tracker.unregister(id_, std::source_location::current());
+  } catch (...) {
+  }
+  backend_->deallocate_pinned(ptr_);
 }
 
 void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc) {
@@ -41,16 +72,40 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   if (dst == nullptr || src == nullptr) {
     throw Error(Errc::invalid_argument, "copy: null pointer with a non-empty size", loc);
   }
-  ctx.impl().issue("copy", loc,
-                   [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
+  std::vector<AccessSpec> access;
+  auto& tracker = Tracker::instance();
+  tracker.resolve(dst, bytes, Access::write, access);
+  tracker.resolve(src, bytes, Access::read, access);
+  auto& c = ctx.impl();
+  auto enqueue = [&] {
+    c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
+  };
+  if (access.empty()) {
+    enqueue();
+    c.finish_if_blocking();
+  } else {
+    tracker.run(c, access, "copy", loc, enqueue);
+  }
 }
 
 void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
                   std::source_location loc) {
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
-  ctx.impl().issue("memset", loc,
-                   [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
+  std::vector<AccessSpec> access;
+  auto& tracker = Tracker::instance();
+  tracker.resolve(dst, bytes, Access::write, access);
+  auto& c = ctx.impl();
+  auto enqueue = [&] {
+    c.enqueue("memset", loc,
+              [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
+  };
+  if (access.empty()) {
+    enqueue();
+    c.finish_if_blocking();
+  } else {
+    tracker.run(c, access, "memset", loc, enqueue);
+  }
 }
 
 }  // namespace detail

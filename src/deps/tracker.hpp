@@ -1,0 +1,159 @@
+#pragma once
+// The dependency tracker: per tracked object, an interval map from byte ranges to the last writer
+// and the readers since, and the waits that follow from it (DESIGN.md, "Keeping the tracker
+// cheap"). One mutex guards all state; lock order is tracker, then context.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <limits>
+#include <mutex>
+#include <tuple>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "sluice/deps.hpp"
+
+namespace sluice::detail {
+
+/// The end of one access: operation `seq` of a context's timeline. Shared by every segment the
+/// access covered, so an event recorded for it once serves them all.
+struct Mark {
+  std::weak_ptr<ContextImpl> ctx;
+  std::uint64_t timeline = 0;
+  std::uint64_t seq = 0;
+  std::shared_ptr<EventImpl> event;  // recorded at `seq` or later; null until someone needs it
+  std::uint32_t node = 0;            // debug graph node
+};
+using MarkRef = std::shared_ptr<Mark>;
+
+struct Segment {
+  std::size_t end = 0;
+  MarkRef writer;
+  std::vector<MarkRef> readers;  // at most one per timeline: the latest
+};
+
+/// One access of an operation: which object, which bytes, how.
+struct AccessSpec {
+  ObjectId id = 0;
+  ByteRange range;
+  Access mode = Access::read;
+};
+
+class Tracker {
+ public:
+  static Tracker& instance();
+
+  ObjectId register_memory(const void* ptr, const MemoryAttributes& attr,
+                           const std::shared_ptr<ContextImpl>& producer, std::uint64_t produced_at,
+                           std::source_location loc);
+  std::optional<RegisteredMemory> find_memory(const void* ptr);
+  void unregister(ObjectId id, std::source_location loc);
+  ObjectId new_object();
+
+  /// Resolves raw pointers of an operation to accesses of registered regions (untracked memory is
+  /// left out).
+  void resolve(const void* ptr, std::size_t bytes, Access mode, std::vector<AccessSpec>& out);
+
+  /// Issues `enqueue(ctx)` after making `ctx` wait for every conflicting earlier access, then
+  /// records the accesses. `enqueue` runs under the tracker lock and must only enqueue.
+  void run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
+           std::source_location loc, const std::function<void()>& enqueue);
+
+  void begin(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
+             std::source_location loc);
+  void end(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
+           std::source_location loc);
+
+  /// Blocks the host for the accesses a host access in `mode` conflicts with.
+  void wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc);
+  /// Host accessor bookkeeping: conflicting device work is refused while one is alive.
+  void host_access_begin(ObjectId id, Access mode, ByteRange range, std::source_location loc);
+  void host_access_end(ObjectId id, Access mode, ByteRange range) noexcept;
+  /// Debug mode: throws if queued work still writes the bytes the host is touching.
+  void check_unguarded_host_access(ObjectId id, std::source_location loc);
+
+  /// Stops tracking `id` and calls `release(ctx)` on a context ordered after every access, once
+  /// (stream-ordered: `release` enqueues the free). `home` is used when nothing else is.
+  void retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
+              const std::function<void(ContextImpl&)>& release) noexcept;
+
+  void set_debug(bool on);
+  [[nodiscard]] bool debug() const { return debug_.load(std::memory_order_relaxed); }
+  void write_dot(std::ostream& out);
+  void clear_graph();
+  deps::Stats stats();
+  deps::Footprint footprint();
+
+ private:
+  struct Object {
+    std::map<std::size_t, Segment> segments;  // by start; disjoint
+    std::size_t size = std::numeric_limits<std::size_t>::max();
+    std::uintptr_t base = 0;  // registered memory: its address; 0 for other objects
+    std::uint64_t first_timeline = 0;
+    bool shared = false;  // touched by two timelines: record events eagerly from now on
+    int host_readers = 0;
+    int host_writers = 0;
+    std::string name;
+  };
+  struct Region {
+    std::size_t size;
+    ObjectId id;
+    MemoryAttributes attributes;
+  };
+  struct Node {
+    std::string label;
+  };
+
+  Object& object(ObjectId id, std::source_location loc);
+  /// Splits segments so that `lo` and `hi` are boundaries (creating empty ones for gaps).
+  void split(Object& obj, std::size_t lo, std::size_t hi);
+  /// [lo, hi) of an access, checked against the object's size.
+  std::pair<std::size_t, std::size_t> bounds(const Object& obj, const AccessSpec& a,
+                                             std::source_location loc) const;
+  /// Incomplete earlier accesses that `a` must wait for (`timeline` 0: the host, which waits for
+  /// every context).
+  void collect(Object& obj, const AccessSpec& a, std::uint64_t timeline, std::vector<Mark*>& deps,
+               std::source_location loc);
+  void check_host_conflict(const Object& obj, ObjectId id, const AccessSpec& a, ContextImpl& ctx,
+                           std::string_view what, std::source_location loc) const;
+  void wait_all(ContextImpl& ctx, std::vector<Mark*>& deps, std::uint32_t node,
+                std::source_location loc);
+  void record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::uint64_t seq,
+              std::uint32_t node, std::source_location loc);
+  std::uint32_t add_node(ContextImpl& ctx, std::span<const AccessSpec> a, std::string_view what,
+                         std::source_location loc);
+  std::shared_ptr<EventImpl> event_for(Mark& m);
+  /// The context that frees a retired object: see retire().
+  std::shared_ptr<ContextImpl> release_target(const std::shared_ptr<ContextImpl>& home,
+                                              const std::vector<Mark*>& deps);
+  static bool complete(const Mark& m);
+  /// Host-side wait on `deps`; reports a failure (once) if `report`.
+  void wait_on_host(std::unique_lock<std::mutex>& lock, std::vector<Mark*>& deps, bool report,
+                    std::source_location loc);
+
+ public:
+  /// As wait_host, but never throws for failed work (destructors).
+  void wait_host_quietly(ObjectId id) noexcept;
+
+ private:
+
+  std::mutex mutex_;
+  std::unordered_map<ObjectId, Object> objects_;
+  std::map<std::uintptr_t, Region> regions_;  // by base address
+  ObjectId next_id_ = 1;
+  std::atomic<bool> debug_{false};
+  std::vector<Node> nodes_;
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, bool>> edges_;  // from, to, elided
+  std::unordered_map<std::uint64_t, std::uint32_t> open_nodes_;        // begin -> end (debug)
+  deps::Stats stats_;
+  std::unordered_map<std::string, std::shared_ptr<ContextImpl>> release_contexts_;
+};
+
+}  // namespace sluice::detail

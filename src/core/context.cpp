@@ -103,9 +103,10 @@ ContextImpl::~ContextImpl() {
 
 std::shared_ptr<EventImpl> ContextImpl::record(bool timing, std::source_location loc) {
   std::lock_guard lock(mutex_);
-  auto e = stream_->record(timing, {seq_, "record", loc});
+  const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
+  auto e = stream_->record(timing, {seq, "record", loc});
   e->failures = failures_;
-  e->seq = seq_;
+  e->seq = seq;
   e->timeline = timeline_;
   e->device = device_;
   return e;
@@ -160,7 +161,7 @@ void ContextImpl::throw_failure() {
 
 void ContextImpl::deallocate(void* ptr, std::size_t bytes) noexcept {
   std::lock_guard lock(mutex_);
-  ++seq_;
+  seq_.fetch_add(1, std::memory_order_relaxed);
   stream_->deallocate(ptr, bytes);
 }
 

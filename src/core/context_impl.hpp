@@ -75,9 +75,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// Unique id of this context's sequence of operations (never reused).
   [[nodiscard]] std::uint64_t timeline() const noexcept { return timeline_; }
   /// Number of the last operation issued.
-  [[nodiscard]] std::uint64_t issued() {
-    std::lock_guard lock(mutex_);
-    return seq_;
+  [[nodiscard]] std::uint64_t issued() const noexcept {
+    return seq_.load(std::memory_order_acquire);
   }
   /// Operations known to have completed (a lower bound, raised by waits on the host).
   [[nodiscard]] std::uint64_t completed() const noexcept {
@@ -86,7 +85,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   void note_completed(std::uint64_t seq) noexcept;
 
  private:
-  OpInfo next_op(std::string_view what, std::source_location loc) { return {++seq_, what, loc}; }
+  // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
+  OpInfo next_op(std::string_view what, std::source_location loc) {
+    return {seq_.fetch_add(1, std::memory_order_acq_rel) + 1, what, loc};
+  }
   /// Events marking the end of every other context's work on this device (blocking kind).
   std::vector<std::shared_ptr<EventImpl>> record_device_work(std::source_location loc);
 
@@ -98,7 +100,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::unique_ptr<Stream> stream_;
   std::uint64_t timeline_;
   std::mutex mutex_;  // issue order: op numbering and enqueue happen together
-  std::uint64_t seq_ = 0;
+  std::atomic<std::uint64_t> seq_{0};
   std::atomic<std::uint64_t> completed_{0};
   // Vector clock: per other timeline, the highest operation this context already waits for.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;

@@ -72,40 +72,22 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   if (dst == nullptr || src == nullptr) {
     throw Error(Errc::invalid_argument, "copy: null pointer with a non-empty size", loc);
   }
-  std::vector<AccessSpec> access;
-  auto& tracker = Tracker::instance();
-  tracker.resolve(dst, bytes, Access::write, access);
-  tracker.resolve(src, bytes, Access::read, access);
   auto& c = ctx.impl();
-  auto enqueue = [&] {
-    c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
-  };
-  if (access.empty()) {
-    enqueue();
-    c.finish_if_blocking();
-  } else {
-    tracker.run(c, access, "copy", loc, enqueue);
-  }
+  Tracker::instance().run(
+      c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
+        c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
+      });
 }
 
 void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
                   std::source_location loc) {
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
-  std::vector<AccessSpec> access;
-  auto& tracker = Tracker::instance();
-  tracker.resolve(dst, bytes, Access::write, access);
   auto& c = ctx.impl();
-  auto enqueue = [&] {
+  Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
     c.enqueue("memset", loc,
               [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
-  };
-  if (access.empty()) {
-    enqueue();
-    c.finish_if_blocking();
-  } else {
-    tracker.run(c, access, "memset", loc, enqueue);
-  }
+  });
 }
 
 }  // namespace detail

@@ -101,22 +101,36 @@ ObjectId Tracker::new_object() {
   return id;
 }
 
-void Tracker::resolve(const void* ptr, std::size_t bytes, Access mode,
-                      std::vector<AccessSpec>& out) {
-  const auto p = reinterpret_cast<std::uintptr_t>(ptr);
-  std::lock_guard lock(mutex_);
+void Tracker::resolve(const RawAccess& a, std::vector<AccessSpec>& out) {
+  const auto p = reinterpret_cast<std::uintptr_t>(a.ptr);
   auto it = regions_.upper_bound(p);
   if (it == regions_.begin()) return;
   --it;
   if (p >= it->first + it->second.size) return;
   const std::size_t offset = p - it->first;
-  if (bytes > it->second.size - offset) {
+  if (a.bytes > it->second.size - offset) {
     throw Error(Errc::invalid_argument,
-                std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                std::to_string(a.bytes) + " bytes at offset " + std::to_string(offset) +
                     " overrun object " + std::to_string(it->second.id) + " of " +
                     std::to_string(it->second.size) + " bytes");
   }
-  out.push_back({it->second.id, {offset, bytes}, mode});
+  out.push_back({it->second.id, {offset, a.bytes}, a.mode});
+}
+
+void Tracker::run(ContextImpl& ctx, std::initializer_list<RawAccess> raw, std::string_view what,
+                  std::source_location loc, const std::function<void()>& enqueue) {
+  {
+    std::lock_guard lock(mutex_);
+    thread_local std::vector<AccessSpec> resolved;  // reused: no allocation per operation
+    resolved.clear();
+    for (const auto& r : raw) resolve(r, resolved);
+    if (resolved.empty()) {
+      enqueue();  // untracked memory: the caller orders it
+    } else {
+      run_locked(ctx, resolved, what, loc, enqueue);
+    }
+  }
+  ctx.finish_if_blocking();
 }
 
 Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
@@ -249,6 +263,17 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
                      std::uint32_t node, std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
+  if (a.mode != Access::read && !obj.shared && node == 0) {
+    // Fast path: a write over exactly one segment last written by this context alone, with no
+    // readers: advance that mark in place (no allocation; nobody else holds it).
+    auto it = obj.segments.find(lo);
+    if (it != obj.segments.end() && it->second.end == hi && it->second.readers.empty() &&
+        it->second.writer && it->second.writer.use_count() == 1 &&
+        it->second.writer->timeline == ctx.timeline() && !it->second.writer->event) {
+      it->second.writer->seq = seq;
+      return;
+    }
+  }
   auto mark = std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
   if (obj.shared) {
     mark->event = ctx.record(false, loc);
@@ -301,6 +326,15 @@ void Tracker::run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::s
                   std::source_location loc, const std::function<void()>& enqueue) {
   {
     std::lock_guard lock(mutex_);
+    run_locked(ctx, accesses, what, loc, enqueue);
+  }
+  ctx.finish_if_blocking();
+}
+
+void Tracker::run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses,
+                         std::string_view what, std::source_location loc,
+                         const std::function<void()>& enqueue) {
+  {
     const std::uint32_t node = debug_ ? add_node(ctx, accesses, what, loc) : 0;
     std::vector<Mark*> deps;
     for (const auto& a : accesses) {
@@ -316,7 +350,6 @@ void Tracker::run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::s
     for (const auto& a : accesses) record(ctx, objects_.at(a.id), a, seq, node, loc);
     stats_.marks += accesses.size();
   }
-  ctx.finish_if_blocking();
 }
 
 void Tracker::begin(ContextImpl& ctx, const AccessSpec& a, std::string_view what,

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <limits>
@@ -57,9 +58,15 @@ class Tracker {
   void unregister(ObjectId id, std::source_location loc);
   ObjectId new_object();
 
-  /// Resolves raw pointers of an operation to accesses of registered regions (untracked memory is
-  /// left out).
-  void resolve(const void* ptr, std::size_t bytes, Access mode, std::vector<AccessSpec>& out);
+  /// One pointer an operation touches; resolved to a registered region, or untracked.
+  struct RawAccess {
+    const void* ptr;
+    std::size_t bytes;
+    Access mode;
+  };
+  /// Like `run`, for operations given by pointers (copies, memsets): one lock for all of it.
+  void run(ContextImpl& ctx, std::initializer_list<RawAccess> accesses, std::string_view what,
+           std::source_location loc, const std::function<void()>& enqueue);
 
   /// Issues `enqueue(ctx)` after making `ctx` wait for every conflicting earlier access, then
   /// records the accesses. `enqueue` runs under the tracker lock and must only enqueue.
@@ -112,6 +119,9 @@ class Tracker {
   };
 
   Object& object(ObjectId id, std::source_location loc);
+  void resolve(const RawAccess& a, std::vector<AccessSpec>& out);
+  void run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
+                  std::source_location loc, const std::function<void()>& enqueue);
   /// Splits segments so that `lo` and `hi` are boundaries (creating empty ones for gaps).
   void split(Object& obj, std::size_t lo, std::size_t hi);
   /// [lo, hi) of an access, checked against the object's size.

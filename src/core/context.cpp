@@ -197,6 +197,8 @@ void* Context::native_handle() const noexcept { return impl_->stream().native_ha
 
 void Context::wait_for(const Context& other, std::source_location loc) const {
   if (other.impl_ == impl_) return;  // one context is already ordered
+  // Skip the event when the vector clock says this context already waits for all of `other`.
+  if (impl_->waits_for(other.impl_->timeline(), other.impl_->issued())) return;
   impl_->wait(other.impl_->record(false, loc), loc);
   impl_->finish_if_blocking();
 }

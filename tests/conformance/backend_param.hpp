@@ -43,9 +43,29 @@ class Rendezvous {
  private:
   Context home_;
   int parties_;
+  bool skipped_ = false;
   std::shared_ptr<std::atomic<int>> arrived_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<std::atomic<int>> timeouts_ = std::make_shared<std::atomic<int>>(0);
   DeviceBuffer<int> flags_;  // cuda: arrival flags, then timeout markers
+};
+
+/// Holds contexts back until `open()`: a host task on the host backend, a device kernel spinning
+/// on pinned memory on cuda (whose host tasks all share one thread, so a blocked host task there
+/// would stall every context). Opens itself on destruction; gives up after 30 s.
+class Gate {
+ public:
+  explicit Gate(const Device& device);
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  ~Gate() { open(); }
+  /// Issues the gate on `ctx`: work issued there afterwards waits for `open()`.
+  void block(const Context& ctx);
+  void open();
+
+ private:
+  bool cuda_;
+  std::shared_ptr<std::atomic<int>> host_flag_ = std::make_shared<std::atomic<int>>(0);
+  PinnedBuffer<int> device_flag_;
 };
 
 }  // namespace sluice::test

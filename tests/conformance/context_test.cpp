@@ -148,15 +148,14 @@ TEST_P(ContextTest, BlockingKindWaitsForDeviceAndCompletesOnReturn) {
 TEST_P(ContextTest, AsyncContextDoesNotWaitForOthers) {
   auto a = make_context();
   auto b = make_context();
-  std::atomic<bool> release{false};
-  a.host_task([&] {
-    while (!release) std::this_thread::yield();
-  });
+  Gate gate(device());
+  gate.block(a);
   std::atomic<bool> ran{false};
   b.host_task([&] { ran = true; });
-  b.synchronize();  // would hang if b waited for a
+  b.synchronize();  // would hang (30 s, then fail) if b waited for a
   EXPECT_TRUE(ran.load());
-  release = true;
+  EXPECT_FALSE(a.idle());
+  gate.open();
   a.synchronize();
 }
 

@@ -65,17 +65,15 @@ TEST_P(EventTest, WaitOrdersAnotherContext) {
   });
   Event e;
   e.record(a);
-  a.host_task([&] {
-    std::this_thread::sleep_for(200ms);  // after the event: b must not wait for this
-  });
+  Gate gate(device());
+  gate.block(a);  // after the event: b must not wait for this
   b.wait(e);
   int seen = 0;
   b.host_task([&] { seen = value.load(); });
-  auto t0 = std::chrono::steady_clock::now();
-  b.synchronize();
+  b.synchronize();  // would hang (30 s, then fail) if b waited for the gate
   EXPECT_EQ(seen, 42);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 190ms)
-      << "waiting on an event waited for work recorded after it";
+  EXPECT_FALSE(a.idle()) << "waiting on an event waited for work recorded after it";
+  gate.open();
   a.synchronize();
 }
 

@@ -14,15 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class TrackerTest : public BackendTest {
- protected:
-  /// A host task that blocks its context until `open` is set.
-  static void gate(const Context& c, std::atomic<bool>& open) {
-    c.host_task([&open] {
-      while (!open) std::this_thread::yield();
-    });
-  }
-};
+class TrackerTest : public BackendTest {};
 
 TEST_P(TrackerTest, WriteThenReadAcrossContextsIsOrdered) {
   auto a = make_context();
@@ -31,11 +23,11 @@ TEST_P(TrackerTest, WriteThenReadAcrossContextsIsOrdered) {
   std::vector<int> src(n), back(n, 0);
   for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<int>(i * 7);
   DeviceBuffer<int> d(a, n);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   copy(a, d, src);     // write on a, held back by the gate
   copy(b, back, d);    // read on b: must wait for a's write
-  open = true;
+  open.open();
   b.synchronize();
   EXPECT_EQ(back, src);
 }
@@ -48,11 +40,11 @@ TEST_P(TrackerTest, ReadThenWriteAcrossContextsIsOrdered) {
   DeviceBuffer<int> d(a, n);
   copy(a, d, ones);
   a.synchronize();
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   copy(a, back, d);  // read on a, held back
   memset(b, d, 0);   // write on b: must not overtake the read
-  open = true;
+  open.open();
   b.synchronize();
   a.synchronize();
   EXPECT_EQ(back, ones);
@@ -64,11 +56,11 @@ TEST_P(TrackerTest, WriteThenWriteAcrossContextsIsOrdered) {
   constexpr std::size_t n = 4096;
   std::vector<std::uint8_t> back(n, 0);
   DeviceBuffer<std::uint8_t> d(a, n);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   memset(a, d, 1);
   memset(b, d, 2);  // issued later: its value must win
-  open = true;
+  open.open();
   copy(a, back, d);
   a.synchronize();
   EXPECT_EQ(back, std::vector<std::uint8_t>(n, 2));
@@ -119,11 +111,11 @@ TEST_P(TrackerTest, OverlappingRangesDoSerialize) {
   constexpr std::size_t n = 1000;
   DeviceBuffer<std::uint8_t> d(a, n);
   memset(a, d, 0);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   memset(a, d.span().subspan(0, 600), 1);
   memset(b, d.span().subspan(500, 500), 2);  // overlaps [500, 600): must come after
-  open = true;
+  open.open();
   std::vector<std::uint8_t> back(n);
   copy(b, back, d);
   b.synchronize();
@@ -149,15 +141,15 @@ TEST_P(TrackerTest, ImpliedWaitsAreElided) {
   auto a = make_context();
   auto b = make_context();
   DeviceBuffer<int> x(a, 256), y(a, 256), out(b, 256);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   memset(a, x, 1);
   memset(a, y, 2);
   const auto before = deps::stats();
   copy(b, out, y);  // waits for a up to the write of y
   copy(b, out, x);  // the write of x came earlier on a: already implied
   const auto after = deps::stats();
-  open = true;
+  open.open();
   b.synchronize();
   EXPECT_EQ(after.waits_issued - before.waits_issued, 1u);
   EXPECT_GE(after.waits_elided - before.waits_elided, 1u);
@@ -186,11 +178,11 @@ TEST_P(TrackerTest, DestroyedBufferIsReleasedOnlyAfterOtherContextsUsedIt) {
   auto b = make_context();
   constexpr std::size_t n = 1 << 16;
   std::vector<int> src(n, 9), back(n, 0);
-  std::atomic<bool> open{false};
+  Gate open(device());
   {
     DeviceBuffer<int> d(a, n);
     copy(a, d, src);
-    gate(b, open);
+    open.block(b);
     copy(b, back, d);  // b still reads d when d is destroyed
   }
   // Reuse pressure on a: if d's memory went back to the pool now, this would overwrite it.
@@ -199,7 +191,7 @@ TEST_P(TrackerTest, DestroyedBufferIsReleasedOnlyAfterOtherContextsUsedIt) {
     memset(a, e, 0);
   }
   a.synchronize();
-  open = true;
+  open.open();
   b.synchronize();
   EXPECT_EQ(back, src);
 }
@@ -213,14 +205,14 @@ TEST_P(TrackerTest, HostReadAccessorWaitsOnlyForTheProducer) {
   std::vector<int> src(n, 5);
   copy(a, d, src);
   copy(a, p, d);  // producer of p
-  std::atomic<bool> open{false};
-  gate(b, open);  // unrelated work that never finishes before the read
+  Gate open(device());
+  open.block(b);  // unrelated work that never finishes before the read
   {
     auto r = p.read();
     EXPECT_EQ(r[0], 5);
     EXPECT_EQ(r[n - 1], 5);
   }
-  open = true;
+  open.open();
   b.synchronize();
 }
 
@@ -233,15 +225,15 @@ TEST_P(TrackerTest, HostReadAccessorDoesNotWaitForOtherReaders) {
     for (auto& v : w) v = 3;
   }
   DeviceBuffer<int> d(a, n);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate open(device());
+  open.block(a);
   copy(a, d, p);  // a device reader of p, held back
   {
     auto r = p.read();  // must not wait for the device reader
     EXPECT_EQ(r[7], 3);
     EXPECT_FALSE(a.idle());
   }
-  open = true;
+  open.open();
   a.synchronize();
 }
 
@@ -254,16 +246,18 @@ TEST_P(TrackerTest, HostWriteAccessorWaitsForReaders) {
     for (auto& v : w) v = 1;
   }
   DeviceBuffer<int> d(a, n);
-  std::atomic<bool> open{false};
-  gate(a, open);
+  Gate gate(device());
+  std::atomic<bool> opened{false};
+  gate.block(a);
   copy(a, d, p);
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
-    open = true;
+    opened = true;
+    gate.open();
   });
   {
     auto w = p.write();  // waits until the device copy read p
-    EXPECT_TRUE(open.load());
+    EXPECT_TRUE(opened.load());
     for (auto& v : w) v = 2;
   }
   opener.join();
@@ -297,9 +291,9 @@ TEST_P(TrackerTest, UserRegisteredMemoryIsOrdered) {
   a.synchronize();
   // Mark on a separate id (not the buffer's own), as a library with its own allocator would.
   const ObjectId id = new_object_id();
-  std::atomic<bool> open{false};
+  Gate open(device());
   std::vector<std::uint8_t> back(n);
-  gate(a, open);
+  open.block(a);
   {
     Intent w(a, id, Access::write, "producer");
     memset(a, storage, 7);
@@ -308,7 +302,7 @@ TEST_P(TrackerTest, UserRegisteredMemoryIsOrdered) {
     Intent r(b, id, Access::read, "consumer");
     copy(b, back, storage);
   }
-  open = true;
+  open.open();
   b.synchronize();
   EXPECT_EQ(back, std::vector<std::uint8_t>(n, 7));
 }
@@ -337,8 +331,8 @@ TEST_P(TrackerTest, DebugModeRecordsTheGraphAndCatchesUnguardedHostAccess) {
   PinnedBuffer<int> p(a, 64);
   DeviceBuffer<int> d(a, 64);
   memset(a, d, 0);
-  std::atomic<bool> open{false};
-  gate(b, open);
+  Gate open(device());
+  open.block(b);
   copy(b, p, d);  // queued work on b writes p
   try {
     (void)p[3];
@@ -347,7 +341,7 @@ TEST_P(TrackerTest, DebugModeRecordsTheGraphAndCatchesUnguardedHostAccess) {
     EXPECT_EQ(e.code(), Errc::invalid_state);
     EXPECT_NE(std::string(e.what()).find("accessor"), std::string::npos) << e.what();
   }
-  open = true;
+  open.open();
   b.synchronize();
   EXPECT_NO_THROW((void)p[3]);
   std::ostringstream dot;

@@ -1,21 +1,22 @@
 #include "backends/host/host_backend.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "backends/host/faults.hpp"
+#include "backends/host/host_la.hpp"
 #include "backends/host/host_pool.hpp"
+#include "backends/host/host_scalar.hpp"
 #include "backends/host/host_stream.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
 namespace {
 
-// Host priorities lower a worker's nice value by up to this much; raising needs privilege.
+// A priority below 0 raises the worker's nice value (makes it less urgent) by up to this much;
+// the other direction needs privilege.
 constexpr int kLowestPriority = -10;
 
 std::string cpu_model() {
@@ -34,16 +35,20 @@ class HostBackend final : public Backend {
  public:
   std::string_view name() const noexcept override { return "host"; }
 
+  // Computed once: every context creation asks for the device's properties, and reading
+  // /proc/cpuinfo (hundreds of KiB on large machines) each time dominated that cost.
   std::vector<DeviceInfo> devices() override {
-    DeviceInfo d;
-    d.device = {"host", 0};
-    d.name = cpu_model();
-    d.total_memory = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
-                     static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    d.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    d.priority_lowest = kLowestPriority;
-    d.priority_highest = 0;
-    d.details = "worker thread per context; priorities lower the worker's nice value";
+    static const DeviceInfo d = [] {
+      DeviceInfo info;
+      info.device = {"host", 0};
+      info.name = cpu_model();
+      info.total_memory = physical_memory();
+      info.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      info.priority_lowest = kLowestPriority;
+      info.priority_highest = 0;
+      info.details = "a worker thread per context; priority p < 0 runs it at nice value -p";
+      return info;
+    }();
     return {d};
   }
 
@@ -54,6 +59,7 @@ class HostBackend final : public Backend {
 
   void* allocate_pinned(std::size_t bytes) override {
     maybe_fail_allocation(bytes);
+    check_allocation_size(bytes, "pinned memory");
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) {
       throw OutOfMemory(bytes, "host: cannot allocate " + std::to_string(bytes) +
@@ -80,6 +86,9 @@ class HostBackend final : public Backend {
     check_device(device);
     return pool_.reserved();
   }
+
+  ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
+  LaKernels* la_kernels() override { return &host::la_kernels(); }
 
  private:
   static void check_device(int device) {

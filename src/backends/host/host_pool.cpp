@@ -1,5 +1,7 @@
 #include "backends/host/host_pool.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -13,10 +15,25 @@ constexpr std::size_t kAlign = 256;
 std::size_t round_up(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
+std::size_t physical_memory() {
+  static const std::size_t bytes = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                                   static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+void check_allocation_size(std::size_t bytes, const char* what) {
+  if (bytes > physical_memory()) {
+    throw OutOfMemory(bytes, "host: cannot allocate " + std::to_string(bytes) + " bytes of " +
+                                 what + ": the machine has " + std::to_string(physical_memory()) +
+                                 " bytes of memory");
+  }
+}
+
 HostPool::~HostPool() { trim_locked(0); }
 
 void* HostPool::allocate(std::size_t bytes) {
   maybe_fail_allocation(bytes);
+  check_allocation_size(bytes, "device memory");
   const std::size_t size = round_up(bytes == 0 ? 1 : bytes);
   {
     std::lock_guard lock(mutex_);

@@ -10,6 +10,14 @@
 
 namespace sluice::detail::host {
 
+/// Bytes of physical memory: the host device's total memory and the largest allocation it grants.
+[[nodiscard]] std::size_t physical_memory();
+
+/// Throws OutOfMemory if `bytes` exceeds physical memory. Checked before rounding a size up
+/// (which would wrap around near SIZE_MAX) and before asking the system allocator, which under
+/// ASan and TSan aborts on absurd sizes instead of returning null.
+void check_allocation_size(std::size_t bytes, const char* what);
+
 class HostPool {
  public:
   HostPool() = default;

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "backends/host/faults.hpp"
@@ -78,7 +80,14 @@ HostStream::HostStream(const StreamConfig& config, HostPool& pool)
   queue_->failures = config.failures;
   worker_ = std::thread([q = queue_, nice = -config.priority] {
     // Priorities map onto the worker's nice value: lowering one's own priority needs no privilege.
-    if (nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice);
+    // Relative to the nice value the thread inherited, which setting -priority outright would
+    // undercut (and fail, silently ignoring the priority) in a process already running niced.
+    if (nice > 0) {
+      const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+      errno = 0;
+      const int inherited = getpriority(PRIO_PROCESS, tid);
+      if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(inherited + nice, 19));
+    }
     q->run_worker();
   });
   {

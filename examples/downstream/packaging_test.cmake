@@ -1,0 +1,39 @@
+# The packaging test (cmake -P): install a sluice build into a scratch prefix, then configure,
+# build and run the downstream project against it.
+#   -DSLUICE_BUILD_DIR=  a configured and built sluice tree
+#   -DDOWNSTREAM_SOURCE_DIR=  examples/downstream
+#   -DWORK_DIR=  scratch directory (emptied first)
+#   -DGENERATOR=, -DCXX_COMPILER=, -DBUILD_TYPE=  as the sluice build used
+foreach(var SLUICE_BUILD_DIR DOWNSTREAM_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "packaging_test.cmake needs -D${var}=...")
+  endif()
+endforeach()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message(STATUS "$ ${ARGV}\n${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "packaging test: command failed (${rc}): ${ARGV}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+run(${CMAKE_COMMAND} --install ${SLUICE_BUILD_DIR} --prefix ${prefix} --config ${BUILD_TYPE})
+foreach(f include/sluice/sluice.hpp)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "packaging test: ${f} was not installed")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} -S ${DOWNSTREAM_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+    -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/downstream)
+if(EXISTS ${prefix}/bin/sluice)
+  run(${prefix}/bin/sluice devices)
+endif()

@@ -1,0 +1,182 @@
+#pragma once
+/// @file
+/// The plain argument types of the `la` layer's backend kernels (`LaKernels` in
+/// sluice/backend.hpp). Internal: include sluice/la.hpp or sluice/backend.hpp instead.
+///
+/// Plain C++17 with no dependency on the rest of sluice, so that nvcc compiles it in any mode.
+/// Every pointer here is a device address (pinned host memory where a comment says so); the
+/// kernels never dereference one on the issuing thread.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice {
+
+/// A scalar operand of a kernel: `factor * (num ? *num : value) / (den ? *den : 1)`, evaluated
+/// by the kernel when it runs. A host value travels inside the launch; a device value (a
+/// `Managed`, or a solver's device state) is read where it lies, so that `beta / betaold` needs
+/// no launch of its own.
+struct LaScalar {
+  double value = 0;
+  const double* num = nullptr;
+  const double* den = nullptr;
+  double factor = 1;
+};
+
+/// A diagonal scaling: `v[i]` where `v` is set, else the constant `c` (1: the identity). Jacobi
+/// preconditioners are the inverse diagonal; a stencil's is a constant.
+struct LaDiag {
+  const double* v = nullptr;
+  double c = 1;
+};
+
+/// Element-wise vector operations (PETSc's names; `y` is the output).
+enum class LaVecOp : std::uint8_t {
+  set,                ///< y = alpha
+  copy,               ///< y = x
+  scale,              ///< y = alpha * y
+  axpy,               ///< y = y + alpha * x
+  aypx,               ///< y = x + alpha * y
+  axpby,              ///< y = alpha * x + beta * y
+  waxpy,              ///< y = alpha * x + w
+  mult,               ///< y = x .* w
+  divide,             ///< y = x ./ w
+  reciprocal_or_one,  ///< y = 1 / x, and 1 where x == 0 (PCJACOBI's rule for zero diagonals)
+};
+
+struct LaVecArgs {
+  LaVecOp op = LaVecOp::set;
+  std::size_t n = 0;
+  double* y = nullptr;
+  const double* x = nullptr;
+  const double* w = nullptr;
+  LaScalar alpha;
+  LaScalar beta;
+};
+
+/// Reductions; the result is one double written to `out` (device memory, or pinned host memory
+/// that the device can write).
+enum class LaReduceOp : std::uint8_t {
+  dot,      ///< sum x[i] * y[i]
+  norm1,    ///< sum |x[i]|
+  norm2,    ///< sqrt(sum x[i]^2)
+  norminf,  ///< max |x[i]| (0 for an empty vector)
+  sum,      ///< sum x[i]
+  max,      ///< max x[i] (-inf for an empty vector)
+  min,      ///< min x[i] (+inf for an empty vector)
+};
+
+struct LaReduceArgs {
+  LaReduceOp op = LaReduceOp::dot;
+  std::size_t n = 0;
+  const double* x = nullptr;
+  const double* y = nullptr;
+  double* out = nullptr;
+};
+
+/// Matrix-free Laplacians with Dirichlet boundaries: `center * u[i] + neighbor * sum u[j]` over
+/// the stencil's neighbours that lie inside the grid (x fastest, then y, then z).
+enum class LaStencilKind : std::uint8_t {
+  d2p5,   ///< 2D, 5 points (the 4 edge neighbours)
+  d2p9,   ///< 2D, 9 points (edges and corners)
+  d3p7,   ///< 3D, 7 points (the 6 face neighbours)
+  d3p27,  ///< 3D, 27 points (faces, edges and corners)
+};
+
+struct LaStencil {
+  LaStencilKind kind = LaStencilKind::d2p5;
+  std::int64_t nx = 0, ny = 1, nz = 1;
+  double center = 0;
+  double neighbor = 0;
+};
+
+/// A CSR matrix (sorted column indices, no duplicates). `prepared` is what the backend's
+/// `LaKernels::prepare` made for it (e.g. a cuSPARSE descriptor), or null.
+struct LaCsr {
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  const std::int32_t* row_ptr = nullptr;
+  const std::int32_t* col = nullptr;
+  const double* val = nullptr;
+  const void* prepared = nullptr;
+};
+
+struct LaOperator {
+  bool is_stencil = false;
+  LaCsr csr;
+  LaStencil stencil;
+};
+
+/// The device state of one Krylov solve (src/la/ksp_logic.hpp defines it). Kernels given one
+/// are guarded: they do nothing once the solve stopped, and their reductions end in `finalize`.
+struct LaKspState;
+
+/// What happens with a kernel's sums once the last of them is known.
+enum class LaFinalize : std::uint8_t {
+  none,
+  rhs_norm,  ///< the norm of the right-hand side (nonzero initial guess): KSPConvergedDefault
+  cg_init,   ///< CG before the loop: initial norm, convergence test 0, beta
+  cg_dpi,    ///< CG after w = A p: the indefinite-matrix test, alpha
+  cg_iter,   ///< CG after the update: norm, convergence test, beta, the next loop top
+  tf_init,   ///< TFQMR before the loop: initial norm, convergence test 0, rho
+  tf_s,      ///< TFQMR at the loop top: s = v'rp, alpha
+  tf_m,      ///< TFQMR after r -= a K(u + q): the two quasi-minimal steps and their tests
+  tf_rho,    ///< TFQMR at the loop end: rho, beta, the iteration limit
+};
+
+/// Where a kernel's sums go: stored to `out` (sync: pinned host memory read by the host),
+/// and/or handed to `finalize` on the device state `state` (async).
+struct LaSums {
+  double* out = nullptr;
+  LaKspState* state = nullptr;
+  LaFinalize finalize = LaFinalize::none;
+};
+
+/// What a matrix-vector product does with `v = left .* (A (right .* x))`, row by row.
+enum class LaEpilogue : std::uint8_t {
+  store,      ///< y = v
+  add,        ///< y = v + z (z may be y)
+  sub,        ///< y = z - v (the residual b - A x)
+  store_dot,  ///< y = v; sum0 = y'z
+  residual,   ///< y = y - a v (y read and written); sum0 = y'y
+};
+
+struct LaMatvecArgs {
+  LaOperator A;
+  const double* x = nullptr;
+  LaDiag left;
+  LaDiag right;
+  LaEpilogue epilogue = LaEpilogue::store;
+  double* y = nullptr;
+  const double* z = nullptr;
+  LaScalar a;
+  LaSums sums;
+};
+
+/// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).
+enum class LaFusedOp : std::uint8_t {
+  rhs_norm,      ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
+  cg_init,       ///< z = B r: sum0 = (z'z | r'r by norm type), sum1 = z'r
+  cg_direction,  ///< p = z + s0 p
+  cg_update,     ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
+  tf_init,       ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
+  tf_qt,         ///< q = u - s0 v; t = u + q
+  tf_dx,         ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
+                 ///< x += s2 d: sum0 = r'rp
+  tf_uqp,        ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
+  unwind,        ///< x = x + B t (right preconditioning: back from the preconditioned variable)
+};
+
+struct LaFusedArgs {
+  LaFusedOp op = LaFusedOp::cg_init;
+  std::size_t n = 0;
+  double *x = nullptr, *r = nullptr, *z = nullptr, *p = nullptr, *w = nullptr;
+  double *u = nullptr, *q = nullptr, *t = nullptr, *d = nullptr, *rp = nullptr, *v = nullptr;
+  const double* b = nullptr;
+  LaDiag pc;
+  LaScalar s[4];
+  std::int32_t norm_type = 0;  ///< KspNormType (sluice/la.hpp) as an integer
+  std::int32_t steps = 2;      ///< tf_dx without a state: how many of its two steps to apply
+  LaSums sums;
+};
+
+}  // namespace sluice

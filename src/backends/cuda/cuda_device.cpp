@@ -1,0 +1,170 @@
+#include "backends/cuda/cuda_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_host_callback.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail::cuda {
+namespace {
+
+std::string version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+std::string pci_text(const cudaDeviceProp& p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", static_cast<unsigned>(p.pciDomainID),
+                static_cast<unsigned>(p.pciBusID), static_cast<unsigned>(p.pciDeviceID));
+  return buf;
+}
+
+std::string no_device_reason(cudaError_t err) {
+  if (err == cudaErrorInsufficientDriver) {
+    return "no CUDA driver (" + std::string(cudaGetErrorName(err)) +
+           "): this machine has no NVIDIA driver or one older than the CUDA runtime sluice was "
+           "built with";
+  }
+  if (err == cudaErrorNoDevice) {
+    return "no CUDA device (" + std::string(cudaGetErrorName(err)) +
+           "): the driver sees no GPU; check CUDA_VISIBLE_DEVICES";
+  }
+  return "the CUDA runtime failed to start: " + describe(err);
+}
+
+// Reads one device's properties; returns an empty reason on success.
+std::string describe_device(int i, int driver, int runtime, DeviceInfo& d) {
+  cudaDeviceProp p{};
+  if (auto err = cudaGetDeviceProperties(&p, i); err != cudaSuccess) {
+    clear_error();
+    return "cuda:" + std::to_string(i) + " cannot be queried: " + describe(err);
+  }
+  // The priority range belongs to the device's context, so the device must be current.
+  int least = 0, greatest = 0;
+  {
+    DeviceGuard guard(i, std::nothrow);
+    if (auto err = cudaDeviceGetStreamPriorityRange(&least, &greatest); err != cudaSuccess) {
+      clear_error();
+      least = greatest = 0;
+    }
+  }
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, i) != cudaSuccess) {
+    clear_error();
+  }
+  d.device = {"cuda", i};
+  d.name = p.name;
+  d.total_memory = p.totalGlobalMem;
+  d.compute_units = p.multiProcessorCount;
+  // CUDA: 0 is the least urgent and more negative is more urgent; sluice: larger is more urgent.
+  d.priority_lowest = -least;
+  d.priority_highest = -greatest;
+  d.details = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
+              ", PCI " + pci_text(p) + ", stream priorities " + std::to_string(d.priority_lowest) +
+              ".." + std::to_string(d.priority_highest) + " (CUDA " + std::to_string(least) + ".." +
+              std::to_string(greatest) + "), stream-ordered pools " + (pools != 0 ? "yes" : "no") +
+              ", driver " + version_text(driver) + ", runtime " + version_text(runtime);
+  return {};
+}
+
+DeviceTable enumerate() {
+  DeviceTable t;
+  int count = 0;
+  if (auto err = cudaGetDeviceCount(&count); err != cudaSuccess) {
+    clear_error();
+    t.unavailable_reason = no_device_reason(err);
+    return t;
+  }
+  if (count == 0) {
+    t.unavailable_reason = "no CUDA device: the driver reports none; check CUDA_VISIBLE_DEVICES";
+    return t;
+  }
+  int driver = 0, runtime = 0;
+  (void)cudaDriverGetVersion(&driver);
+  (void)cudaRuntimeGetVersion(&runtime);
+  for (int i = 0; i < count; ++i) {
+    DeviceInfo d;
+    // Stop at the first device that cannot be queried: sluice indices must equal CUDA ordinals.
+    if (auto why = describe_device(i, driver, runtime, d); !why.empty()) {
+      t.unavailable_reason = why;
+      break;
+    }
+    t.devices.push_back(std::move(d));
+  }
+  return t;
+}
+
+std::once_flag table_once;
+const DeviceTable* table = nullptr;
+std::atomic<bool> table_ready{false};
+
+}  // namespace
+
+const DeviceTable& device_table() {
+  if (!table_ready.load(std::memory_order_acquire)) {
+    if (in_host_callback()) {
+      // Enumerating calls CUDA, which is forbidden here; caching a bogus "no device" would be
+      // worse.
+      throw Error(Errc::invalid_state,
+                  "cuda: devices enumerated for the first time inside a host task, where CUDA "
+                  "calls are forbidden; list devices before issuing host tasks");
+    }
+    std::call_once(table_once, [] {
+      table = new DeviceTable(enumerate());  // process lifetime: read by callbacks during exit
+      table_ready.store(true, std::memory_order_release);
+    });
+  }
+  return *table;
+}
+
+int device_count() {
+  return static_cast<int>(device_table().devices.size());
+}
+
+void require_device(int device, std::source_location where) {
+  const auto& t = device_table();
+  if (device >= 0 && device < static_cast<int>(t.devices.size())) return;
+  std::string message = "cuda:" + std::to_string(device) +
+                        " does not exist: the cuda backend has " +
+                        std::to_string(t.devices.size()) + " device(s)";
+  if (!t.unavailable_reason.empty()) message += " (" + t.unavailable_reason + ")";
+  throw Error(Errc::no_device, message + "; `sluice devices` lists them", where);
+}
+
+DeviceGuard::DeviceGuard(int device, std::source_location where) {
+  refuse_in_host_callback(where);
+  if (has_deferred()) [[unlikely]]
+    run_deferred();
+  int current = -1;
+  check(cudaGetDevice(&current), "cudaGetDevice", where);
+  if (current != device) {
+    check(cudaSetDevice(device), "cudaSetDevice", where);
+    previous_ = current;
+  }
+}
+
+DeviceGuard::DeviceGuard(int device, std::nothrow_t) noexcept {
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    clear_error();
+    return;
+  }
+  if (current != device) {
+    if (cudaSetDevice(device) != cudaSuccess) {
+      clear_error();
+      return;
+    }
+    previous_ = current;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) clear_error();
+}
+
+}  // namespace sluice::detail::cuda

@@ -1,0 +1,124 @@
+#include "backends/host/host_parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::detail::host {
+namespace {
+
+struct Job {
+  void (*fn)(void*, std::size_t) = nullptr;
+  void* state = nullptr;
+  std::size_t chunks = 0;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+
+  /// Runs chunks until none is left unclaimed.
+  void work() {
+    for (;;) {
+      const std::size_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks) return;
+      fn(state, c);
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard lock(mutex);
+        finished.notify_all();
+      }
+    }
+  }
+};
+
+class Pool {
+ public:
+  Pool() {
+    std::size_t n = std::max(1u, std::thread::hardware_concurrency()) - 1;
+    if (const char* env = std::getenv("SLUICE_HOST_THREADS"); env != nullptr && *env != '\0') {
+      n = static_cast<std::size_t>(std::max(1L, std::strtol(env, nullptr, 10))) - 1;
+    }
+    for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { serve(); });
+  }
+  // Never destroyed (see instance()): threads of contexts still alive at exit may be inside run.
+
+  void run(const std::shared_ptr<Job>& job) {
+    if (!threads_.empty()) {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(job);
+    }
+    wake_.notify_all();
+    job->work();
+    {
+      std::unique_lock lock(job->mutex);
+      job->finished.wait(lock,
+                         [&] { return job->done.load(std::memory_order_acquire) == job->chunks; });
+    }
+    retire(job.get());
+  }
+
+  [[nodiscard]] std::size_t threads() const noexcept { return threads_.size(); }
+
+ private:
+  void serve() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return !jobs_.empty(); });
+        job = jobs_.front();
+        // Rotate so that concurrent jobs of several contexts share the threads.
+        jobs_.pop_front();
+        if (job->next.load(std::memory_order_relaxed) < job->chunks) jobs_.push_back(job);
+      }
+      job->work();
+      retire(job.get());
+    }
+  }
+
+  void retire(const Job* job) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(jobs_, [&](const std::shared_ptr<Job>& j) { return j.get() == job; });
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  std::vector<std::thread> threads_;
+};
+
+Pool& instance() {
+  static Pool* pool = [] {
+    auto* p = new Pool;
+    return p;
+  }();
+  return *pool;
+}
+
+}  // namespace
+
+void parallel_chunks(std::size_t chunks, void (*fn)(void*, std::size_t), void* state) {
+  if (chunks == 0) return;
+  auto& pool = instance();
+  if (chunks == 1 || pool.threads() == 0) {
+    for (std::size_t c = 0; c < chunks; ++c) fn(state, c);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->fn = fn;
+  job->state = state;
+  job->chunks = chunks;
+  pool.run(job);
+}
+
+std::size_t parallel_threads() {
+  return instance().threads();
+}
+
+}  // namespace sluice::detail::host

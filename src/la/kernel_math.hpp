@@ -1,0 +1,319 @@
+#pragma once
+// The per-element arithmetic of the la kernels, written once for every backend: the host backend
+// calls these functions from its loops, the cuda backend from its kernels (nvcc compiles this
+// file as host+device code). Loops, reductions across threads and launch shapes are each
+// backend's own; what one element computes is decided here, so both backends agree to rounding.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "sluice/detail/la_format.hpp"
+
+#if defined(__CUDACC__)
+#define SLUICE_HD __host__ __device__ __forceinline__
+#else
+#define SLUICE_HD inline
+#endif
+
+namespace sluice::la_math {
+
+/// Sums a kernel may produce (the most any operation needs).
+inline constexpr int kMaxSums = 3;
+
+SLUICE_HD double value(const LaScalar& s) {
+  double v = s.num != nullptr ? *s.num : s.value;
+  if (s.den != nullptr) v /= *s.den;
+  return s.factor * v;
+}
+
+SLUICE_HD double diag(const LaDiag& d, std::size_t i) {
+  return d.v != nullptr ? d.v[i] : d.c;
+}
+
+SLUICE_HD double abs(double x) {
+  return x < 0 ? -x : x;
+}
+
+/// How the partial results of a reduction combine.
+enum class Combine : std::uint8_t { sum, max, min };
+
+SLUICE_HD Combine combine_of(LaReduceOp op) {
+  switch (op) {
+    case LaReduceOp::norminf:
+    case LaReduceOp::max:
+      return Combine::max;
+    case LaReduceOp::min:
+      return Combine::min;
+    default:
+      return Combine::sum;
+  }
+}
+
+SLUICE_HD double infinity() {
+  // by its bits: std::numeric_limits is not callable from device code without relaxed constexpr
+  const std::uint64_t bits = 0x7ff0000000000000ull;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+SLUICE_HD double identity_of(Combine c) {
+  return c == Combine::max ? -infinity() : c == Combine::min ? infinity() : 0.0;
+}
+
+SLUICE_HD double combine(Combine c, double a, double b) {
+  switch (c) {
+    case Combine::max:
+      return a < b ? b : a;
+    case Combine::min:
+      return b < a ? b : a;
+    default:
+      return a + b;
+  }
+}
+
+/// One element's contribution to a reduction.
+SLUICE_HD double reduce_elem(const LaReduceArgs& a, std::size_t i) {
+  switch (a.op) {
+    case LaReduceOp::dot:
+      return a.x[i] * a.y[i];
+    case LaReduceOp::norm1:
+      return abs(a.x[i]);
+    case LaReduceOp::norm2:
+      return a.x[i] * a.x[i];
+    case LaReduceOp::norminf:
+      return abs(a.x[i]);
+    default:
+      return a.x[i];
+  }
+}
+
+/// The reduction's result from the combined contributions.
+SLUICE_HD double reduce_result(const LaReduceArgs& a, double combined, std::size_t n) {
+  if (a.op == LaReduceOp::norm2) return ::sqrt(combined);
+  if (a.op == LaReduceOp::norminf && n == 0) return 0.0;
+  return combined;
+}
+
+/// y[i] of an element-wise operation; `alpha` and `beta` already evaluated.
+SLUICE_HD void vec_elem(const LaVecArgs& a, double alpha, double beta, std::size_t i) {
+  double* y = a.y;
+  switch (a.op) {
+    case LaVecOp::set:
+      y[i] = alpha;
+      break;
+    case LaVecOp::copy:
+      y[i] = a.x[i];
+      break;
+    case LaVecOp::scale:
+      y[i] = alpha * y[i];
+      break;
+    case LaVecOp::axpy:
+      y[i] = y[i] + alpha * a.x[i];
+      break;
+    case LaVecOp::aypx:
+      y[i] = a.x[i] + alpha * y[i];
+      break;
+    case LaVecOp::axpby:
+      y[i] = alpha * a.x[i] + beta * y[i];
+      break;
+    case LaVecOp::waxpy:
+      y[i] = alpha * a.x[i] + a.w[i];
+      break;
+    case LaVecOp::mult:
+      y[i] = a.x[i] * a.w[i];
+      break;
+    case LaVecOp::divide:
+      y[i] = a.x[i] / a.w[i];
+      break;
+    case LaVecOp::reciprocal_or_one:
+      y[i] = a.x[i] == 0.0 ? 1.0 : 1.0 / a.x[i];
+      break;
+  }
+}
+
+/// (A (right .* x))_i for row i of a CSR matrix.
+SLUICE_HD double csr_row(const LaCsr& A, const double* x, const LaDiag& right, std::int64_t i) {
+  double acc = 0;
+  const std::int32_t end = A.row_ptr[i + 1];
+  if (right.v == nullptr) {
+    for (std::int32_t k = A.row_ptr[i]; k < end; ++k) acc += A.val[k] * x[A.col[k]];
+    return right.c == 1.0 ? acc : right.c * acc;
+  }
+  for (std::int32_t k = A.row_ptr[i]; k < end; ++k) {
+    const std::int32_t j = A.col[k];
+    acc += A.val[k] * (right.v[j] * x[j]);
+  }
+  return acc;
+}
+
+/// (A (right .* x))_i for the grid point (ix, iy, iz) = row i of a stencil. The neighbours are
+/// summed in a fixed order (z, then y, then x ascending), the centre term added last.
+SLUICE_HD double stencil_row(const LaStencil& s, const double* x, const LaDiag& right,
+                             std::int64_t ix, std::int64_t iy, std::int64_t iz, std::int64_t i) {
+  const std::int64_t nx = s.nx, ny = s.ny, nz = s.nz;
+  const std::int64_t sy = nx, sz = nx * ny;
+  double acc = 0;
+  auto at = [&](std::int64_t j) { return right.v != nullptr ? right.v[j] * x[j] : x[j]; };
+  switch (s.kind) {
+    case LaStencilKind::d2p5:
+      if (iy > 0) acc += at(i - sy);
+      if (ix > 0) acc += at(i - 1);
+      if (ix + 1 < nx) acc += at(i + 1);
+      if (iy + 1 < ny) acc += at(i + sy);
+      break;
+    case LaStencilKind::d3p7:
+      if (iz > 0) acc += at(i - sz);
+      if (iy > 0) acc += at(i - sy);
+      if (ix > 0) acc += at(i - 1);
+      if (ix + 1 < nx) acc += at(i + 1);
+      if (iy + 1 < ny) acc += at(i + sy);
+      if (iz + 1 < nz) acc += at(i + sz);
+      break;
+    case LaStencilKind::d2p9:
+    case LaStencilKind::d3p27: {
+      const bool three = s.kind == LaStencilKind::d3p27;
+      for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
+        if (iz + dz < 0 || iz + dz >= nz) continue;
+        for (int dy = -1; dy <= 1; ++dy) {
+          if (iy + dy < 0 || iy + dy >= ny) continue;
+          const std::int64_t base = i + dz * sz + dy * sy;
+          if (ix > 0) acc += at(base - 1);
+          if (dz != 0 || dy != 0) acc += at(base);
+          if (ix + 1 < nx) acc += at(base + 1);
+        }
+      }
+      break;
+    }
+  }
+  const double scale = right.v != nullptr ? 1.0 : right.c;
+  return scale * (s.neighbor * acc + s.center * at(i));
+}
+
+/// The epilogue of a matrix-vector product at row i: `v` is (A (right .* x))_i; writes y and
+/// returns the row's contribution to sum0. `a` is already evaluated.
+SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t i) {
+  v = diag(m.left, i) * v;
+  switch (m.epilogue) {
+    case LaEpilogue::store:
+      m.y[i] = v;
+      return 0;
+    case LaEpilogue::add:
+      m.y[i] = v + m.z[i];
+      return 0;
+    case LaEpilogue::sub:
+      m.y[i] = m.z[i] - v;
+      return 0;
+    case LaEpilogue::store_dot:
+      m.y[i] = v;
+      return v * m.z[i];
+    case LaEpilogue::residual: {
+      const double r = m.y[i] - a * v;
+      m.y[i] = r;
+      return r * r;
+    }
+  }
+  return 0;
+}
+
+/// Number of sums a fused operation produces.
+SLUICE_HD int fused_sums(LaFusedOp op) {
+  switch (op) {
+    case LaFusedOp::rhs_norm:
+      return 3;
+    case LaFusedOp::cg_init:
+    case LaFusedOp::cg_update:
+    case LaFusedOp::tf_init:
+      return 2;
+    case LaFusedOp::tf_dx:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+SLUICE_HD int matvec_sums(LaEpilogue e) {
+  return e == LaEpilogue::store_dot || e == LaEpilogue::residual ? 1 : 0;
+}
+
+/// One element of a fused solver step. `s` holds the operation's scalars, already evaluated;
+/// `steps` is tf_dx's number of steps; contributions are added to `acc`.
+SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std::size_t i,
+                          double* acc) {
+  switch (f.op) {
+    case LaFusedOp::rhs_norm: {
+      const double b = f.b[i];
+      const double t = diag(f.pc, i) * b;
+      acc[0] += t * t;
+      acc[1] += b * t;
+      acc[2] += b * b;
+      break;
+    }
+    case LaFusedOp::cg_init: {
+      const double r = f.r[i];
+      const double z = diag(f.pc, i) * r;
+      f.z[i] = z;
+      acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
+      acc[1] += z * r;
+      break;
+    }
+    case LaFusedOp::cg_direction:
+      f.p[i] = f.z[i] + s[0] * f.p[i];
+      break;
+    case LaFusedOp::cg_update: {
+      f.x[i] = f.x[i] + s[0] * f.p[i];
+      const double r = f.r[i] - s[0] * f.w[i];
+      f.r[i] = r;
+      const double z = diag(f.pc, i) * r;
+      f.z[i] = z;
+      acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
+      acc[1] += z * r;
+      break;
+    }
+    case LaFusedOp::tf_init: {
+      const double r = diag(f.pc, i) * f.r[i];
+      f.r[i] = r;
+      f.rp[i] = r;
+      f.u[i] = r;
+      f.p[i] = r;
+      f.d[i] = 0;
+      acc[0] += r * r;
+      acc[1] += r * r;
+      break;
+    }
+    case LaFusedOp::tf_qt: {
+      const double u = f.u[i];
+      const double q = u - s[0] * f.v[i];
+      f.q[i] = q;
+      f.t[i] = u + q;
+      break;
+    }
+    case LaFusedOp::tf_dx: {
+      double d = f.u[i] + s[1] * f.d[i];
+      double x = f.x[i] + s[0] * d;
+      if (steps > 1) {
+        d = f.q[i] + s[3] * d;
+        x = x + s[2] * d;
+      }
+      f.d[i] = d;
+      f.x[i] = x;
+      acc[0] += f.r[i] * f.rp[i];
+      break;
+    }
+    case LaFusedOp::tf_uqp: {
+      const double u = f.r[i] + s[0] * f.q[i];
+      const double q = f.q[i] + s[0] * f.p[i];
+      f.u[i] = u;
+      f.q[i] = q;
+      f.p[i] = u + s[0] * q;
+      break;
+    }
+    case LaFusedOp::unwind:
+      f.x[i] = f.x[i] + diag(f.pc, i) * f.t[i];
+      break;
+  }
+}
+
+}  // namespace sluice::la_math

@@ -1,0 +1,751 @@
+// Krylov solvers: PETSc's CG and TFQMR, in sync and async modes (sluice/la.hpp).
+//
+// Both modes issue the same fused kernels in the same order; they differ in where the scalar
+// logic runs (src/la/ksp_logic.hpp). In sync mode each reduction's sums land in pinned memory,
+// the host waits for that kernel alone, runs the logic on its copy of the solver state and
+// passes the resulting scalars by value to the next kernels. In async mode the logic runs on the
+// device at the end of each reduction, the kernels read their scalars from the device state, and
+// every kernel is guarded: once the state says the solve stopped, later kernels return at once.
+// So nothing needs to be undone when the host learns of convergence late: x is exactly the
+// iterate of the stopping iteration, and the iteration count, reason and history equal sync's.
+//
+// The host reads the async state every `check_every` iterations by a snapshot copy, keeping one
+// block of iterations queued ahead of the snapshot it waits for (the round trip overlaps the
+// device's work). With fixed_iterations there is nothing to decide early: all iterations are
+// queued and only the final state is read. A block of iterations is a fixed sequence of kernels
+// with fixed arguments (no host decision, no iteration number in any argument), so it can be
+// captured into a graph and replayed unchanged.
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "la/ksp_logic.hpp"
+#include "la/mat.hpp"
+#include "sluice/event.hpp"
+
+namespace sluice {
+
+using detail::la::Accesses;
+using detail::la::check_device;
+using detail::la::check_sizes;
+using detail::la::check_vec;
+using detail::la::issue;
+using detail::la::kernels;
+namespace logic = ksp_logic;
+
+// ---- names --------------------------------------------------------------------------------------
+
+std::string_view to_string(ConvergedReason r) noexcept {
+  switch (r) {
+    case ConvergedReason::iterating:
+      return "CONVERGED_ITERATING";
+    case ConvergedReason::converged_rtol:
+      return "CONVERGED_RTOL";
+    case ConvergedReason::converged_atol:
+      return "CONVERGED_ATOL";
+    case ConvergedReason::converged_its:
+      return "CONVERGED_ITS";
+    case ConvergedReason::diverged_its:
+      return "DIVERGED_ITS";
+    case ConvergedReason::diverged_dtol:
+      return "DIVERGED_DTOL";
+    case ConvergedReason::diverged_breakdown:
+      return "DIVERGED_BREAKDOWN";
+    case ConvergedReason::diverged_indefinite_pc:
+      return "DIVERGED_INDEFINITE_PC";
+    case ConvergedReason::diverged_nanorinf:
+      return "DIVERGED_NANORINF";
+    case ConvergedReason::diverged_indefinite_mat:
+      return "DIVERGED_INDEFINITE_MAT";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+template <class E, std::size_t N>
+E parse_name(std::string_view name, const std::pair<std::string_view, E> (&table)[N],
+             const char* what) {
+  std::string accepted;
+  for (const auto& [n, v] : table) {
+    if (n == name) return v;
+    accepted += (accepted.empty() ? "" : ", ") + std::string(n);
+  }
+  throw Error(Errc::invalid_argument,
+              "unknown " + std::string(what) + " '" + std::string(name) + "'; use " + accepted);
+}
+template <class E, std::size_t N>
+std::string_view name_of(E v, const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto& [n, e] : table) {
+    if (e == v) return n;
+  }
+  return "?";
+}
+constexpr std::pair<std::string_view, KspType> kKspTypes[] = {{"cg", KspType::cg},
+                                                              {"tfqmr", KspType::tfqmr}};
+constexpr std::pair<std::string_view, PcType> kPcTypes[] = {{"none", PcType::none},
+                                                            {"jacobi", PcType::jacobi}};
+constexpr std::pair<std::string_view, KspNormType> kNormTypes[] = {
+    {"none", KspNormType::none},
+    {"preconditioned", KspNormType::preconditioned},
+    {"unpreconditioned", KspNormType::unpreconditioned},
+    {"natural", KspNormType::natural}};
+constexpr std::pair<std::string_view, SolveMode> kModes[] = {{"sync", SolveMode::sync},
+                                                             {"async", SolveMode::async}};
+}  // namespace
+
+KspType parse_ksp_type(std::string_view n) {
+  return parse_name(n, kKspTypes, "KSP type");
+}
+PcType parse_pc_type(std::string_view n) {
+  return parse_name(n, kPcTypes, "preconditioner");
+}
+KspNormType parse_norm_type(std::string_view n) {
+  return parse_name(n, kNormTypes, "norm type");
+}
+SolveMode parse_solve_mode(std::string_view n) {
+  return parse_name(n, kModes, "solve mode");
+}
+std::string_view to_string(KspType t) noexcept {
+  return name_of(t, kKspTypes);
+}
+std::string_view to_string(PcType t) noexcept {
+  return name_of(t, kPcTypes);
+}
+std::string_view to_string(KspNormType t) noexcept {
+  return name_of(t, kNormTypes);
+}
+std::string_view to_string(SolveMode m) noexcept {
+  return name_of(m, kModes);
+}
+
+// ---- work space ---------------------------------------------------------------------------------
+
+struct Ksp::Work {
+  std::size_t n = 0;
+  Device device;
+  Vec r, z, p, w, rp, v, t, q, u, d, y;
+  Vec invdiag;  // Jacobi of a CSR matrix
+  bool invdiag_ready = false;
+  std::size_t hist_cap = 0;
+  DeviceBuffer<LaKspState> state;  // async: the device state
+  DeviceBuffer<double> hist;       // async: the residual history
+  PinnedBuffer<LaKspState> slots;  // async: upload and snapshots
+  PinnedBuffer<double> sums;       // sync: the sums of the last reduction
+  std::vector<double> host_hist;   // sync: the residual history
+};
+
+namespace {
+
+/// History entries kept at most (8 MiB); norms past them are counted but not stored.
+constexpr std::size_t kMaxHistory = std::size_t{1} << 20;
+
+void ensure(Vec& v, const Context& ctx, std::size_t n, std::source_location loc) {
+  if (v.size() != n || v.empty() || v.device() != ctx.device()) v = Vec(ctx, n, loc);
+}
+
+/// One solve: the sequence of kernels, and the mode that decides where scalars live.
+class Run {
+ public:
+  Run(const Mat::Impl& A, const KspOptions& o, Ksp::Work& work, const Vec& b, Vec& x,
+      const Context& ctx, std::source_location loc)
+      : A_(A),
+        o_(o),
+        w_(work),
+        b_(b),
+        x_(x),
+        ctx_(ctx),
+        loc_(loc),
+        k_(kernels(ctx, loc)),
+        async_(o.mode == SolveMode::async) {}
+
+  KspResult solve() {
+    prepare();
+    if (o_.type == KspType::cg) {
+      cg_setup();
+      if (async_) {
+        run_async([this] { cg_iteration(); });
+      } else {
+        while (st_.stop == 0 && cg_iteration()) {
+        }
+      }
+    } else {
+      tf_setup();
+      if (async_) {
+        run_async([this] { tf_iteration(); });
+      } else {
+        while (st_.stop == 0 && tf_iteration()) {
+        }
+      }
+      if (right_) {  // x = x0 + B y: back from the preconditioned variable
+        LaFusedArgs f = fused_args(LaFusedOp::unwind);
+        f.x = x_.data();
+        f.t = w_.y.data();
+        f.pc = pc_;
+        Accesses acc;
+        acc.read_write(x_.object_id()).read(w_.y.object_id());
+        read_pc(acc);
+        issue(ctx_, acc, "KSP unwind preconditioner", loc_,
+              [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
+      }
+    }
+    return finish();
+  }
+
+ private:
+  // ---- set-up ----
+
+  void prepare() {
+    const auto n = static_cast<std::size_t>(A_.rows);
+    const bool cg = o_.type == KspType::cg;
+    const std::vector<Vec*> vecs =
+        cg ? std::vector<Vec*>{&w_.r, &w_.z, &w_.p, &w_.w}
+           : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
+    for (Vec* v : vecs) ensure(*v, ctx_, n, loc_);
+    // Preconditioner: a constant for a stencil (its diagonal is), a vector for CSR.
+    if (o_.pc == PcType::jacobi) {
+      if (A_.is_stencil) {
+        pc_ = {nullptr, 1.0 / A_.stencil.center};
+      } else {
+        if (!w_.invdiag_ready || w_.invdiag.size() != n || w_.invdiag.device() != ctx_.device()) {
+          ensure(w_.invdiag, ctx_, n, loc_);
+          diagonal_into(w_.invdiag);
+          LaVecArgs r;
+          r.op = LaVecOp::reciprocal_or_one;
+          r.n = n;
+          r.y = w_.invdiag.data();
+          r.x = w_.invdiag.data();
+          Accesses acc;
+          acc.read_write(w_.invdiag.object_id());
+          issue(ctx_, acc, "PCSetUp_Jacobi", loc_,
+                [&](Stream& s, const OpInfo& op) { k_.vector(s, r, op); });
+          w_.invdiag_ready = true;
+        }
+        pc_ = {w_.invdiag.data(), 1.0};
+      }
+    } else {
+      pc_ = {nullptr, 1.0};
+    }
+    // TFQMR applies the preconditioner on the left for the preconditioned norm, on the right
+    // for the unpreconditioned one (PETSc's supported norms of KSPTFQMR).
+    right_ = !cg && o_.pc != PcType::none && o_.norm_type == KspNormType::unpreconditioned;
+    if (right_) ensure(w_.y, ctx_, n, loc_);
+    left_pc_ = right_ ? LaDiag{} : pc_;
+    right_pc_ = right_ ? pc_ : LaDiag{};
+
+    st_ = LaKspState{};
+    st_.rtol = o_.rtol;
+    st_.atol = o_.atol;
+    st_.dtol = o_.dtol;
+    st_.max_it = o_.max_it;
+    st_.norm_type = static_cast<std::int32_t>(o_.norm_type);
+    st_.skip_test = o_.fixed_iterations ? 1 : 0;
+    st_.nonzero_guess = o_.initial_guess_nonzero ? 1 : 0;
+    const std::size_t per_it = cg ? 1 : 2;
+    w_.hist_cap = std::min(kMaxHistory, per_it * static_cast<std::size_t>(o_.max_it) + 2);
+    st_.hist_cap = static_cast<std::int32_t>(w_.hist_cap);
+
+    if (async_) {
+      if (w_.state.empty() || w_.device != ctx_.device()) {
+        w_.state = DeviceBuffer<LaKspState>(ctx_, 1, loc_);
+        w_.slots = PinnedBuffer<LaKspState>(ctx_.device(), 3, loc_);
+      }
+      if (w_.hist.size() < w_.hist_cap || w_.device != ctx_.device()) {
+        w_.hist = DeviceBuffer<double>(ctx_, w_.hist_cap, loc_);
+      }
+      w_.device = ctx_.device();
+      st_.hist = w_.hist.data();
+      dst_ = w_.state.data();
+      // Upload the initial state through slot 0 (an earlier solve's snapshot may still target it).
+      wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(0), loc_);
+      std::memcpy(w_.slots.data(), &st_, sizeof st_);
+      detail::copy_bytes(ctx_, dst_, w_.slots.data(), sizeof st_, loc_);
+    } else {
+      if (w_.sums.size() == 0 || w_.device != ctx_.device()) {
+        w_.sums = PinnedBuffer<double>(ctx_.device(), la_math::kMaxSums, loc_);
+      }
+      w_.device = ctx_.device();
+      w_.host_hist.assign(w_.hist_cap, 0.0);
+      st_.hist = w_.host_hist.data();
+    }
+  }
+
+  void diagonal_into(Vec& d) {
+    LaOperator op = A_.op();
+    Accesses acc;
+    A_.read_by(acc);
+    acc.write(d.object_id());
+    issue(ctx_, acc, "MatGetDiagonal", loc_,
+          [&](Stream& s, const OpInfo& info) { k_.diagonal(s, op, d.data(), info); });
+  }
+
+  static ByteRange slot_range(int slot) {
+    return {static_cast<std::size_t>(slot) * sizeof(LaKspState), sizeof(LaKspState)};
+  }
+
+  // ---- issuing ----
+
+  /// A scalar of the state: by value in sync mode, by device address in async mode.
+  LaScalar scalar(double LaKspState::*m) const {
+    if (!async_) return {st_.*m, nullptr, nullptr, 1.0};
+    const auto offset =
+        reinterpret_cast<const char*>(&(st_.*m)) - reinterpret_cast<const char*>(&st_);
+    return {0.0, reinterpret_cast<const double*>(reinterpret_cast<const char*>(dst_) + offset),
+            nullptr, 1.0};
+  }
+
+  LaFusedArgs fused_args(LaFusedOp op) const {
+    LaFusedArgs f;
+    f.op = op;
+    f.n = static_cast<std::size_t>(A_.rows);
+    f.norm_type = st_.norm_type;
+    return f;
+  }
+
+  void read_pc(Accesses& acc) const {
+    if (pc_.v != nullptr) acc.read(w_.invdiag.object_id());
+  }
+
+  /// The sums of a solver step, and the accesses that go with them in this mode.
+  LaSums sums_for(LaFinalize fin, Accesses& acc) const {
+    LaSums s;
+    if (async_) {
+      s.state = dst_;
+      s.finalize = fin;
+      acc.read_write(w_.state.object_id()).read_write(w_.hist.object_id());
+    } else if (fin != LaFinalize::none) {
+      s.out = w_.sums.data();
+      acc.write(w_.sums.object_id());
+    }
+    return s;
+  }
+
+  /// Sync mode: waits for the sums of the step just issued and runs its logic on the host.
+  void conclude(LaFinalize fin) {
+    if (async_ || fin == LaFinalize::none) return;
+    wait_for_host_access(w_.sums.object_id(), Access::read, {}, loc_);
+    double sums[la_math::kMaxSums];
+    std::memcpy(sums, w_.sums.data(), sizeof sums);
+    const auto before = st_.nhist;
+    logic::finalize(fin, st_, sums);
+    if (st_.nhist != before) monitor_sync(before);
+  }
+
+  void fused(LaFusedArgs f, Accesses& acc, LaFinalize fin, const char* what) {
+    f.sums = sums_for(fin, acc);
+    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
+    conclude(fin);
+  }
+
+  void matvec(LaMatvecArgs m, Accesses& acc, LaFinalize fin, const char* what) {
+    m.A = A_.op();
+    A_.read_by(acc);
+    m.sums = sums_for(fin, acc);
+    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) { k_.matvec(s, m, op); });
+    conclude(fin);
+  }
+
+  void vector(LaVecOp op, Vec& y, const Vec* x, double alpha, const char* what) {
+    LaVecArgs v;
+    v.op = op;
+    v.n = y.size();
+    v.y = y.data();
+    v.x = x != nullptr ? x->data() : nullptr;
+    v.alpha = {alpha, nullptr, nullptr, 1.0};
+    Accesses acc;
+    if (x != nullptr) acc.read(x->object_id());
+    acc.write(y.object_id());
+    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& info) { k_.vector(s, v, info); });
+  }
+
+  /// r = b - A x (nonzero guess) or r = b with x = 0, and the norm of b if the test needs it.
+  void initial_residual(Vec& r) {
+    if (!o_.initial_guess_nonzero) {
+      vector(LaVecOp::set, x_, nullptr, 0.0, "KSP x = 0");
+      vector(LaVecOp::copy, r, &b_, 0.0, "KSP r = b");
+      return;
+    }
+    LaMatvecArgs m;
+    m.x = x_.data();
+    m.epilogue = LaEpilogue::sub;
+    m.y = r.data();
+    m.z = b_.data();
+    Accesses acc;
+    acc.read(x_.object_id()).read(b_.object_id()).write(r.object_id());
+    matvec(m, acc, LaFinalize::none, "KSP r = b - A x");
+    if (o_.fixed_iterations || o_.norm_type == KspNormType::none) return;
+    LaFusedArgs f = fused_args(LaFusedOp::rhs_norm);
+    f.b = b_.data();
+    f.pc = right_ ? LaDiag{} : pc_;
+    Accesses a2;
+    a2.read(b_.object_id());
+    read_pc(a2);
+    fused(f, a2, LaFinalize::rhs_norm, "KSP norm of b");
+  }
+
+  // ---- CG ----
+
+  void cg_setup() {
+    initial_residual(w_.r);
+    LaFusedArgs f = fused_args(LaFusedOp::cg_init);
+    f.r = w_.r.data();
+    f.z = w_.z.data();
+    f.pc = pc_;
+    Accesses acc;
+    acc.read(w_.r.object_id()).write(w_.z.object_id());
+    read_pc(acc);
+    fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
+    // p = 0, so that the first direction p = z + 0 p is p = z.
+    vector(LaVecOp::set, w_.p, nullptr, 0.0, "KSPSolve_CG p = 0");
+  }
+
+  /// One CG iteration; false once the solve stopped (sync mode).
+  bool cg_iteration() {
+    {
+      LaFusedArgs f = fused_args(LaFusedOp::cg_direction);
+      f.p = w_.p.data();
+      f.z = w_.z.data();
+      f.s[0] = scalar(&LaKspState::b);
+      Accesses acc;
+      acc.read(w_.z.object_id()).read_write(w_.p.object_id());
+      fused(f, acc, LaFinalize::none, "KSPSolve_CG p = z + b p");
+    }
+    {
+      LaMatvecArgs m;
+      m.x = w_.p.data();
+      m.epilogue = LaEpilogue::store_dot;
+      m.y = w_.w.data();
+      m.z = w_.p.data();
+      Accesses acc;
+      acc.read(w_.p.object_id()).write(w_.w.object_id());
+      matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG w = A p, p'w");
+      if (st_.stop != 0) return false;
+    }
+    {
+      LaFusedArgs f = fused_args(LaFusedOp::cg_update);
+      f.x = x_.data();
+      f.p = w_.p.data();
+      f.r = w_.r.data();
+      f.w = w_.w.data();
+      f.z = w_.z.data();
+      f.pc = pc_;
+      f.s[0] = scalar(&LaKspState::a);
+      Accesses acc;
+      acc.read_write(x_.object_id())
+          .read(w_.p.object_id())
+          .read_write(w_.r.object_id())
+          .read(w_.w.object_id())
+          .write(w_.z.object_id());
+      read_pc(acc);
+      fused(f, acc, LaFinalize::cg_iter, "KSPSolve_CG update, norm, z'r");
+    }
+    return st_.stop == 0;
+  }
+
+  // ---- TFQMR ----
+
+  /// Where x's updates go: y under right preconditioning (unwound at the end), else x.
+  Vec& xs() { return right_ ? w_.y : x_; }
+
+  void tf_setup() {
+    initial_residual(w_.r);
+    if (right_) vector(LaVecOp::set, w_.y, nullptr, 0.0, "KSPSolve_TFQMR y = 0");
+    LaFusedArgs f = fused_args(LaFusedOp::tf_init);
+    f.r = w_.r.data();
+    f.rp = w_.rp.data();
+    f.u = w_.u.data();
+    f.p = w_.p.data();
+    f.d = w_.d.data();
+    f.pc = left_pc_;
+    Accesses acc;
+    acc.read_write(w_.r.object_id())
+        .write(w_.rp.object_id())
+        .write(w_.u.object_id())
+        .write(w_.p.object_id())
+        .write(w_.d.object_id());
+    if (left_pc_.v != nullptr) read_pc(acc);
+    fused(f, acc, LaFinalize::tf_init, "KSPSolve_TFQMR init");
+    if (!async_ && st_.stop != 0) return;
+    tf_v();
+  }
+
+  /// v = K p and s = v'rp (the top of the next iteration).
+  void tf_v() {
+    LaMatvecArgs m;
+    m.x = w_.p.data();
+    m.left = left_pc_;
+    m.right = right_pc_;
+    m.epilogue = LaEpilogue::store_dot;
+    m.y = w_.v.data();
+    m.z = w_.rp.data();
+    Accesses acc;
+    acc.read(w_.p.object_id()).write(w_.v.object_id()).read(w_.rp.object_id());
+    read_pc(acc);
+    matvec(m, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
+  }
+
+  bool tf_iteration() {
+    {
+      LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
+      f.u = w_.u.data();
+      f.v = w_.v.data();
+      f.q = w_.q.data();
+      f.t = w_.t.data();
+      f.s[0] = scalar(&LaKspState::a);
+      Accesses acc;
+      acc.read(w_.u.object_id())
+          .read(w_.v.object_id())
+          .write(w_.q.object_id())
+          .write(w_.t.object_id());
+      fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR q = u - a v, t = u + q");
+    }
+    {
+      LaMatvecArgs m;
+      m.x = w_.t.data();
+      m.left = left_pc_;
+      m.right = right_pc_;
+      m.epilogue = LaEpilogue::residual;
+      m.y = w_.r.data();
+      m.a = scalar(&LaKspState::a);
+      Accesses acc;
+      acc.read(w_.t.object_id()).read_write(w_.r.object_id());
+      read_pc(acc);
+      matvec(m, acc, LaFinalize::tf_m, "KSPSolve_TFQMR r -= a K t, r'r");
+      if (st_.stop == 2) return false;
+    }
+    {
+      LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
+      Vec& x = xs();
+      f.x = x.data();
+      f.d = w_.d.data();
+      f.u = w_.u.data();
+      f.q = w_.q.data();
+      f.r = w_.r.data();
+      f.rp = w_.rp.data();
+      f.s[0] = scalar(&LaKspState::eta0);
+      f.s[1] = scalar(&LaKspState::cf0);
+      f.s[2] = scalar(&LaKspState::eta1);
+      f.s[3] = scalar(&LaKspState::cf1);
+      f.steps = st_.stop == 1 ? st_.xsteps : 2;
+      Accesses acc;
+      acc.read_write(x.object_id())
+          .read_write(w_.d.object_id())
+          .read(w_.u.object_id())
+          .read(w_.q.object_id())
+          .read(w_.r.object_id())
+          .read(w_.rp.object_id());
+      if (!async_ && st_.stop == 1) {
+        // The last steps of x; rho is not needed any more.
+        fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR d, x");
+        st_.stop = 2;
+        return false;
+      }
+      fused(f, acc, LaFinalize::tf_rho, "KSPSolve_TFQMR d, x, r'rp");
+      if (st_.stop != 0) return false;
+    }
+    {
+      LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
+      f.r = w_.r.data();
+      f.q = w_.q.data();
+      f.p = w_.p.data();
+      f.u = w_.u.data();
+      f.s[0] = scalar(&LaKspState::b);
+      Accesses acc;
+      acc.read(w_.r.object_id())
+          .read_write(w_.q.object_id())
+          .read_write(w_.p.object_id())
+          .write(w_.u.object_id());
+      fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR u, q, p");
+    }
+    tf_v();
+    return st_.stop == 0;
+  }
+
+  // ---- async driver ----
+
+  struct Snapshot {
+    Event event;
+    int slot = 0;
+  };
+
+  /// Queues the device state's current value into pinned slot `slot`.
+  Snapshot snapshot(int slot) {
+    wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
+    detail::copy_bytes(ctx_, w_.slots.data() + slot, dst_, sizeof(LaKspState), loc_);
+    Snapshot s;
+    s.slot = slot;
+    s.event.record(ctx_, loc_);
+    return s;
+  }
+
+  void read(Snapshot& s) {
+    s.event.synchronize(loc_);
+    std::memcpy(&st_, w_.slots.data() + s.slot, sizeof st_);
+    monitor_async();
+  }
+
+  template <class Iterate>
+  void run_async(Iterate&& iterate) {
+    const int total = o_.max_it;
+    int issued = 0;
+    if (o_.fixed_iterations) {
+      // Nothing to decide early: a breakdown makes the remaining kernels no-ops.
+      for (; issued < total; ++issued) iterate();
+      auto s = snapshot(1);
+      read(s);
+      return;
+    }
+    const int k = std::max(1, o_.check_every);
+    std::deque<Snapshot> pending;
+    int next_slot = 1;
+    auto block = [&] {
+      const int n = std::min(k, total - issued);
+      for (int i = 0; i < n; ++i) iterate();
+      issued += n;
+      pending.push_back(snapshot(next_slot));
+      next_slot = next_slot == 1 ? 2 : 1;
+    };
+    block();
+    for (;;) {
+      if (issued < total) block();  // keep one block queued while the host waits
+      read(pending.front());
+      pending.pop_front();
+      if (st_.stop != 0) break;
+      if (pending.empty() && issued >= total) {
+        throw Error(Errc::invalid_state, "KSP: the device state did not stop after max_it");
+      }
+    }
+    // A queued block past the stop does nothing; its snapshot is not needed.
+  }
+
+  // ---- monitor, history, result ----
+
+  [[nodiscard]] int iteration_of(int entry) const {
+    if (o_.type == KspType::cg) return entry;
+    return entry == 0 ? 0 : (entry + 1) / 2;
+  }
+
+  void monitor_sync(int from) {
+    if (!o_.monitor) return;
+    for (int j = from; j < st_.nhist && j < st_.hist_cap; ++j) {
+      const Managed<double> value(w_.host_hist[static_cast<std::size_t>(j)], ctx_, loc_);
+      o_.monitor(iteration_of(j), value);
+    }
+    reported_ = st_.nhist;
+  }
+
+  void monitor_async() {
+    if (!o_.monitor) return;
+    for (int j = reported_; j < st_.nhist && j < st_.hist_cap; ++j) {
+      Managed<double> value;
+      double* dst = value.write_ptr(ctx_, loc_);
+      detail::copy_bytes(ctx_, dst, w_.hist.data() + j, sizeof(double), loc_);
+      o_.monitor(iteration_of(j), value);
+    }
+    reported_ = std::max(reported_, st_.nhist);
+  }
+
+  KspResult finish() {
+    KspResult r;
+    r.iterations = st_.its;
+    r.residual_norm = st_.rnorm;
+    r.reason = static_cast<ConvergedReason>(st_.reason);
+    if (o_.history) {
+      const auto count = static_cast<std::size_t>(std::min(st_.nhist, st_.hist_cap));
+      std::vector<double> all(count);
+      if (async_ && count > 0) {
+        detail::la::PinnedLease staging(ctx_.device(), count * sizeof(double), loc_);
+        staging.wait_write(count * sizeof(double), loc_);
+        detail::copy_bytes(ctx_, staging.as<double>(), w_.hist.data(), count * sizeof(double),
+                           loc_);
+        staging.wait_read(count * sizeof(double), loc_);
+        std::memcpy(all.data(), staging.as<double>(), count * sizeof(double));
+      } else if (count > 0) {
+        std::copy_n(w_.host_hist.begin(), count, all.begin());
+      }
+      // TFQMR's entry 0 is sluice's own (for the monitor); PETSc's history starts after it.
+      const std::size_t skip = o_.type == KspType::tfqmr && !all.empty() ? 1 : 0;
+      r.history.assign(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
+    }
+    return r;
+  }
+
+  const Mat::Impl& A_;
+  const KspOptions& o_;
+  Ksp::Work& w_;
+  const Vec& b_;
+  Vec& x_;
+  Context ctx_;
+  std::source_location loc_;
+  LaKernels& k_;
+  bool async_;
+  bool right_ = false;
+  LaDiag pc_, left_pc_, right_pc_;
+  LaKspState st_;
+  LaKspState* dst_ = nullptr;
+  int reported_ = 0;
+};
+
+void validate(const KspOptions& o, std::source_location loc) {
+  auto bad = [&](const std::string& what) {
+    throw Error(Errc::invalid_argument, "KSP: " + what, loc);
+  };
+  if (o.max_it < 1) bad("max_it must be at least 1, got " + std::to_string(o.max_it));
+  if (o.check_every < 1)
+    bad("check_every must be at least 1, got " + std::to_string(o.check_every));
+  if (!(o.rtol >= 0) || !(o.atol >= 0) || !(o.dtol >= 0)) {
+    bad("rtol, atol and dtol must be non-negative numbers");
+  }
+  if (o.norm_type == KspNormType::none && !o.fixed_iterations) {
+    bad("norm type none has no norm to test; use fixed_iterations (PETSc: KSPConvergedSkip)");
+  }
+  if (o.type == KspType::tfqmr && o.norm_type == KspNormType::natural) {
+    bad("TFQMR supports the preconditioned, unpreconditioned and none norm types, not natural");
+  }
+}
+
+}  // namespace
+
+// ---- Ksp ----------------------------------------------------------------------------------------
+
+Ksp::Ksp(Mat A, KspOptions options)
+    : A_(std::move(A)), options_(std::move(options)), work_(std::make_unique<Work>()) {
+  if (!A_.valid()) throw Error(Errc::invalid_argument, "Ksp: the Mat is empty");
+  if (A_.rows() != A_.cols()) {
+    throw Error(Errc::invalid_argument, "Ksp: the matrix is " + std::to_string(A_.rows()) + " x " +
+                                            std::to_string(A_.cols()) + "; it must be square");
+  }
+  validate(options_, std::source_location::current());
+}
+
+Ksp::~Ksp() = default;
+Ksp::Ksp(Ksp&&) noexcept = default;
+Ksp& Ksp::operator=(Ksp&&) noexcept = default;
+
+void Ksp::set_options(KspOptions options) {
+  validate(options, std::source_location::current());
+  options_ = std::move(options);
+}
+
+KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
+  return solve(b, x, x.context(), loc);
+}
+
+KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, std::source_location loc) {
+  check_vec(b, "KSPSolve", loc);
+  check_vec(x, "KSPSolve", loc);
+  check_device(ctx, A_.device(), "KSPSolve (the matrix)", loc);
+  check_device(ctx, b.device(), "KSPSolve (b)", loc);
+  check_device(ctx, x.device(), "KSPSolve (x)", loc);
+  check_sizes(static_cast<std::size_t>(A_.rows()), b.size(), "KSPSolve (matrix rows and b)", loc);
+  check_sizes(static_cast<std::size_t>(A_.rows()), x.size(), "KSPSolve (matrix rows and x)", loc);
+  if (b.object_id() == x.object_id()) {
+    throw Error(Errc::invalid_argument, "KSPSolve: b and x must be different vectors", loc);
+  }
+  validate(options_, loc);
+  if (A_.rows() == 0) return {};
+  return Run(*A_.impl(), options_, *work_, b, x, ctx, loc).solve();
+}
+
+}  // namespace sluice

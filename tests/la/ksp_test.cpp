@@ -1,0 +1,380 @@
+// Krylov solvers: PETSc's iteration counts, reasons and histories (against the transcription in
+// la_reference.hpp), sync and async giving the same iterates, known solutions, bad input.
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "backend_param.hpp"
+#include "la_reference.hpp"
+#include "sluice/la.hpp"
+
+namespace sluice::test {
+namespace {
+
+class KspTest : public BackendTest {
+ protected:
+  static std::vector<double> ones(std::size_t n) { return std::vector<double>(n, 1.0); }
+
+  /// b = A v.
+  static Vec rhs(const Mat& A, const std::vector<double>& v, const Context& ctx) {
+    Vec x(ctx, v), b(ctx, v.size());
+    mult(A, x, b);
+    return b;
+  }
+
+  static ref::Options ref_options(const KspOptions& o) {
+    ref::Options r;
+    r.jacobi = o.pc == PcType::jacobi;
+    r.norm = o.norm_type;
+    r.rtol = o.rtol;
+    r.atol = o.atol;
+    r.dtol = o.dtol;
+    r.max_it = o.max_it;
+    return r;
+  }
+
+  /// Solves with `o` in both modes and checks them against each other and the reference.
+  void check_against_reference(const Mat& A, const std::vector<double>& hb, KspOptions o,
+                               const std::string& label) {
+    SCOPED_TRACE(label);
+    auto ctx = make_context();
+    Vec b(ctx, hb);
+    const auto csr = ref::from_mat(A);
+    const auto expect = o.type == KspType::cg ? ref::cg(csr, hb, ref_options(o))
+                                              : ref::tfqmr(csr, hb, ref_options(o));
+    o.history = true;
+    KspResult results[2];
+    std::vector<double> xs[2];
+    for (int m = 0; m < 2; ++m) {
+      o.mode = m == 0 ? SolveMode::sync : SolveMode::async;
+      Vec x(ctx, hb.size());
+      Ksp ksp(A, o);
+      results[m] = ksp.solve(b, x);
+      xs[m] = x.to_vector();
+    }
+    // The two modes: the same kernels, the same scalars, so the same bits.
+    EXPECT_EQ(results[0].iterations, results[1].iterations);
+    EXPECT_EQ(results[0].reason, results[1].reason);
+    EXPECT_EQ(results[0].history, results[1].history);
+    EXPECT_EQ(results[0].residual_norm, results[1].residual_norm);
+    EXPECT_EQ(xs[0], xs[1]) << "sync and async iterates differ";
+
+    // PETSc's algorithm. On the host backend the sums run in the reference's order (the
+    // matrices are smaller than one reduction chunk), so the counts are exact; a device sums in
+    // another order, which may move the iteration where an ill-conditioned solve crosses rtol.
+    const auto& r = results[1];
+    const int slack = is_host() ? 0 : std::max(2, expect.its / 20);
+    EXPECT_LE(std::abs(r.iterations - expect.its), slack)
+        << "sluice " << r.iterations << " iterations, PETSc " << expect.its;
+    if (slack == 0) {
+      EXPECT_EQ(r.reason, expect.reason)
+          << to_string(r.reason) << " vs " << to_string(expect.reason);
+      ASSERT_EQ(r.history.size(), expect.history.size());
+      for (std::size_t i = 0; i < r.history.size(); ++i) {
+        ASSERT_NEAR(r.history[i], expect.history[i], 1e-12 * (1 + std::abs(expect.history[i])))
+            << "history entry " << i;
+      }
+      for (std::size_t i = 0; i < xs[1].size(); ++i) {
+        ASSERT_NEAR(xs[1][i], expect.x[i], 1e-9 * (1 + std::abs(expect.x[i]))) << i;
+      }
+    } else {
+      EXPECT_EQ(r.converged(), expect.reason > ConvergedReason::iterating);
+    }
+  }
+};
+
+TEST_P(KspTest, RealMatricesMatchPetsc) {
+#ifndef SLUICE_MATRIX_DIR
+  GTEST_SKIP() << "SLUICE_MATRIX_DIR is not defined";
+#else
+  const std::filesystem::path dir = SLUICE_MATRIX_DIR;
+  if (!std::filesystem::exists(dir / "nos4.mtx")) {
+    GTEST_SKIP() << "no test matrices at " << dir << " (../shared/data/matrices)";
+  }
+  auto ctx = make_context();
+  for (const char* name : {"bcsstk01", "nos4", "bcsstk03", "mesh2e1", "plat362", "gr_30_30", "nos3",
+                           "1138_bus", "bcsstk15"}) {
+    auto A = Mat::read_matrix_market(ctx, (dir / (std::string(name) + ".mtx")).string());
+    const auto n = static_cast<std::size_t>(A.rows());
+    const auto hb = ref::mult(ref::from_mat(A), ones(n));
+    const int cap = 600;  // enough for most to converge; the rest stop at DIVERGED_ITS alike
+    KspOptions o{.rtol = 1e-8, .max_it = cap};
+    check_against_reference(A, hb, o, std::string(name) + " cg jacobi preconditioned");
+    o.pc = PcType::none;
+    o.norm_type = KspNormType::unpreconditioned;
+    check_against_reference(A, hb, o, std::string(name) + " cg none unpreconditioned");
+    o = {.type = KspType::tfqmr, .rtol = 1e-8, .max_it = cap};
+    check_against_reference(A, hb, o, std::string(name) + " tfqmr jacobi preconditioned (left)");
+    o.norm_type = KspNormType::unpreconditioned;
+    check_against_reference(A, hb, o, std::string(name) + " tfqmr jacobi unpreconditioned (right)");
+  }
+#endif
+}
+
+TEST_P(KspTest, NormTypesMatchPetsc) {
+  auto ctx = make_context();
+  auto A = Mat::stencil_csr(ctx, Stencil::d2p9, 24, 17);
+  std::mt19937_64 gen(3);
+  std::uniform_real_distribution<double> d(-1, 1);
+  std::vector<double> hb(static_cast<std::size_t>(A.rows()));
+  for (auto& v : hb) v = d(gen);
+  for (auto nt :
+       {KspNormType::preconditioned, KspNormType::unpreconditioned, KspNormType::natural}) {
+    for (auto pc : {PcType::none, PcType::jacobi}) {
+      KspOptions o{.pc = pc, .norm_type = nt, .rtol = 1e-9};
+      check_against_reference(
+          A, hb, o, "cg " + std::string(to_string(nt)) + " " + std::string(to_string(pc)));
+    }
+  }
+  // dtol below 1 makes the first iteration that does not shrink the norm enough diverge.
+  check_against_reference(A, hb, {.rtol = 1e-12, .dtol = 0.9}, "cg dtol");
+  check_against_reference(A, hb, {.type = KspType::tfqmr, .rtol = 1e-12, .dtol = 0.5},
+                          "tfqmr dtol");
+  check_against_reference(A, hb, {.rtol = 0, .atol = 1e-3}, "cg atol");
+  check_against_reference(A, hb, {.rtol = 1e-12, .max_it = 7}, "cg max_it");
+  check_against_reference(A, hb, {.type = KspType::tfqmr, .rtol = 1e-12, .max_it = 5},
+                          "tfqmr max_it");
+}
+
+TEST_P(KspTest, StencilsReachKnownSolutions) {
+  auto ctx = make_context();
+  struct Case {
+    Stencil kind;
+    std::int64_t nx, ny, nz;
+  };
+  for (const auto& c : {Case{Stencil::d2p5, 40, 30, 1}, Case{Stencil::d2p9, 33, 33, 1},
+                        Case{Stencil::d3p7, 12, 10, 9}, Case{Stencil::d3p27, 9, 9, 9}}) {
+    for (bool free : {true, false}) {
+      for (auto type : {KspType::cg, KspType::tfqmr}) {
+        SCOPED_TRACE(std::string(to_string(c.kind)) + (free ? " matrix-free " : " csr ") +
+                     std::string(to_string(type)));
+        auto A = free ? Mat::stencil(ctx, c.kind, c.nx, c.ny, c.nz)
+                      : Mat::stencil_csr(ctx, c.kind, c.nx, c.ny, c.nz);
+        const auto n = static_cast<std::size_t>(A.rows());
+        std::vector<double> xstar(n);
+        for (std::size_t i = 0; i < n; ++i) xstar[i] = std::sin(0.01 * static_cast<double>(i)) + 1;
+        auto b = rhs(A, xstar, ctx);
+        Vec x(ctx, n);
+        Ksp ksp(A, {.type = type, .rtol = 1e-12, .max_it = 2000});
+        const auto r = ksp.solve(b, x);
+        EXPECT_TRUE(r.converged()) << to_string(r.reason) << " after " << r.iterations;
+        const auto got = x.to_vector();
+        double err = 0;
+        for (std::size_t i = 0; i < n; ++i) err = std::max(err, std::abs(got[i] - xstar[i]));
+        EXPECT_LT(err, 1e-8);
+      }
+    }
+  }
+}
+
+TEST_P(KspTest, AsyncMatchesSyncForEveryCheckInterval) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d3p7, 20, 20, 20);
+  auto b = rhs(A, ones(static_cast<std::size_t>(A.rows())), ctx);
+  for (auto type : {KspType::cg, KspType::tfqmr}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    KspOptions o{.type = type, .rtol = 1e-7, .mode = SolveMode::sync, .history = true};
+    Vec xs(ctx, b.size());
+    Ksp sync_ksp(A, o);
+    const auto want = sync_ksp.solve(b, xs);
+    const auto want_x = xs.to_vector();
+    EXPECT_TRUE(want.converged());
+    for (int k : {1, 2, 3, 8, 13, 1000}) {
+      SCOPED_TRACE("check_every " + std::to_string(k));
+      o.mode = SolveMode::async;
+      o.check_every = k;
+      Vec x(ctx, b.size());
+      Ksp ksp(A, o);
+      const auto got = ksp.solve(b, x);
+      EXPECT_EQ(got.iterations, want.iterations);
+      EXPECT_EQ(got.reason, want.reason);
+      EXPECT_EQ(got.history, want.history);
+      EXPECT_EQ(x.to_vector(), want_x);
+      // Solving again with the same object reuses its work space and gives the same result.
+      const auto again = ksp.solve(b, x);
+      EXPECT_EQ(again.iterations, want.iterations);
+      EXPECT_EQ(x.to_vector(), want_x);
+    }
+  }
+}
+
+TEST_P(KspTest, FixedIterations) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 64, 64);
+  auto b = rhs(A, ones(64 * 64), ctx);
+  for (auto type : {KspType::cg, KspType::tfqmr}) {
+    std::vector<double> x_of[2];
+    for (int m = 0; m < 2; ++m) {
+      Vec x(ctx, b.size());
+      Ksp ksp(A, {.type = type,
+                  .max_it = 20,
+                  .fixed_iterations = true,
+                  .mode = m == 0 ? SolveMode::sync : SolveMode::async});
+      const auto r = ksp.solve(b, x);
+      EXPECT_EQ(r.iterations, 20);
+      EXPECT_EQ(r.reason, ConvergedReason::converged_its);
+      x_of[m] = x.to_vector();
+    }
+    EXPECT_EQ(x_of[0], x_of[1]);
+    // Without norms at all (PETSc: KSP_NORM_NONE with KSPConvergedSkip).
+    Vec x(ctx, b.size());
+    Ksp ksp(A,
+            {.type = type, .norm_type = KspNormType::none, .max_it = 20, .fixed_iterations = true});
+    const auto r = ksp.solve(b, x);
+    EXPECT_EQ(r.iterations, 20);
+    EXPECT_EQ(r.residual_norm, 0.0);
+    EXPECT_EQ(x.to_vector(), x_of[0]);
+  }
+}
+
+TEST_P(KspTest, MonitorSeesTheHistoryInBothModes) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 30, 30);
+  auto b = rhs(A, ones(900), ctx);
+  for (auto type : {KspType::cg, KspType::tfqmr}) {
+    std::vector<std::pair<int, double>> seen[2];
+    KspResult results[2];
+    for (int m = 0; m < 2; ++m) {
+      std::vector<std::pair<int, Managed<double>>> values;
+      KspOptions o{.type = type,
+                   .rtol = 1e-6,
+                   .mode = m == 0 ? SolveMode::sync : SolveMode::async,
+                   .check_every = 5,
+                   .history = true,
+                   .monitor = [&](int it, const Managed<double>& rnorm) {
+                     values.emplace_back(it, rnorm);  // no wait: read after the solve
+                   }};
+      Vec x(ctx, b.size());
+      results[m] = Ksp(A, o).solve(b, x);
+      for (auto& [it, v] : values) seen[m].emplace_back(it, v.value());
+    }
+    EXPECT_EQ(seen[0], seen[1]);
+    const auto& r = results[0];
+    ASSERT_FALSE(seen[0].empty());
+    EXPECT_EQ(seen[0].front().first, 0);
+    EXPECT_EQ(seen[0].back().first, r.iterations);
+    EXPECT_EQ(seen[0].back().second, r.residual_norm);
+    if (type == KspType::cg) {
+      ASSERT_EQ(seen[0].size(), r.history.size());
+      EXPECT_EQ(r.history.size(), static_cast<std::size_t>(r.iterations) + 1);
+      for (std::size_t i = 0; i < seen[0].size(); ++i) {
+        EXPECT_EQ(seen[0][i].second, r.history[i]);
+      }
+    } else {
+      // TFQMR logs two estimates per iteration and none at 0, but monitors at 0 (as PETSc).
+      ASSERT_EQ(seen[0].size(), r.history.size() + 1);
+      for (std::size_t i = 0; i < r.history.size(); ++i) {
+        EXPECT_EQ(seen[0][i + 1].second, r.history[i]);
+      }
+    }
+  }
+}
+
+TEST_P(KspTest, NonzeroInitialGuess) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 20, 20);
+  const auto n = static_cast<std::size_t>(A.rows());
+  std::vector<double> xstar(n);
+  for (std::size_t i = 0; i < n; ++i) xstar[i] = std::cos(0.1 * static_cast<double>(i));
+  auto b = rhs(A, xstar, ctx);
+  for (auto mode : {SolveMode::sync, SolveMode::async}) {
+    for (auto type : {KspType::cg, KspType::tfqmr}) {
+      // Starting at the solution: the residual is exactly 0, converged at iteration 0 by atol,
+      // x untouched.
+      Vec x(ctx, xstar);
+      Ksp ksp(A, {.type = type, .rtol = 1e-8, .initial_guess_nonzero = true, .mode = mode});
+      auto r = ksp.solve(b, x);
+      EXPECT_EQ(r.iterations, 0);
+      EXPECT_EQ(r.reason, ConvergedReason::converged_atol);
+      EXPECT_EQ(x.to_vector(), xstar);
+      // Slightly off: the initial residual is small against ||b|| (PETSc's rnorm0 for a nonzero
+      // guess), so rtol is met at once.
+      std::vector<double> off = xstar;
+      off[7] += 1e-10;
+      x.assign(off);
+      r = ksp.solve(b, x);
+      EXPECT_EQ(r.iterations, 0);
+      EXPECT_EQ(r.reason, ConvergedReason::converged_rtol);
+      // Starting nearby: converges to the solution.
+      std::vector<double> near = xstar;
+      for (auto& v : near) v += 0.01;
+      x.assign(near);
+      r = ksp.solve(b, x);
+      EXPECT_TRUE(r.converged());
+      const auto got = x.to_vector();
+      for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], xstar[i], 1e-6);
+    }
+  }
+}
+
+TEST_P(KspTest, IndefiniteMatrixInCg) {
+  auto ctx = make_context();
+  // The 2D Laplacian shifted into the middle of its spectrum: symmetric, indefinite.
+  const std::int64_t g = 12;
+  auto A = Mat::from_rows(ctx, g * g, g * g, [&](std::int64_t r, const RowAdder& add) {
+    const auto ix = r % g, iy = r / g;
+    add(r, 4.0 - 4.0);
+    if (ix > 0) add(r - 1, -1.0);
+    if (ix + 1 < g) add(r + 1, -1.0);
+    if (iy > 0) add(r - g, -1.0);
+    if (iy + 1 < g) add(r + g, -1.0);
+  });
+  std::vector<double> hb(static_cast<std::size_t>(g * g));
+  for (std::size_t i = 0; i < hb.size(); ++i) hb[i] = 1.0 + static_cast<double>(i % 7);
+  KspOptions o{.pc = PcType::none, .rtol = 1e-10};
+  check_against_reference(A, hb, o, "indefinite");
+  Vec b(ctx, hb), x(ctx, hb.size());
+  const auto r = Ksp(A, o).solve(b, x);
+  EXPECT_EQ(r.reason, ConvergedReason::diverged_indefinite_mat);
+  EXPECT_FALSE(r.converged());
+}
+
+TEST_P(KspTest, BadInputIsAClearError) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 8, 8);
+  Vec b(ctx, 64), x(ctx, 64), short_x(ctx, 63);
+  set(b, 1.0);
+  Ksp ksp(A);
+  try {
+    (void)ksp.solve(b, short_x);
+    FAIL() << "no error for a size mismatch";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("sizes differ (64 and 63)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)ksp.solve(b, b), Error);
+  EXPECT_THROW(Ksp(A, {.norm_type = KspNormType::none}), Error);
+  EXPECT_THROW(Ksp(A, {.type = KspType::tfqmr, .norm_type = KspNormType::natural}), Error);
+  EXPECT_THROW(Ksp(A, {.max_it = 0}), Error);
+  EXPECT_THROW(Ksp(A, {.check_every = 0}), Error);
+  EXPECT_THROW(Ksp(Mat::from_triplets(ctx, 2, 3, std::vector<Triplet>{})), Error);
+  EXPECT_THROW(Ksp(Mat{}), Error);
+  EXPECT_THROW((void)parse_ksp_type("gmres"), Error);
+  EXPECT_EQ(parse_norm_type("unpreconditioned"), KspNormType::unpreconditioned);
+  EXPECT_EQ(to_string(ConvergedReason::diverged_indefinite_mat), "DIVERGED_INDEFINITE_MAT");
+  // The solver still works after the errors.
+  const auto r = ksp.solve(b, x);
+  EXPECT_TRUE(r.converged());
+}
+
+TEST_P(KspTest, ZeroRightHandSide) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 10, 10);
+  Vec b(ctx, 100), x(ctx, 100);
+  set(b, 0.0);
+  for (auto mode : {SolveMode::sync, SolveMode::async}) {
+    for (auto type : {KspType::cg, KspType::tfqmr}) {
+      const auto r = Ksp(A, {.type = type, .mode = mode}).solve(b, x);
+      EXPECT_EQ(r.iterations, 0);
+      EXPECT_EQ(r.reason, ConvergedReason::converged_atol);
+      EXPECT_EQ(norm(x), 0.0);
+    }
+  }
+}
+
+SLUICE_INSTANTIATE_BACKENDS(KspTest);
+
+}  // namespace
+}  // namespace sluice::test

@@ -1,0 +1,318 @@
+// `sluice bench`: the reference's CG/TFQMR benchmark (000 §4.1): Laplace problems of several
+// stencils and sizes, 20 Jacobi-preconditioned iterations, one warm-up and then the minimum and
+// median of the timed solves, in sync and async modes. Writes JSON (the schema bench/plot.py and
+// bench/peers/jax_cupy_cg.py share) and prints a table.
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "la_problem.hpp"
+#include "sluice/context.hpp"
+#include "sluice/error.hpp"
+#include "sluice/la.hpp"
+#include "sluice/memory.hpp"
+#include "sluice/platform.hpp"
+
+namespace sluice::cli {
+namespace {
+
+struct BenchOptions {
+  std::string backend;
+  std::string device;
+  std::string stencils = "2d5,2d9,3d7,3d27";
+  std::string ksps = "cg,tfqmr";
+  std::string modes = "sync,async";
+  std::string op = "matrix-free";
+  double min_nnz = 1e3;
+  double max_nnz = 0;  // 0: 1e8 on an accelerator, 1e6 on the host
+  int per_decade = 2;
+  int iterations = 20;
+  int repeat = 10;
+  int check_every = 8;
+  std::string json = "bench_la.json";
+  bool check_sweep = false;
+  bool quiet = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string w; std::getline(ss, w, ',');) {
+    if (!w.empty()) out.push_back(w);
+  }
+  return out;
+}
+
+/// A progress line on stderr: redrawn in place on a terminal, one line per step otherwise.
+class Progress {
+ public:
+  Progress(std::size_t total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2) != 0) {}
+  void step(const std::string& what) {
+    ++done_;
+    if (quiet_) return;
+    constexpr int width = 30;
+    const int filled = static_cast<int>(width * done_ / std::max<std::size_t>(total_, 1));
+    const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
+                            std::string(static_cast<std::size_t>(width - filled), ' ');
+    fmt::print(stderr, "{}[{}] {:>4}/{} {:<60}{}", tty_ ? "\r" : "", bar, done_, total_, what,
+               tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (!quiet_ && tty_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::size_t total_, done_ = 0;
+  bool quiet_, tty_;
+};
+
+/// Device-to-device copy bandwidth (bytes read plus written per second): the "memory-bandwidth
+/// floor" divides a solve's bytes by it.
+double copy_bandwidth(const Context& ctx) {
+  const bool host = ctx.device().backend == "host";
+  const std::size_t n = (host ? std::size_t{64} : std::size_t{512}) << 20;  // bytes
+  DeviceBuffer<std::byte> a(ctx, n), b(ctx, n);
+  memset(ctx, a, 1);
+  memset(ctx, b, 2);
+  copy(ctx, b, a);
+  ctx.synchronize();
+  double best = 1e300;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < 4; ++k) copy(ctx, b, a);
+    ctx.synchronize();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * 4.0 * static_cast<double>(n) / best;
+}
+
+int run(const BenchOptions& o) {
+  Device device = default_device();
+  if (!o.device.empty()) {
+    device = Device::parse(o.device);
+  } else if (!o.backend.empty()) {
+    device = Device{o.backend, 0};
+  }
+  Context ctx(ContextOptions{.device = device, .name = "bench"});
+  const bool host = device.backend == "host";
+  const double max_nnz = o.max_nnz > 0 ? o.max_nnz : (host ? 1e6 : 1e8);
+
+  std::vector<Stencil> stencils;
+  for (const auto& s : split(o.stencils)) stencils.push_back(parse_stencil(s));
+  std::vector<KspType> ksps;
+  for (const auto& s : split(o.ksps)) ksps.push_back(parse_ksp_type(s));
+  std::vector<SolveMode> modes;
+  for (const auto& s : split(o.modes)) modes.push_back(parse_solve_mode(s));
+  std::vector<bool> matrix_free;
+  if (o.op == "matrix-free" || o.op == "both") matrix_free.push_back(true);
+  if (o.op == "csr" || o.op == "both") matrix_free.push_back(false);
+  if (matrix_free.empty()) {
+    throw Error(Errc::invalid_argument, "--operator must be matrix-free, csr or both");
+  }
+
+  // Sizes: per_decade grid sizes per decade of NNZ, distinct per stencil.
+  struct Size {
+    Stencil kind;
+    std::int64_t n;
+  };
+  std::vector<Size> sizes;
+  for (auto kind : stencils) {
+    std::set<std::int64_t> ns;
+    const int steps =
+        static_cast<int>(std::ceil(std::log10(max_nnz / o.min_nnz) * o.per_decade - 1e-9));
+    for (int i = 0; i <= steps; ++i) {
+      const double target = o.min_nnz * std::pow(10.0, static_cast<double>(i) / o.per_decade);
+      ns.insert(grid_for_nnz(kind, std::min(target, max_nnz)));
+    }
+    for (auto n : ns) sizes.push_back({kind, n});
+  }
+
+  nlohmann::ordered_json out;
+  out["schema"] = "sluice-bench-la/1";
+  out["tool"] = "sluice";
+  out["device"] = ctx.device().to_string();
+  out["device_name"] = device_info(ctx.device()).name;
+  out["iterations"] = o.iterations;
+  out["pc"] = "jacobi";
+  out["repeat"] = o.repeat;
+  out["check_every"] = o.check_every;
+  const double bandwidth = copy_bandwidth(ctx);
+  out["copy_bandwidth_gbps"] = bandwidth / 1e9;
+  out["results"] = nlohmann::ordered_json::array();
+
+  Progress progress(
+      sizes.size() * matrix_free.size() * ksps.size() * modes.size() + (o.check_sweep ? 1 : 0),
+      o.quiet);
+  struct Row {
+    std::string label;
+    double nnz;
+    std::vector<double> min_s;
+  };
+  std::vector<Row> table;
+
+  for (const auto& size : sizes) {
+    for (bool free : matrix_free) {
+      Problem p;
+      try {
+        p = stencil_problem(ctx, size.kind, size.n, free);
+      } catch (const Error& e) {
+        progress.step(fmt::format("skipped {} n={}: {}", to_string(size.kind), size.n, e.what()));
+        continue;
+      }
+      const auto rows = static_cast<std::size_t>(p.A.rows());
+      Vec one(ctx, rows), b(ctx, rows), x(ctx, rows);
+      set(one, 1.0);
+      mult(p.A, one, b);
+      for (auto type : ksps) {
+        Row row{fmt::format("{:<5} {:<4} {:<11} n={}", to_string(type), to_string(size.kind),
+                            free ? "matrix-free" : "csr", size.n),
+                static_cast<double>(p.A.nnz()),
+                {}};
+        for (auto mode : modes) {
+          progress.step(fmt::format("{} {}", row.label, to_string(mode)));
+          Ksp ksp(p.A, {.type = type,
+                        .pc = PcType::jacobi,
+                        .max_it = o.iterations,
+                        .fixed_iterations = true,
+                        .mode = mode,
+                        .check_every = o.check_every});
+          KspResult result;
+          (void)time_solve(ksp, b, x, ctx, result);  // warm-up
+          Timing t;
+          for (int r = 0; r < o.repeat; ++r)
+            t.seconds.push_back(time_solve(ksp, b, x, ctx, result));
+          const double bytes = bytes_per_iteration(p.A, type, PcType::jacobi) * o.iterations;
+          const double floor = bytes / bandwidth;
+          nlohmann::ordered_json j;
+          j["impl"] = "sluice-" + std::string(to_string(mode));
+          j["mode"] = std::string(to_string(mode));
+          j["ksp"] = std::string(to_string(type));
+          j["stencil"] = std::string(to_string(size.kind));
+          j["operator"] = free ? "matrix-free" : "csr";
+          j["grid"] = p.grid;
+          j["rows"] = p.A.rows();
+          j["nnz"] = p.A.nnz();
+          j["iterations_done"] = result.iterations;
+          j["reason"] = std::string(to_string(result.reason));
+          j["times_s"] = t.seconds;
+          j["min_s"] = t.min();
+          j["median_s"] = t.median();
+          j["bytes_per_iteration"] = bytes / o.iterations;
+          j["gbps"] = bytes / t.min() / 1e9;
+          j["floor_s"] = floor;
+          j["floor_ratio"] = t.min() / floor;
+          out["results"].push_back(std::move(j));
+          row.min_s.push_back(t.min());
+        }
+        table.push_back(std::move(row));
+      }
+    }
+  }
+
+  if (o.check_sweep) {
+    // Iterations per convergence check in async mode, on converging solves (rtol 1e-6): the
+    // default of KspOptions::check_every comes from this table.
+    progress.step("check interval sweep");
+    out["check_sweep"] = nlohmann::ordered_json::array();
+    for (std::int64_t n :
+         host ? std::vector<std::int64_t>{32, 128} : std::vector<std::int64_t>{32, 128, 512}) {
+      auto p = stencil_problem(ctx, Stencil::d2p5, n, true);
+      const auto rows = static_cast<std::size_t>(p.A.rows());
+      Vec one(ctx, rows), b(ctx, rows), x(ctx, rows);
+      set(one, 1.0);
+      mult(p.A, one, b);
+      for (int k : {0, 1, 2, 4, 8, 16, 32, 64}) {
+        Ksp ksp(p.A, {.type = KspType::cg,
+                      .rtol = 1e-6,
+                      .mode = k == 0 ? SolveMode::sync : SolveMode::async,
+                      .check_every = std::max(1, k)});
+        KspResult result;
+        (void)time_solve(ksp, b, x, ctx, result);
+        Timing t;
+        for (int r = 0; r < std::max(3, o.repeat / 2); ++r) {
+          t.seconds.push_back(time_solve(ksp, b, x, ctx, result));
+        }
+        out["check_sweep"].push_back({{"stencil", "2d5"},
+                                      {"n", n},
+                                      {"ksp", "cg"},
+                                      {"mode", k == 0 ? "sync" : "async"},
+                                      {"check_every", k},
+                                      {"iterations", result.iterations},
+                                      {"min_s", t.min()},
+                                      {"median_s", t.median()}});
+      }
+    }
+  }
+  progress.finish();
+
+  std::ofstream(o.json) << out.dump(1) << "\n";
+
+  fmt::print(
+      "device {} ({}), {} Jacobi iterations, min of {} solves after a warm-up; copy "
+      "bandwidth {:.0f} GB/s\n",
+      out["device"].get<std::string>(), out["device_name"].get<std::string>(), o.iterations,
+      o.repeat, bandwidth / 1e9);
+  fmt::print("{:<40} {:>10}", "problem", "nnz");
+  for (auto m : modes) fmt::print(" {:>12}", std::string(to_string(m)) + " ms");
+  if (modes.size() == 2) fmt::print(" {:>9}", "ratio");
+  fmt::print("\n");
+  for (const auto& r : table) {
+    fmt::print("{:<40} {:>10.3g}", r.label, r.nnz);
+    for (double s : r.min_s) fmt::print(" {:>12.4f}", s * 1e3);
+    if (r.min_s.size() == 2) fmt::print(" {:>9.2f}", r.min_s[0] / r.min_s[1]);
+    fmt::print("\n");
+  }
+  if (o.check_sweep) {
+    fmt::print("\ncheck interval sweep (cg, 2d5, rtol 1e-6; k = 0 is sync):\n");
+    for (const auto& c : out["check_sweep"]) {
+      fmt::print("  n={:<5} k={:<3} {:>6} its  {:>9.3f} ms\n", c["n"].get<std::int64_t>(),
+                 c["check_every"].get<int>(), c["iterations"].get<int>(),
+                 c["min_s"].get<double>() * 1e3);
+    }
+  }
+  fmt::print("wrote {} (plot: python3 bench/plot.py {})\n", o.json, o.json);
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* app = parent.add_subcommand(
+      "bench", "Time CG and TFQMR on Laplace problems over sizes (reference 000, section 4)");
+  app->add_option("--backend", o->backend, "host or cuda (default: the best device)");
+  app->add_option("--device", o->device, "A device such as cuda:1 (overrides --backend)");
+  app->add_option("--stencils", o->stencils, "Comma-separated stencils")->capture_default_str();
+  app->add_option("--ksp", o->ksps, "Comma-separated solvers")->capture_default_str();
+  app->add_option("--modes", o->modes, "Comma-separated modes")->capture_default_str();
+  app->add_option("--operator", o->op, "matrix-free, csr or both")->capture_default_str();
+  app->add_option("--min-nnz", o->min_nnz, "Smallest problem (nonzeros)")->capture_default_str();
+  app->add_option("--max-nnz", o->max_nnz, "Largest problem (default 1e8 on a GPU, 1e6 on host)");
+  app->add_option("--per-decade", o->per_decade, "Sizes per decade of nonzeros")
+      ->capture_default_str();
+  app->add_option("--iterations", o->iterations, "Iterations per solve")->capture_default_str();
+  app->add_option("--repeat", o->repeat, "Timed solves per configuration")->capture_default_str();
+  app->add_option("--check-every", o->check_every, "Async convergence check interval")
+      ->capture_default_str();
+  app->add_option("--json", o->json, "Output file")->capture_default_str();
+  app->add_flag("--check-sweep", o->check_sweep,
+                "Also time converging async solves for several check intervals");
+  app->add_flag("--quiet", o->quiet, "No progress output");
+  return {app, [o] { return run(*o); }};
+}
+
+}  // namespace sluice::cli

@@ -83,6 +83,7 @@ class RawPinnedBuffer {
 
 void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
                 std::source_location loc);
+std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc);
 void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
                   std::source_location loc);
 }  // namespace detail
@@ -102,7 +103,7 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   DeviceBuffer(const Context& ctx, std::size_t count,
                std::source_location loc = std::source_location::current())
-      : raw_(ctx, count * sizeof(T), loc), size_(count) {}
+      : raw_(ctx, detail::checked_bytes(count, sizeof(T), loc), loc), size_(count) {}
 
   [[nodiscard]] T* data() const noexcept { return static_cast<T*>(raw_.data()); }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
@@ -138,7 +139,7 @@ class PinnedBuffer {
   /// Pinned memory suited to `device` (for the cuda backend, page-locked and mapped).
   PinnedBuffer(const Device& device, std::size_t count,
                std::source_location loc = std::source_location::current())
-      : raw_(device, count * sizeof(T), loc), size_(count) {}
+      : raw_(device, detail::checked_bytes(count, sizeof(T), loc), loc), size_(count) {}
   PinnedBuffer(const Context& ctx, std::size_t count,
                std::source_location loc = std::source_location::current())
       : PinnedBuffer(ctx.device(), count, loc) {}
@@ -185,6 +186,8 @@ auto as_span(B&& b) {
   }
 }
 void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc);
+/// `count * size` in bytes; throws OutOfMemory instead of wrapping around.
+std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc);
 }  // namespace detail
 
 /// Copies all of `src` into `dst`, whose sizes must match. Each side may be a DeviceBuffer, a

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/context_impl.hpp"
+#include "sluice/deps.hpp"
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -237,7 +238,16 @@ void Context::host_task(std::function<void()> fn, std::string_view what,
                         std::source_location loc) const {
   if (!fn) throw Error(Errc::invalid_argument, "host_task: empty function", loc);
   impl_->failures()->set_may_fail();
-  impl_->issue(what, loc, [&](Stream& s, const OpInfo& op) { s.host_task(std::move(fn), op); });
+  impl_->issue(what, loc, [&](Stream& s, const OpInfo& op) {
+    if (detail::deps_debug()) {
+      // Debug mode checks host access against completed work: everything before this task is.
+      fn = [inner = std::move(fn), impl = impl_.get(), before = op.seq - 1] {
+        impl->note_completed(before);
+        inner();
+      };
+    }
+    s.host_task(std::move(fn), op);
+  });
 }
 
 UnreportedFailureHandler set_unreported_failure_handler(UnreportedFailureHandler h) {

@@ -57,6 +57,16 @@ RawPinnedBuffer::~RawPinnedBuffer() {
   backend_->deallocate_pinned(ptr_);
 }
 
+std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc) {
+  if (size != 0 && count > static_cast<std::size_t>(-1) / size) {
+    throw OutOfMemory(static_cast<std::size_t>(-1),
+                      std::to_string(count) + " elements of " + std::to_string(size) +
+                          " bytes overflow the address space; ask for fewer elements",
+                      loc);
+  }
+  return count * size;
+}
+
 void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc) {
   if (dst != src) {
     throw Error(Errc::invalid_argument,

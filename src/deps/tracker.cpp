@@ -472,7 +472,9 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
     std::string writer = s.writer->node != 0 && s.writer->node <= nodes_.size()
                              ? nodes_[s.writer->node - 1].label
                              : "operation #" + std::to_string(s.writer->seq);
-    std::replace(writer.begin(), writer.end(), '\\', ' ');
+    for (auto pos = writer.find("\\n"); pos != std::string::npos; pos = writer.find("\\n", pos)) {
+      writer.replace(pos, 2, ", ");  // DOT line breaks in the label
+    }
     throw Error(Errc::invalid_state,
                 "host access to object " + std::to_string(id) + " bytes [" +
                     std::to_string(start) + "," + std::to_string(s.end) +

@@ -86,6 +86,13 @@ TEST_P(MemoryTest, OutOfMemoryIsAClearError) {
   ctx.synchronize();
 }
 
+TEST_P(MemoryTest, ElementCountOverflowIsAClearError) {
+  auto ctx = make_context();
+  const std::size_t too_many = std::size_t(-1) / sizeof(double) + 3;  // bytes would wrap
+  EXPECT_THROW(DeviceBuffer<double>(ctx, too_many), OutOfMemory);
+  EXPECT_THROW(PinnedBuffer<double>(device(), too_many), OutOfMemory);
+}
+
 TEST_P(MemoryTest, StreamOrderedPoolReusesFreedBlocks) {
   auto ctx = make_context();
   constexpr std::size_t bytes = 8 << 20;

@@ -355,6 +355,20 @@ TEST_P(TrackerTest, DebugModeRecordsTheGraphAndCatchesUnguardedHostAccess) {
   deps::clear_graph();
 }
 
+TEST_P(TrackerTest, DebugModeAllowsHostTasksOrderedAfterTheWriter) {
+  deps::set_debug(true);
+  auto a = make_context();
+  PinnedBuffer<int> p(a, 8);
+  DeviceBuffer<int> d(a, 8);
+  memset(a, d, 0);
+  copy(a, p, d);
+  int seen = -1;
+  a.host_task([&] { seen = p[0]; });  // ordered after the copy on the same context: allowed
+  EXPECT_NO_THROW(a.synchronize());
+  deps::set_debug(false);
+  EXPECT_EQ(seen, 0);
+}
+
 SLUICE_INSTANTIATE_BACKENDS(TrackerTest);
 
 }  // namespace

@@ -255,6 +255,10 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--peers", default="jax-jit,jax-loop,cupy-cg")
+    ap.add_argument("--cupy-max-nnz", type=float, default=5e7,
+                    help="largest problem for CuPy (its CSR is assembled on the host by SciPy)")
+    ap.add_argument("--loop-max-nnz", type=float, default=1e7,
+                    help="largest problem for jax-loop (a Python loop: slow and uninteresting above)")
     ap.add_argument("--json", default="peers.json")
     args = ap.parse_args()
 
@@ -279,10 +283,12 @@ def main():
         if wanted & {"jax-jit", "jax-loop"}:
             try:
                 r, _ = jax_solvers(stencil, grid, args.iterations)
-                runners.update({k: (v, "matrix-free") for k, v in r.items() if k in wanted})
+                runners.update(
+                    {k: (v, "matrix-free") for k, v in r.items()
+                     if k in wanted and (k != "jax-loop" or nnz <= args.loop_max_nnz)})
             except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
                 out["errors"].append(f"jax {label}: {type(e).__name__}: {e}")
-        if "cupy-cg" in wanted:
+        if "cupy-cg" in wanted and nnz <= args.cupy_max_nnz:
             try:
                 r, cnnz = cupy_solver(stencil, grid, args.iterations)
                 if cnnz != nnz:

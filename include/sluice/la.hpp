@@ -418,6 +418,7 @@ struct KspResult {
 };
 
 /// A Krylov solver for A x = b (KSP). Keeps its work vectors between solves of the same size.
+/// One Ksp runs one solve at a time: use one Ksp per thread for concurrent solves.
 ///
 /// @code
 /// auto A = sluice::Mat::stencil(ctx, sluice::Stencil::d2p5, 512, 512);

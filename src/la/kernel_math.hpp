@@ -134,43 +134,53 @@ SLUICE_HD void vec_elem(const LaVecArgs& a, double alpha, double beta, std::size
   }
 }
 
-/// (A (right .* x))_i for row i of a CSR matrix.
-SLUICE_HD double csr_row(const LaCsr& A, const double* x, const LaDiag& right, std::int64_t i) {
+/// The input of a product: x[j] + s * x2[j] (or x[j]), then scaled by `right`.
+struct MatvecInput {
+  const double* x;
+  const double* x2;
+  double s;
+  LaDiag right;
+
+  /// The unscaled input element (what x_out stores).
+  SLUICE_HD double raw(std::int64_t j) const { return x2 != nullptr ? x[j] + s * x2[j] : x[j]; }
+  SLUICE_HD double operator()(std::int64_t j) const {
+    return right.v != nullptr ? right.v[j] * raw(j) : raw(j);
+  }
+};
+
+/// (A (right .* input))_i for row i of a CSR matrix.
+SLUICE_HD double csr_row(const LaCsr& A, const MatvecInput& in, std::int64_t i) {
   double acc = 0;
   const std::int32_t end = A.row_ptr[i + 1];
-  if (right.v == nullptr) {
-    for (std::int32_t k = A.row_ptr[i]; k < end; ++k) acc += A.val[k] * x[A.col[k]];
-    return right.c == 1.0 ? acc : right.c * acc;
+  if (in.right.v == nullptr && in.x2 == nullptr) {
+    for (std::int32_t k = A.row_ptr[i]; k < end; ++k) acc += A.val[k] * in.x[A.col[k]];
+    return in.right.c == 1.0 ? acc : in.right.c * acc;
   }
-  for (std::int32_t k = A.row_ptr[i]; k < end; ++k) {
-    const std::int32_t j = A.col[k];
-    acc += A.val[k] * (right.v[j] * x[j]);
-  }
-  return acc;
+  for (std::int32_t k = A.row_ptr[i]; k < end; ++k) acc += A.val[k] * in(A.col[k]);
+  return in.right.v != nullptr || in.right.c == 1.0 ? acc : in.right.c * acc;
 }
 
-/// (A (right .* x))_i for the grid point (ix, iy, iz) = row i of a stencil. The neighbours are
-/// summed in a fixed order (z, then y, then x ascending), the centre term added last.
-SLUICE_HD double stencil_row(const LaStencil& s, const double* x, const LaDiag& right,
-                             std::int64_t ix, std::int64_t iy, std::int64_t iz, std::int64_t i) {
+/// (A (right .* input))_i for the grid point (ix, iy, iz) = row i of a stencil. The neighbours
+/// are summed in a fixed order (z, then y, then x ascending), the centre term added last.
+SLUICE_HD double stencil_row(const LaStencil& s, const MatvecInput& in, std::int64_t ix,
+                             std::int64_t iy, std::int64_t iz, std::int64_t i) {
   const std::int64_t nx = s.nx, ny = s.ny, nz = s.nz;
   const std::int64_t sy = nx, sz = nx * ny;
   double acc = 0;
-  auto at = [&](std::int64_t j) { return right.v != nullptr ? right.v[j] * x[j] : x[j]; };
   switch (s.kind) {
     case LaStencilKind::d2p5:
-      if (iy > 0) acc += at(i - sy);
-      if (ix > 0) acc += at(i - 1);
-      if (ix + 1 < nx) acc += at(i + 1);
-      if (iy + 1 < ny) acc += at(i + sy);
+      if (iy > 0) acc += in(i - sy);
+      if (ix > 0) acc += in(i - 1);
+      if (ix + 1 < nx) acc += in(i + 1);
+      if (iy + 1 < ny) acc += in(i + sy);
       break;
     case LaStencilKind::d3p7:
-      if (iz > 0) acc += at(i - sz);
-      if (iy > 0) acc += at(i - sy);
-      if (ix > 0) acc += at(i - 1);
-      if (ix + 1 < nx) acc += at(i + 1);
-      if (iy + 1 < ny) acc += at(i + sy);
-      if (iz + 1 < nz) acc += at(i + sz);
+      if (iz > 0) acc += in(i - sz);
+      if (iy > 0) acc += in(i - sy);
+      if (ix > 0) acc += in(i - 1);
+      if (ix + 1 < nx) acc += in(i + 1);
+      if (iy + 1 < ny) acc += in(i + sy);
+      if (iz + 1 < nz) acc += in(i + sz);
       break;
     case LaStencilKind::d2p9:
     case LaStencilKind::d3p27: {
@@ -180,16 +190,16 @@ SLUICE_HD double stencil_row(const LaStencil& s, const double* x, const LaDiag& 
         for (int dy = -1; dy <= 1; ++dy) {
           if (iy + dy < 0 || iy + dy >= ny) continue;
           const std::int64_t base = i + dz * sz + dy * sy;
-          if (ix > 0) acc += at(base - 1);
-          if (dz != 0 || dy != 0) acc += at(base);
-          if (ix + 1 < nx) acc += at(base + 1);
+          if (ix > 0) acc += in(base - 1);
+          if (dz != 0 || dy != 0) acc += in(base);
+          if (ix + 1 < nx) acc += in(base + 1);
         }
       }
       break;
     }
   }
-  const double scale = right.v != nullptr ? 1.0 : right.c;
-  return scale * (s.neighbor * acc + s.center * at(i));
+  const double scale = in.right.v != nullptr ? 1.0 : in.right.c;
+  return scale * (s.neighbor * acc + s.center * in(i));
 }
 
 /// The epilogue of a matrix-vector product at row i: `v` is (A (right .* x))_i; writes y and
@@ -216,6 +226,18 @@ SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t
     }
   }
   return 0;
+}
+
+/// The input of product `m` (its scalar evaluated: once per thread).
+SLUICE_HD MatvecInput input_of(const LaMatvecArgs& m) {
+  return {m.x, m.x2, m.x2 != nullptr ? value(m.x2_scale) : 0.0, m.right};
+}
+
+/// Row i's epilogue after storing its input element where the product asks for it.
+SLUICE_HD double finish_row(const LaMatvecArgs& m, const MatvecInput& in, double v, double a,
+                            std::size_t i) {
+  if (m.x_out != nullptr) m.x_out[i] = in.raw(static_cast<std::int64_t>(i));
+  return epilogue(m, v, a, i);
 }
 
 /// Number of sums a fused operation produces.
@@ -259,9 +281,6 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       acc[1] += z * r;
       break;
     }
-    case LaFusedOp::cg_direction:
-      f.p[i] = f.z[i] + s[0] * f.p[i];
-      break;
     case LaFusedOp::cg_update: {
       f.x[i] = f.x[i] + s[0] * f.p[i];
       const double r = f.r[i] - s[0] * f.w[i];

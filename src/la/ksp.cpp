@@ -126,6 +126,7 @@ struct Ksp::Work {
   std::size_t n = 0;
   Device device;
   Vec r, z, p, w, rp, v, t, q, u, d, y;
+  Vec p2;       // CG: the other of the two direction vectors (see cg_iteration)
   Vec invdiag;  // Jacobi of a CSR matrix
   bool invdiag_ready = false;
   std::size_t hist_cap = 0;
@@ -200,7 +201,7 @@ class Run {
     const auto n = static_cast<std::size_t>(A_.rows);
     const bool cg = o_.type == KspType::cg;
     const std::vector<Vec*> vecs =
-        cg ? std::vector<Vec*>{&w_.r, &w_.z, &w_.p, &w_.w}
+        cg ? std::vector<Vec*>{&w_.r, &w_.z, &w_.p, &w_.p2, &w_.w}
            : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
     for (Vec* v : vecs) ensure(*v, ctx_, n, loc_);
     // Preconditioner: a constant for a stencil (its diagonal is), a vector for CSR.
@@ -398,34 +399,39 @@ class Run {
     fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
     // p = 0, so that the first direction p = z + 0 p is p = z.
     vector(LaVecOp::set, w_.p, nullptr, 0.0, "KSPSolve_CG p = 0");
+    cur_ = 0;
   }
 
-  /// One CG iteration; false once the solve stopped (sync mode).
+  /// One CG iteration; false once the solve stopped (sync mode). The new direction
+  /// p = z + b p is formed inside the product w = A p (one pass and one launch less; a backend
+  /// that cannot, cuSPARSE, forms it in a pass of its own): it reads the old direction from one
+  /// vector and writes the new one to the other, so the two swap roles every iteration (a block
+  /// of an even number of iterations repeats exactly).
   bool cg_iteration() {
-    {
-      LaFusedArgs f = fused_args(LaFusedOp::cg_direction);
-      f.p = w_.p.data();
-      f.z = w_.z.data();
-      f.s[0] = scalar(&LaKspState::b);
-      Accesses acc;
-      acc.read(w_.z.object_id()).read_write(w_.p.object_id());
-      fused(f, acc, LaFinalize::none, "KSPSolve_CG p = z + b p");
-    }
+    Vec& p_old = cur_ == 0 ? w_.p : w_.p2;
+    Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
+    cur_ = 1 - cur_;
     {
       LaMatvecArgs m;
-      m.x = w_.p.data();
+      m.x = w_.z.data();
+      m.x2 = p_old.data();
+      m.x2_scale = scalar(&LaKspState::b);
+      m.x_out = p_new.data();
       m.epilogue = LaEpilogue::store_dot;
       m.y = w_.w.data();
-      m.z = w_.p.data();
+      m.z = p_new.data();
       Accesses acc;
-      acc.read(w_.p.object_id()).write(w_.w.object_id());
-      matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG w = A p, p'w");
+      acc.read(w_.z.object_id())
+          .read(p_old.object_id())
+          .write(p_new.object_id())
+          .write(w_.w.object_id());
+      matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG p = z + b p, w = A p, p'w");
       if (st_.stop != 0) return false;
     }
     {
       LaFusedArgs f = fused_args(LaFusedOp::cg_update);
       f.x = x_.data();
-      f.p = w_.p.data();
+      f.p = p_new.data();
       f.r = w_.r.data();
       f.w = w_.w.data();
       f.z = w_.z.data();
@@ -433,7 +439,7 @@ class Run {
       f.s[0] = scalar(&LaKspState::a);
       Accesses acc;
       acc.read_write(x_.object_id())
-          .read(w_.p.object_id())
+          .read(p_new.object_id())
           .read_write(w_.r.object_id())
           .read(w_.w.object_id())
           .write(w_.z.object_id());
@@ -685,6 +691,7 @@ class Run {
   LaKspState st_;
   LaKspState* dst_ = nullptr;
   int reported_ = 0;
+  int cur_ = 0;  // CG: which of p, p2 holds the current direction
 };
 
 void validate(const KspOptions& o, std::source_location loc) {

@@ -6,12 +6,26 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "sluice/la.hpp"
 
 namespace sluice::test::ref {
+
+/// Where the real test matrices are: $SLUICE_MATRIX_DIR, else the build's default
+/// (../shared/data/matrices next to the source tree); empty if neither is set.
+inline std::string matrix_dir() {
+  if (const char* env = std::getenv("SLUICE_MATRIX_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+#ifdef SLUICE_MATRIX_DIR
+  return SLUICE_MATRIX_DIR;
+#else
+  return {};
+#endif
+}
 
 struct Csr {
   std::int64_t n = 0;

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,10 @@
 #include "sluice/la.hpp"
 #include "sluice/memory.hpp"
 #include "sluice/platform.hpp"
+
+#ifndef SLUICE_PLOT_SCRIPT
+#define SLUICE_PLOT_SCRIPT "bench/plot.py"
+#endif
 
 namespace sluice::cli {
 namespace {
@@ -44,6 +50,8 @@ struct BenchOptions {
   std::string json = "bench_la.json";
   bool check_sweep = false;
   bool quiet = false;
+  std::string plot;  // a directory: run bench/plot.py on the JSON into it
+  bool baseline = true;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -100,6 +108,56 @@ double copy_bandwidth(const Context& ctx) {
   return 2.0 * 4.0 * static_cast<double>(n) / best;
 }
 
+/// The reference's baseline (000 §4, main_gpu): PETSc's KSPSolve_CG written with sluice's
+/// synchronous, unfused Vec and Mat calls, as a PETSc user's solver runs: per iteration eight
+/// operations and three reductions whose values the host waits for. Fixed iterations, Jacobi,
+/// preconditioned norm (computed, as PETSc does, though nothing tests it).
+class PetscStyleCg {
+ public:
+  PetscStyleCg(const Mat& A, const Context& ctx)
+      : A_(A),
+        r_(ctx, size(A)),
+        z_(ctx, size(A)),
+        p_(ctx, size(A)),
+        w_(ctx, size(A)),
+        inv_(ctx, size(A)) {
+    Vec one(ctx, size(A));
+    set(one, 1.0);
+    diagonal(A, inv_);
+    pointwise_divide(inv_, one, inv_);
+  }
+
+  void solve(const Vec& b, Vec& x, int iterations) {
+    set(x, 0.0);
+    copy(b, r_);
+    pointwise_mult(z_, r_, inv_);
+    volatile double dp = norm(z_);
+    double beta = dot(z_, r_), betaold = 1.0;
+    for (int i = 0; i < iterations; ++i) {
+      if (i == 0) {
+        copy(z_, p_);
+      } else {
+        aypx(p_, beta / betaold, z_);
+      }
+      mult(A_, p_, w_);
+      const double dpi = dot(p_, w_);
+      betaold = beta;
+      const double a = beta / dpi;
+      axpy(x, a, p_);
+      axpy(r_, -a, w_);
+      pointwise_mult(z_, r_, inv_);
+      dp = norm(z_);
+      beta = dot(z_, r_);
+    }
+    (void)dp;
+  }
+
+ private:
+  static std::size_t size(const Mat& A) { return static_cast<std::size_t>(A.rows()); }
+  Mat A_;
+  Vec r_, z_, p_, w_, inv_;
+};
+
 int run(const BenchOptions& o) {
   Device device = default_device();
   if (!o.device.empty()) {
@@ -154,13 +212,16 @@ int run(const BenchOptions& o) {
   out["copy_bandwidth_gbps"] = bandwidth / 1e9;
   out["results"] = nlohmann::ordered_json::array();
 
-  Progress progress(
-      sizes.size() * matrix_free.size() * ksps.size() * modes.size() + (o.check_sweep ? 1 : 0),
-      o.quiet);
+  const std::size_t baselines =
+      o.baseline ? static_cast<std::size_t>(std::count(ksps.begin(), ksps.end(), KspType::cg)) : 0;
+  Progress progress(sizes.size() * matrix_free.size() * (ksps.size() * modes.size() + baselines) +
+                        (o.check_sweep ? 1 : 0),
+                    o.quiet);
   struct Row {
     std::string label;
     double nnz;
     std::vector<double> min_s;
+    double baseline_s = 0;
   };
   std::vector<Row> table;
 
@@ -218,6 +279,35 @@ int run(const BenchOptions& o) {
           out["results"].push_back(std::move(j));
           row.min_s.push_back(t.min());
         }
+        if (o.baseline && type == KspType::cg) {
+          progress.step(fmt::format("{} petsc-style sync", row.label));
+          PetscStyleCg cg(p.A, ctx);
+          auto once = [&] {
+            ctx.synchronize();
+            const auto start = std::chrono::steady_clock::now();
+            cg.solve(b, x, o.iterations);
+            ctx.synchronize();
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          };
+          (void)once();
+          Timing t;
+          for (int r = 0; r < o.repeat; ++r) t.seconds.push_back(once());
+          nlohmann::ordered_json j;
+          j["impl"] = "petsc-style-sync";
+          j["mode"] = "sync-unfused";
+          j["ksp"] = "cg";
+          j["stencil"] = std::string(to_string(size.kind));
+          j["operator"] = free ? "matrix-free" : "csr";
+          j["grid"] = p.grid;
+          j["rows"] = p.A.rows();
+          j["nnz"] = p.A.nnz();
+          j["iterations_done"] = o.iterations;
+          j["times_s"] = t.seconds;
+          j["min_s"] = t.min();
+          j["median_s"] = t.median();
+          out["results"].push_back(std::move(j));
+          row.baseline_s = t.min();
+        }
         table.push_back(std::move(row));
       }
     }
@@ -269,12 +359,21 @@ int run(const BenchOptions& o) {
   fmt::print("{:<40} {:>10}", "problem", "nnz");
   for (auto m : modes) fmt::print(" {:>12}", std::string(to_string(m)) + " ms");
   if (modes.size() == 2) fmt::print(" {:>9}", "ratio");
+  if (o.baseline) fmt::print(" {:>14} {:>9}", "unfused ms", "ratio");
   fmt::print("\n");
   for (const auto& r : table) {
     fmt::print("{:<40} {:>10.3g}", r.label, r.nnz);
     for (double s : r.min_s) fmt::print(" {:>12.4f}", s * 1e3);
     if (r.min_s.size() == 2) fmt::print(" {:>9.2f}", r.min_s[0] / r.min_s[1]);
+    if (r.baseline_s > 0) {
+      fmt::print(" {:>14.4f} {:>9.2f}", r.baseline_s * 1e3, r.baseline_s / r.min_s.back());
+    }
     fmt::print("\n");
+  }
+  if (o.baseline) {
+    fmt::print(
+        "(unfused: PETSc's CG sequence through sluice's synchronous Vec/Mat calls, the "
+        "reference's main_gpu baseline; its ratio is to the last mode)\n");
   }
   if (o.check_sweep) {
     fmt::print("\ncheck interval sweep (cg, 2d5, rtol 1e-6; k = 0 is sync):\n");
@@ -284,7 +383,16 @@ int run(const BenchOptions& o) {
                  c["min_s"].get<double>() * 1e3);
     }
   }
-  fmt::print("wrote {} (plot: python3 bench/plot.py {})\n", o.json, o.json);
+  fmt::print("wrote {}\n", o.json);
+  if (!o.plot.empty()) {
+    // The plots are matplotlib's (bench/plot.py); peers' files can be added there by hand.
+    const std::string command =
+        "python3 '" + std::string(SLUICE_PLOT_SCRIPT) + "' '" + o.json + "' --out '" + o.plot + "'";
+    std::fflush(stdout);
+    if (std::system(command.c_str()) != 0) {
+      fmt::print(stderr, "sluice bench: plotting failed; run: {}\n", command);
+    }
+  }
   return 0;
 }
 
@@ -312,6 +420,10 @@ Command add_bench_command(CLI::App& parent) {
   app->add_flag("--check-sweep", o->check_sweep,
                 "Also time converging async solves for several check intervals");
   app->add_flag("--quiet", o->quiet, "No progress output");
+  app->add_flag("!--no-baseline", o->baseline,
+                "Skip the PETSc-style unfused synchronous CG (the reference's baseline)");
+  app->add_option("--plot", o->plot,
+                  "Also draw PNG plots into this directory (python3, matplotlib)");
   return {app, [o] { return run(*o); }};
 }
 

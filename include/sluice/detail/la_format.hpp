@@ -131,7 +131,8 @@ struct LaSums {
   LaFinalize finalize = LaFinalize::none;
 };
 
-/// What a matrix-vector product does with `v = left .* (A (right .* x))`, row by row.
+/// What a matrix-vector product does with `v = left .* (A (right .* x))`, row by row (x the
+/// product's input, see LaMatvecArgs).
 enum class LaEpilogue : std::uint8_t {
   store,      ///< y = v
   add,        ///< y = v + z (z may be y)
@@ -140,9 +141,15 @@ enum class LaEpilogue : std::uint8_t {
   residual,   ///< y = y - a v (y read and written); sum0 = y'y
 };
 
+/// The product's input is `x + x2_scale * x2` when `x2` is set (CG's new direction
+/// p = z + b p, formed inside the product instead of in a pass of its own), else `x`; where
+/// `x_out` is set, row i also stores its input element there (x_out must not be x or x2).
 struct LaMatvecArgs {
   LaOperator A;
   const double* x = nullptr;
+  const double* x2 = nullptr;
+  LaScalar x2_scale;
+  double* x_out = nullptr;
   LaDiag left;
   LaDiag right;
   LaEpilogue epilogue = LaEpilogue::store;
@@ -154,16 +161,15 @@ struct LaMatvecArgs {
 
 /// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).
 enum class LaFusedOp : std::uint8_t {
-  rhs_norm,      ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
-  cg_init,       ///< z = B r: sum0 = (z'z | r'r by norm type), sum1 = z'r
-  cg_direction,  ///< p = z + s0 p
-  cg_update,     ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
-  tf_init,       ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
-  tf_qt,         ///< q = u - s0 v; t = u + q
-  tf_dx,         ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
-                 ///< x += s2 d: sum0 = r'rp
-  tf_uqp,        ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
-  unwind,        ///< x = x + B t (right preconditioning: back from the preconditioned variable)
+  rhs_norm,   ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
+  cg_init,    ///< z = B r: sum0 = (z'z | r'r by norm type), sum1 = z'r
+  cg_update,  ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
+  tf_init,    ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
+  tf_qt,      ///< q = u - s0 v; t = u + q
+  tf_dx,      ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
+              ///< x += s2 d: sum0 = r'rp
+  tf_uqp,     ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
+  unwind,     ///< x = x + B t (right preconditioning: back from the preconditioned variable)
 };
 
 struct LaFusedArgs {

@@ -249,6 +249,7 @@ __global__ void __launch_bounds__(kStencilBlock)
   const LaStencil& s = mv.A.stencil;
   const bool three = s.kind == LaStencilKind::d3p7 || s.kind == LaStencilKind::d3p27;
   const double a = m::value(mv.a);
+  const auto in = m::input_of(mv);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.z) * shape.chunk;
   const std::int64_t m1 = m0 + shape.chunk < shape.nm ? m0 + shape.chunk : shape.nm;
   double acc = 0;
@@ -258,9 +259,9 @@ __global__ void __launch_bounds__(kStencilBlock)
          ix < s.nx; ix += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
       for (std::int64_t im = m0; im < m1; ++im) {
         const std::int64_t i = ix + s.nx * (it + shape.nt * im);
-        const double v = three ? m::stencil_row(s, mv.x, mv.right, ix, it, im, i)
-                               : m::stencil_row(s, mv.x, mv.right, ix, im, 0, i);
-        acc += m::epilogue(mv, v, a, static_cast<std::size_t>(i));
+        const double v =
+            three ? m::stencil_row(s, in, ix, it, im, i) : m::stencil_row(s, in, ix, im, 0, i);
+        acc += m::finish_row(mv, in, v, a, static_cast<std::size_t>(i));
       }
     }
   }
@@ -293,13 +294,17 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-/// out = right .* x (for a CSR product with right preconditioning).
-__global__ void __launch_bounds__(kBlock) scale_kernel(const double* x, LaDiag right, double* out,
-                                                       std::size_t n, const LaKspState* guard) {
-  if (!logic::guard_runs(guard, false)) return;
+/// The input of a CSR product that cuSPARSE cannot form itself: out = right .* (x + s x2), and
+/// x_out = x + s x2 where asked.
+__global__ void __launch_bounds__(kBlock)
+    input_kernel(LaMatvecArgs mv, double* out, std::size_t n) {
+  if (!logic::guard_runs(mv.sums.state, false)) return;
+  const auto in = m::input_of(mv);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    out[i] = m::diag(right, i) * x[i];
+    const auto j = static_cast<std::int64_t>(i);
+    if (mv.x_out != nullptr) mv.x_out[i] = in.raw(j);
+    out[i] = mv.right.v != nullptr ? in(j) : mv.right.c * in.raw(j);
   }
 }
 
@@ -402,6 +407,8 @@ void spmv(CudaStream& s, Scratch& sc, const LaCsr& A, const double* in, double* 
       bytes = prepared->buffer_bytes;
     }
     if (bytes > 0) ensure_spmv_buffer(s, sc, bytes, op);
+    // One host thread at a time per matrix: cuSPARSE may keep analysis in the descriptor.
+    std::lock_guard lock(prepared->mutex);
     sparse_check(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, prepared->mat, vx, &zero,
                               vy, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG2, sc.spmv),
                  "cusparseSpMV", op);
@@ -499,7 +506,8 @@ class CudaLaKernels final : public LaKernels {
     const auto& A = args.A.csr;
     const auto n = static_cast<std::size_t>(A.rows);
     const bool identity_right = args.right.v == nullptr && args.right.c == 1.0;
-    const bool plain = args.epilogue == LaEpilogue::store && identity_right &&
+    const bool direct_input = identity_right && args.x2 == nullptr && args.x_out == nullptr;
+    const bool plain = args.epilogue == LaEpilogue::store && direct_input &&
                        args.left.v == nullptr && args.left.c == 1.0 && args.sums.state == nullptr;
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
@@ -510,9 +518,9 @@ class CudaLaKernels final : public LaKernels {
       }
       ensure_temps(s, sc, std::max<std::size_t>(n, static_cast<std::size_t>(A.cols)), op);
       const double* in = args.x;
-      if (!identity_right) {
-        scale_kernel<<<elementwise_blocks(static_cast<std::size_t>(A.cols), sc), kBlock, 0, st>>>(
-            args.x, args.right, sc.temp[0], static_cast<std::size_t>(A.cols), args.sums.state);
+      if (!direct_input) {
+        input_kernel<<<elementwise_blocks(static_cast<std::size_t>(A.cols), sc), kBlock, 0, st>>>(
+            args, sc.temp[0], static_cast<std::size_t>(A.cols));
         check_launch(op);
         in = sc.temp[0];
       }

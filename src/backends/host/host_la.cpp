@@ -59,12 +59,13 @@ void finish(const LaSums& sums, const Sums& values, int count) {
 }
 
 /// Rows [lo, hi) of a matrix-vector product; returns the epilogue's sum.
-double matvec_rows(const LaMatvecArgs& a, double scalar, std::size_t lo, std::size_t hi) {
+double matvec_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
+                   std::size_t hi) {
   double acc = 0;
   if (!a.A.is_stencil) {
     for (std::size_t i = lo; i < hi; ++i) {
-      const double v = m::csr_row(a.A.csr, a.x, a.right, static_cast<std::int64_t>(i));
-      acc += m::epilogue(a, v, scalar, i);
+      const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
+      acc += m::finish_row(a, in, v, scalar, i);
     }
     return acc;
   }
@@ -74,8 +75,8 @@ double matvec_rows(const LaMatvecArgs& a, double scalar, std::size_t lo, std::si
   std::int64_t iy = (first / s.nx) % s.ny;
   std::int64_t iz = first / (s.nx * s.ny);
   for (std::size_t i = lo; i < hi; ++i) {
-    const double v = m::stencil_row(s, a.x, a.right, ix, iy, iz, static_cast<std::int64_t>(i));
-    acc += m::epilogue(a, v, scalar, i);
+    const double v = m::stencil_row(s, in, ix, iy, iz, static_cast<std::int64_t>(i));
+    acc += m::finish_row(a, in, v, scalar, i);
     if (++ix == s.nx) {
       ix = 0;
       if (++iy == s.ny) {
@@ -126,9 +127,10 @@ class HostLaKernels final : public LaKernels {
         [a = args] {
           if (!ksp_logic::guard_runs(a.sums.state, false)) return;
           const double scalar = m::value(a.a);
+          const auto in = m::input_of(a);
           const auto sums = chunked(rows_of(a.A), m::Combine::sum, 0.0,
                                     [&](std::size_t lo, std::size_t hi, double* acc) {
-                                      acc[0] += matvec_rows(a, scalar, lo, hi);
+                                      acc[0] += matvec_rows(a, in, scalar, lo, hi);
                                     });
           finish(a.sums, sums, m::matvec_sums(a.epilogue));
         },

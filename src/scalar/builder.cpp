@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "scalar/host_interpreter.hpp"
+#include "scalar/interpreter_math.hpp"
 #include "scalar/program.hpp"
 #include "sluice/error.hpp"
 
@@ -23,9 +24,7 @@ namespace {
 
 constexpr ScalarNode kNone = ~ScalarNode{0};
 
-bool is_unary(ScalarOp op) {
-  return op >= ScalarOp::convert && op <= ScalarOp::imag;
-}
+using scalar_math::is_unary;
 bool is_complex(ScalarKind k) {
   return k == ScalarKind::c32 || k == ScalarKind::c64;
 }

@@ -9,6 +9,7 @@
 
 #include "core/context_impl.hpp"
 #include "deps/tracker.hpp"
+#include "scalar/interpreter_math.hpp"
 #include "scalar/program.hpp"
 #include "sluice/error.hpp"
 
@@ -251,34 +252,18 @@ std::string scalar_disassemble(const ProgramPtr& program) {
     const ScalarInstr& in = program->code[i];
     out += "%" + std::to_string(i) + " = " + ops[static_cast<int>(in.op)] + " " +
            kinds[static_cast<int>(in.kind)] + " ";
-    switch (in.op) {
-      case ScalarOp::load:
-        out += "in" + std::to_string(in.a);
-        break;
-      case ScalarOp::constant:
-        out += "#" + std::to_string(in.a);
-        break;
-      case ScalarOp::convert:
-      case ScalarOp::neg:
-      case ScalarOp::abs:
-      case ScalarOp::sqrt:
-      case ScalarOp::exp:
-      case ScalarOp::log:
-      case ScalarOp::sin:
-      case ScalarOp::cos:
-      case ScalarOp::tan:
-      case ScalarOp::conj:
-      case ScalarOp::real:
-      case ScalarOp::imag:
-        out += std::string(kinds[static_cast<int>(in.ka)]) + " %" + std::to_string(in.a);
-        break;
-      default:
-        out += "%" + std::to_string(in.a) + ", %" + std::to_string(in.b);
-        if (in.ka != in.kb) {
-          out += " (" + std::string(kinds[static_cast<int>(in.ka)]) + ", " +
-                 kinds[static_cast<int>(in.kb)] + ")";
-        }
-        break;
+    if (in.op == ScalarOp::load) {
+      out += "in" + std::to_string(in.a);
+    } else if (in.op == ScalarOp::constant) {
+      out += "#" + std::to_string(in.a);
+    } else if (scalar_math::is_unary(in.op)) {
+      out += std::string(kinds[static_cast<int>(in.ka)]) + " %" + std::to_string(in.a);
+    } else {
+      out += "%" + std::to_string(in.a) + ", %" + std::to_string(in.b);
+      if (in.ka != in.kb) {
+        out += " (" + std::string(kinds[static_cast<int>(in.ka)]) + ", " +
+               kinds[static_cast<int>(in.kb)] + ")";
+      }
     }
     out += "\n";
   }

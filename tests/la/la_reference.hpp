@@ -3,7 +3,13 @@
 // KSPSolve_CG / KSPSolve_TFQMR with KSPConvergedDefault transcribed statement by statement from
 // PETSc (src/ksp/ksp/impls/cg/cg.c, tfqmr/tfqmr.c, interface/iterativ.c) onto std::vector. The
 // solvers under test must give the same iteration counts, reasons and residual histories.
+// Every sum runs in a chosen order (SumOrder), the row sums of the CSR product in one
+// (Options::row_order), dot products and norms in another (Options::dot_order): sequential for
+// both by default, the host backend's order; the others give the envelope of iteration counts
+// that equally valid orders give (a device sums in other orders).
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -38,12 +44,99 @@ inline Csr from_mat(const Mat& A) {
   return {A.rows(), std::move(h.row_ptr), std::move(h.col), std::move(h.val)};
 }
 
-inline std::vector<double> mult(const Csr& A, const std::vector<double>& x) {
+/// The order in which a sum of n terms is formed.
+enum class SumOrder {
+  sequential,  // first to last (the host backend's order)
+  reversed,    // last to first
+  pairwise,    // recursive halving: sum(first half) + sum(second half)
+  blocked,     // the cuda backend's reductions: blocks of 256 terms, then the block partials
+};
+inline constexpr std::array<SumOrder, 4> kSumOrders = {SumOrder::sequential, SumOrder::reversed,
+                                                       SumOrder::pairwise, SumOrder::blocked};
+inline const char* to_string(SumOrder o) {
+  switch (o) {
+    case SumOrder::sequential:
+      return "sequential";
+    case SumOrder::reversed:
+      return "reversed";
+    case SumOrder::pairwise:
+      return "pairwise";
+    case SumOrder::blocked:
+      return "blocked";
+  }
+  return "?";
+}
+
+namespace detail {
+
+constexpr std::size_t kBlock = 256, kWarp = 32;
+
+/// One block of kBlock threads combining one value each, as the cuda backend's block_combine: a
+/// shuffle tree in each warp (lane l adds lane l + 16, 8, 4, 2, 1), then the warp sums in order.
+inline double block_combine(std::array<double, kBlock>& v) {
+  double total = 0;
+  for (std::size_t w = 0; w < kBlock / kWarp; ++w) {
+    double* lane = v.data() + w * kWarp;
+    for (std::size_t off = kWarp / 2; off > 0; off /= 2) {
+      for (std::size_t l = 0; l < off; ++l) lane[l] += lane[l + off];
+    }
+    total += lane[0];
+  }
+  return total;
+}
+
+template <class Term>
+double pairwise(std::size_t lo, std::size_t hi, const Term& term) {
+  if (hi - lo == 0) return 0.0;
+  if (hi - lo == 1) return term(lo);
+  const std::size_t mid = lo + (hi - lo) / 2;
+  return pairwise(lo, mid, term) + pairwise(mid, hi, term);
+}
+
+}  // namespace detail
+
+/// term(0) + ... + term(n - 1) in the given order.
+template <class Term>
+double sum(std::size_t n, const Term& term, SumOrder order) {
+  switch (order) {
+    case SumOrder::sequential: {
+      double s = 0;
+      for (std::size_t k = 0; k < n; ++k) s += term(k);
+      return s;
+    }
+    case SumOrder::reversed: {
+      double s = 0;
+      for (std::size_t k = n; k-- > 0;) s += term(k);
+      return s;
+    }
+    case SumOrder::pairwise:
+      return detail::pairwise(0, n, term);
+    case SumOrder::blocked: {
+      // One term per thread (a grid of ceil(n / 256) blocks, as the backend launches below its
+      // block cap), a partial per block; the last block's thread t adds partials t, t + 256, ...
+      // and combines them as a block.
+      using detail::kBlock;
+      const std::size_t blocks = std::max<std::size_t>(1, (n + kBlock - 1) / kBlock);
+      std::array<double, kBlock> last{};
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::array<double, kBlock> v{};
+        for (std::size_t t = 0; t < kBlock && b * kBlock + t < n; ++t) v[t] = term(b * kBlock + t);
+        last[b % kBlock] += detail::block_combine(v);
+      }
+      return detail::block_combine(last);
+    }
+  }
+  return 0.0;
+}
+
+inline std::vector<double> mult(const Csr& A, const std::vector<double>& x,
+                                SumOrder order = SumOrder::sequential) {
   std::vector<double> y(static_cast<std::size_t>(A.n));
   for (std::int64_t i = 0; i < A.n; ++i) {
-    double acc = 0;
-    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) acc += A.val[k] * x[A.col[k]];
-    y[static_cast<std::size_t>(i)] = acc;
+    const auto first = A.row_ptr[i];
+    y[static_cast<std::size_t>(i)] = sum(
+        static_cast<std::size_t>(A.row_ptr[i + 1] - first),
+        [&](std::size_t k) { return A.val[first + k] * x[A.col[first + k]]; }, order);
   }
   return y;
 }
@@ -59,13 +152,13 @@ inline std::vector<double> inverse_diagonal(const Csr& A) {
   return d;
 }
 
-inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
+inline double dot(const std::vector<double>& a, const std::vector<double>& b,
+                  SumOrder order = SumOrder::sequential) {
+  return sum(
+      a.size(), [&](std::size_t i) { return a[i] * b[i]; }, order);
 }
-inline double norm(const std::vector<double>& a) {
-  return std::sqrt(dot(a, a));
+inline double norm(const std::vector<double>& a, SumOrder order = SumOrder::sequential) {
+  return std::sqrt(dot(a, a, order));
 }
 
 struct Result {
@@ -81,6 +174,10 @@ struct Options {
   KspNormType norm = KspNormType::preconditioned;
   double rtol = 1e-5, atol = 1e-50, dtol = 1e4;
   int max_it = 10000;
+  // The orders of the sums, chosen independently (a device's SpMV and its reductions need not
+  // share one); sequential for both is the host backend's.
+  SumOrder row_order = SumOrder::sequential;  // of each row of A x
+  SumOrder dot_order = SumOrder::sequential;  // of every dot product and norm
 };
 
 /// KSPConvergedDefault with a zero initial guess.
@@ -116,13 +213,13 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
   Z = pc(R);
   switch (o.norm) {
     case KspNormType::preconditioned:
-      dp = norm(Z);
+      dp = norm(Z, o.dot_order);
       break;
     case KspNormType::unpreconditioned:
-      dp = norm(R);
+      dp = norm(R, o.dot_order);
       break;
     case KspNormType::natural:
-      dp = std::sqrt(std::abs(dot(Z, R)));
+      dp = std::sqrt(std::abs(dot(Z, R, o.dot_order)));
       break;
     default:
       dp = 0;
@@ -130,7 +227,7 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
   res.history.push_back(dp);
   res.rnorm = dp;
   if ((res.reason = converged(0, dp)) != ConvergedReason::iterating) return res.x = X, res;
-  beta = dot(Z, R);
+  beta = dot(Z, R, o.dot_order);
   int i = 0;
   do {
     res.its = i + 1;
@@ -149,8 +246,8 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
       for (std::size_t k = 0; k < n; ++k) P[k] = Z[k] + b * P[k];
     }
     dpiold = dpi;
-    W = mult(A, P);
-    dpi = dot(P, W);
+    W = mult(A, P, o.row_order);
+    dpi = dot(P, W, o.dot_order);
     betaold = beta;
     auto sign = [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; };
     if (dpi == 0.0 || (i > 0 && sign(dpi) * sign(dpiold) < 0.0)) {
@@ -162,18 +259,18 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
     for (std::size_t k = 0; k < n; ++k) R[k] = R[k] - a * W[k];
     Z = pc(R);
     if (o.norm == KspNormType::preconditioned) {
-      dp = norm(Z);
+      dp = norm(Z, o.dot_order);
     } else if (o.norm == KspNormType::unpreconditioned) {
-      dp = norm(R);
+      dp = norm(R, o.dot_order);
     } else if (o.norm == KspNormType::natural) {
-      dp = std::sqrt(std::abs(dot(Z, R)));
+      dp = std::sqrt(std::abs(dot(Z, R, o.dot_order)));
     } else {
       dp = 0;
     }
     res.rnorm = dp;
     res.history.push_back(dp);
     if ((res.reason = converged(i + 1, dp)) != ConvergedReason::iterating) break;
-    beta = dot(Z, R);
+    beta = dot(Z, R, o.dot_order);
     i++;
   } while (i < o.max_it);
   if (i >= o.max_it) res.reason = ConvergedReason::diverged_its;
@@ -193,28 +290,28 @@ inline Result tfqmr(const Csr& A, const std::vector<double>& Bv, const Options& 
   };
   // K = B A (left) or A B (right)
   auto K = [&](const std::vector<double>& v) {
-    if (!o.jacobi) return mult(A, v);
-    return right ? mult(A, scale(v)) : scale(mult(A, v));
+    if (!o.jacobi) return mult(A, v, o.row_order);
+    return right ? mult(A, scale(v), o.row_order) : scale(mult(A, v, o.row_order));
   };
   Result res;
   Converged converged{o};
   std::vector<double> X(n, 0.0), R = (o.jacobi && !right) ? scale(Bv) : Bv;
-  double dp = norm(R);
+  double dp = norm(R, o.dot_order);
   res.rnorm = o.norm != KspNormType::none ? dp : 0.0;
   if ((res.reason = converged(0, res.rnorm)) != ConvergedReason::iterating) return res.x = X, res;
   std::vector<double> RP = R, U = R, P = R, V = K(P), D(n, 0.0), Q(n), T(n);
   double etaold = 0, psiold = 0, tau = dp, dpold = dp;
-  double rhoold = dot(R, RP), rho = 0, s = 0, a = 0, b = 0, eta = 0, cf = 0;
+  double rhoold = dot(R, RP, o.dot_order), rho = 0, s = 0, a = 0, b = 0, eta = 0, cf = 0;
   int i = 0;
   do {
     res.its++;
-    s = dot(V, RP);
+    s = dot(V, RP, o.dot_order);
     a = rhoold / s;
     for (std::size_t k = 0; k < n; ++k) Q[k] = -a * V[k] + U[k];
     for (std::size_t k = 0; k < n; ++k) T[k] = 1.0 * U[k] + Q[k];
     const auto AUQ = K(T);
     for (std::size_t k = 0; k < n; ++k) R[k] = R[k] + -a * AUQ[k];
-    dp = norm(R);
+    dp = norm(R, o.dot_order);
     for (int m = 0; m < 2; m++) {
       const double w = !m ? std::sqrt(dp * dpold) : dp;
       const double psi = w / tau;
@@ -233,7 +330,7 @@ inline Result tfqmr(const Csr& A, const std::vector<double>& Bv, const Options& 
       psiold = psi;
     }
     if (res.reason != ConvergedReason::iterating) break;
-    rho = dot(R, RP);
+    rho = dot(R, RP, o.dot_order);
     b = rho / rhoold;
     for (std::size_t k = 0; k < n; ++k) U[k] = b * Q[k] + R[k];
     for (std::size_t k = 0; k < n; ++k) Q[k] = Q[k] + b * P[k];

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "sluice/detail/la_format.hpp"
 
@@ -146,6 +147,28 @@ struct MatvecInput {
   SLUICE_HD double operator()(std::int64_t j) const {
     return right.v != nullptr ? right.v[j] * raw(j) : raw(j);
   }
+  /// The constant right scaling a product applies to its sum (1 where `right` is a vector).
+  SLUICE_HD double right_scale() const { return right.v != nullptr ? 1.0 : right.c; }
+};
+
+/// MatvecInput where `right` is a constant (no vector) and x2's presence is known: the same
+/// values with fewer registers, for a GPU's stencil kernels.
+template <bool X2>
+struct ConstantRightInput {
+  const double* x;
+  const double* x2;
+  double s;
+  double c;
+
+  SLUICE_HD double raw(std::int64_t j) const {
+    if constexpr (X2) {
+      return x[j] + s * x2[j];
+    } else {
+      return x[j];
+    }
+  }
+  SLUICE_HD double operator()(std::int64_t j) const { return raw(j); }
+  SLUICE_HD double right_scale() const { return c; }
 };
 
 /// (A (right .* input))_i for row i of a CSR matrix.
@@ -160,65 +183,109 @@ SLUICE_HD double csr_row(const LaCsr& A, const MatvecInput& in, std::int64_t i) 
   return in.right.v != nullptr || in.right.c == 1.0 ? acc : in.right.c * acc;
 }
 
-/// (A (right .* input))_i for the grid point (ix, iy, iz) = row i of a stencil. The neighbours
-/// are summed in a fixed order (z, then y, then x ascending), the centre term added last.
-SLUICE_HD double stencil_row(const LaStencil& s, const MatvecInput& in, std::int64_t ix,
-                             std::int64_t iy, std::int64_t iz, std::int64_t i) {
+/// (A (right .* input))_i for the grid point (ix, iy, iz) = row i of a stencil of kind K. The
+/// neighbours are summed in a fixed order (z, then y, then x ascending), the centre term added
+/// last.
+template <LaStencilKind K, class In>
+SLUICE_HD double stencil_row(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
+                             std::int64_t iz, std::int64_t i) {
   const std::int64_t nx = s.nx, ny = s.ny, nz = s.nz;
   const std::int64_t sy = nx, sz = nx * ny;
   double acc = 0;
-  switch (s.kind) {
-    case LaStencilKind::d2p5:
-      if (iy > 0) acc += in(i - sy);
-      if (ix > 0) acc += in(i - 1);
-      if (ix + 1 < nx) acc += in(i + 1);
-      if (iy + 1 < ny) acc += in(i + sy);
-      break;
-    case LaStencilKind::d3p7:
-      if (iz > 0) acc += in(i - sz);
-      if (iy > 0) acc += in(i - sy);
-      if (ix > 0) acc += in(i - 1);
-      if (ix + 1 < nx) acc += in(i + 1);
-      if (iy + 1 < ny) acc += in(i + sy);
-      if (iz + 1 < nz) acc += in(i + sz);
-      break;
-    case LaStencilKind::d2p9:
-    case LaStencilKind::d3p27: {
-      const bool three = s.kind == LaStencilKind::d3p27;
-      for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
-        if (iz + dz < 0 || iz + dz >= nz) continue;
-        for (int dy = -1; dy <= 1; ++dy) {
-          if (iy + dy < 0 || iy + dy >= ny) continue;
-          const std::int64_t base = i + dz * sz + dy * sy;
-          if (ix > 0) acc += in(base - 1);
-          if (dz != 0 || dy != 0) acc += in(base);
-          if (ix + 1 < nx) acc += in(base + 1);
-        }
+  if constexpr (K == LaStencilKind::d2p5) {
+    if (iy > 0) acc += in(i - sy);
+    if (ix > 0) acc += in(i - 1);
+    if (ix + 1 < nx) acc += in(i + 1);
+    if (iy + 1 < ny) acc += in(i + sy);
+  } else if constexpr (K == LaStencilKind::d3p7) {
+    if (iz > 0) acc += in(i - sz);
+    if (iy > 0) acc += in(i - sy);
+    if (ix > 0) acc += in(i - 1);
+    if (ix + 1 < nx) acc += in(i + 1);
+    if (iy + 1 < ny) acc += in(i + sy);
+    if (iz + 1 < nz) acc += in(i + sz);
+  } else {
+    constexpr bool three = K == LaStencilKind::d3p27;
+    for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
+      if (iz + dz < 0 || iz + dz >= nz) continue;
+      for (int dy = -1; dy <= 1; ++dy) {
+        if (iy + dy < 0 || iy + dy >= ny) continue;
+        const std::int64_t base = i + dz * sz + dy * sy;
+        if (ix > 0) acc += in(base - 1);
+        if (dz != 0 || dy != 0) acc += in(base);
+        if (ix + 1 < nx) acc += in(base + 1);
       }
-      break;
     }
   }
-  const double scale = in.right.v != nullptr ? 1.0 : in.right.c;
-  return scale * (s.neighbor * acc + s.center * in(i));
+  return in.right_scale() * (s.neighbor * acc + s.center * in(i));
+}
+
+/// stencil_row<d2p5> from the input's values at the point's neighbours (ym = (ix, iy - 1), xm,
+/// xp, yp) and the point itself, for a kernel that holds them already: the same terms in the
+/// same order. Values of neighbours outside the grid are not used.
+template <class In>
+SLUICE_HD double stencil5_from(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
+                               double ym, double xm, double xp, double yp, double centre) {
+  double acc = 0;
+  if (iy > 0) acc += ym;
+  if (ix > 0) acc += xm;
+  if (ix + 1 < s.nx) acc += xp;
+  if (iy + 1 < s.ny) acc += yp;
+  return in.right_scale() * (s.neighbor * acc + s.center * centre);
+}
+
+/// stencil_row<d3p7> likewise (zm = (ix, iy, iz - 1), ...).
+template <class In>
+SLUICE_HD double stencil7_from(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
+                               std::int64_t iz, double zm, double ym, double xm, double xp,
+                               double yp, double zp, double centre) {
+  double acc = 0;
+  if (iz > 0) acc += zm;
+  if (iy > 0) acc += ym;
+  if (ix > 0) acc += xm;
+  if (ix + 1 < s.nx) acc += xp;
+  if (iy + 1 < s.ny) acc += yp;
+  if (iz + 1 < s.nz) acc += zp;
+  return in.right_scale() * (s.neighbor * acc + s.center * centre);
+}
+
+/// stencil_row for a kind known at run time.
+SLUICE_HD double stencil_row(const LaStencil& s, const MatvecInput& in, std::int64_t ix,
+                             std::int64_t iy, std::int64_t iz, std::int64_t i) {
+  switch (s.kind) {
+    case LaStencilKind::d2p5:
+      return stencil_row<LaStencilKind::d2p5>(s, in, ix, iy, iz, i);
+    case LaStencilKind::d2p9:
+      return stencil_row<LaStencilKind::d2p9>(s, in, ix, iy, iz, i);
+    case LaStencilKind::d3p7:
+      return stencil_row<LaStencilKind::d3p7>(s, in, ix, iy, iz, i);
+    case LaStencilKind::d3p27:
+      return stencil_row<LaStencilKind::d3p27>(s, in, ix, iy, iz, i);
+  }
+  return 0;
 }
 
 /// The epilogue of a matrix-vector product at row i: `v` is (A (right .* x))_i; writes y and
-/// returns the row's contribution to sum0. `a` is already evaluated.
-SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t i) {
+/// returns the row's contribution to sum0. `a` is already evaluated. Where z is the vector the
+/// product stores its input to (x_out: CG's p'A p), `raw` is z[i], just stored by this thread:
+/// taken as is rather than read back (on a GPU the read would wait for the store to reach L2).
+SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t i,
+                          double raw = 0) {
   v = diag(m.left, i) * v;
+  const bool z_is_input = m.x_out != nullptr && m.z == m.x_out;
   switch (m.epilogue) {
     case LaEpilogue::store:
       m.y[i] = v;
       return 0;
     case LaEpilogue::add:
-      m.y[i] = v + m.z[i];
+      m.y[i] = v + (z_is_input ? raw : m.z[i]);
       return 0;
     case LaEpilogue::sub:
-      m.y[i] = m.z[i] - v;
+      m.y[i] = (z_is_input ? raw : m.z[i]) - v;
       return 0;
     case LaEpilogue::store_dot:
       m.y[i] = v;
-      return v * m.z[i];
+      return v * (z_is_input ? raw : m.z[i]);
     case LaEpilogue::residual: {
       const double r = m.y[i] - a * v;
       m.y[i] = r;
@@ -233,15 +300,25 @@ SLUICE_HD MatvecInput input_of(const LaMatvecArgs& m) {
   return {m.x, m.x2, m.x2 != nullptr ? value(m.x2_scale) : 0.0, m.right};
 }
 
+/// finish_row for a caller that already holds the unscaled input element `raw` of row i.
+SLUICE_HD double finish_row_raw(const LaMatvecArgs& m, double raw, double v, double a,
+                                std::size_t i) {
+  if (m.x_out != nullptr) m.x_out[i] = raw;
+  return epilogue(m, v, a, i, raw);
+}
+
 /// Row i's epilogue after storing its input element where the product asks for it.
-SLUICE_HD double finish_row(const LaMatvecArgs& m, const MatvecInput& in, double v, double a,
+template <class In>
+SLUICE_HD double finish_row(const LaMatvecArgs& m, const In& in, double v, double a,
                             std::size_t i) {
-  if (m.x_out != nullptr) m.x_out[i] = in.raw(static_cast<std::int64_t>(i));
-  return epilogue(m, v, a, i);
+  if (m.x_out == nullptr) return epilogue(m, v, a, i);
+  const double raw = in.raw(static_cast<std::int64_t>(i));
+  m.x_out[i] = raw;
+  return epilogue(m, v, a, i, raw);
 }
 
 /// Number of sums a fused operation produces.
-SLUICE_HD int fused_sums(LaFusedOp op) {
+SLUICE_HD constexpr int fused_sums(LaFusedOp op) {
   switch (op) {
     case LaFusedOp::rhs_norm:
       return 3;
@@ -260,11 +337,12 @@ SLUICE_HD int matvec_sums(LaEpilogue e) {
   return e == LaEpilogue::store_dot || e == LaEpilogue::residual ? 1 : 0;
 }
 
-/// One element of a fused solver step. `s` holds the operation's scalars, already evaluated;
-/// `steps` is tf_dx's number of steps; contributions are added to `acc`.
+/// One element of the fused solver step Op. `s` holds the operation's scalars, already
+/// evaluated; `steps` is tf_dx's number of steps; contributions are added to `acc`.
+template <LaFusedOp Op>
 SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std::size_t i,
                           double* acc) {
-  switch (f.op) {
+  switch (Op) {
     case LaFusedOp::rhs_norm: {
       const double b = f.b[i];
       const double t = diag(f.pc, i) * b;
@@ -333,6 +411,32 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       f.x[i] = f.x[i] + diag(f.pc, i) * f.t[i];
       break;
   }
+}
+
+/// Calls `fn(std::integral_constant<LaFusedOp, op>{})`: a fused step's code specialized for its
+/// operation (fewer registers on a GPU, no per-element branch on the host).
+template <class Fn>
+inline decltype(auto) with_fused_op(LaFusedOp op, Fn&& fn) {
+  using O = LaFusedOp;
+  switch (op) {
+    case O::rhs_norm:
+      return fn(std::integral_constant<O, O::rhs_norm>{});
+    case O::cg_init:
+      return fn(std::integral_constant<O, O::cg_init>{});
+    case O::cg_update:
+      return fn(std::integral_constant<O, O::cg_update>{});
+    case O::tf_init:
+      return fn(std::integral_constant<O, O::tf_init>{});
+    case O::tf_qt:
+      return fn(std::integral_constant<O, O::tf_qt>{});
+    case O::tf_dx:
+      return fn(std::integral_constant<O, O::tf_dx>{});
+    case O::tf_uqp:
+      return fn(std::integral_constant<O, O::tf_uqp>{});
+    case O::unwind:
+      break;
+  }
+  return fn(std::integral_constant<O, O::unwind>{});
 }
 
 }  // namespace sluice::la_math

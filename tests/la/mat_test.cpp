@@ -159,10 +159,19 @@ TEST_P(MatTest, StencilsMatchTheirAssembledCsr) {
     Stencil kind;
     std::int64_t nx, ny, nz;
   };
-  const Grid grids[] = {{Stencil::d2p5, 37, 23, 1},  {Stencil::d2p9, 31, 19, 1},
-                        {Stencil::d3p7, 13, 11, 7},  {Stencil::d3p27, 9, 8, 10},
-                        {Stencil::d2p5, 1, 1, 1},    {Stencil::d3p27, 1, 5, 2},
-                        {Stencil::d2p5, 400, 300, 1}};
+  const Grid grids[] = {{Stencil::d2p5, 37, 23, 1},
+                        {Stencil::d2p9, 31, 19, 1},
+                        {Stencil::d3p7, 13, 11, 7},
+                        {Stencil::d3p27, 9, 8, 10},
+                        {Stencil::d2p5, 1, 1, 1},
+                        {Stencil::d3p27, 1, 5, 2},
+                        {Stencil::d2p5, 400, 300, 1},
+                        // Shapes for which a GPU's marching kernels split the marching dimension
+                        // (y in 2D, z in 3D) into chunks of several steps: the chunk seams are
+                        // where they could go wrong.
+                        {Stencil::d2p5, 40, 5000, 1},
+                        {Stencil::d3p7, 200, 150, 23},
+                        {Stencil::d3p7, 70, 9, 40}};
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> dist(-1, 1);
   for (const auto& g : grids) {

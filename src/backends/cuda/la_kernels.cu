@@ -7,18 +7,27 @@
 //
 // Reductions are deterministic: a block's threads accumulate in a fixed order, blocks combine
 // through shuffles in a fixed shape, and the last block (found with an atomic ticket) adds the
-// blocks' partials in block order. The launch shape depends only on the length and the device,
-// so a result is the same on every run.
+// blocks' partials in block order. The launch shape depends only on the length, the kernel and
+// the device, so a result is the same on every run.
+//
+// Launch shapes: grids are as large as the device keeps resident at once (its occupancy for the
+// kernel, queried once), never more. Blocks that do not fit in one wave would run in a second,
+// mostly empty one; and a reduction's partials stay few.
 
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include <cuda/atomic>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "backends/cuda/cuda_check.hpp"
@@ -34,9 +43,15 @@ namespace {
 namespace m = la_math;
 namespace logic = ksp_logic;
 
-constexpr int kBlock = 256;         // threads of a 1D block
-constexpr int kStencilBlock = 128;  // threads of a stencil block (BX x BY)
-constexpr int kMaxBlocks = 2048;    // blocks of a reduction: the partials buffer holds this many
+constexpr int kBlock = 256;        // threads of a 1D block
+constexpr int kTileX = 32;         // a stencil block's tile: 32 consecutive x (a warp, coalesced)
+constexpr int kTileY = 16;         // by 16 y, in one z plane
+constexpr int kRowsPerThread = 2;  // a block is kTileX x (kTileY / kRowsPerThread) threads
+constexpr int kMaxBlocks = 2048;   // blocks of a reduction: the partials buffer holds this many
+// Resident blocks of 256 threads per multiprocessor the solver kernels are compiled for: 6, so
+// registers are capped at 40 (75% occupancy). At 8 (32 registers) the stencil kernels spill
+// hundreds of bytes; the stencil kernel keeps two rows' loads in flight per thread instead.
+constexpr int kMinBlocks = 6;
 
 // ---- per-stream scratch ------------------------------------------------------------------------
 
@@ -74,18 +89,22 @@ Scratch& scratch_for(CudaStream& s, const OpInfo& op) {
   return sc;
 }
 
-int sms_of(CudaStream& s, const OpInfo& op) {
-  {
-    std::lock_guard lock(g_scratch_mutex);
-    if (g_scratch != nullptr) {
-      auto it = g_scratch->find(&s);
-      if (it != g_scratch->end() && it->second.sms > 0) return it->second.sms;
-    }
+/// Blocks of `threads` threads that one multiprocessor of `device` keeps resident for `kernel`
+/// (queried once per kernel and device).
+int resident_blocks(const void* kernel, int threads, int device, const OpInfo& op) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::pair<const void*, int>, int>;  // never destroyed
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = cache->try_emplace({kernel, device}, 0);
+  if (fresh) {
+    int blocks = 0;
+    const cudaError_t err =
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0);
+    if (err != cudaSuccess) cache->erase(it);
+    cuda_check(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", op);
+    it->second = std::max(1, blocks);
   }
-  int sms = 0;
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device()),
-             "cudaDeviceGetAttribute", op);
-  return std::max(1, sms);
+  return it->second;
 }
 
 /// Grows the stream's temporaries to n doubles each (waits for the stream first: rare).
@@ -145,10 +164,11 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
 }
 
 /// Ends a reduction of NS sums: block partials, then the last block combines them in block
-/// order and calls `finish(total)` in one thread.
+/// order and hands them to `finish`: `finish.load(t)` in each of its threads t first (while
+/// the partials are read), then `finish(total, t)` (`total` is valid in thread 0).
 template <int NS, class Finish>
 __device__ void reduce_and_finish(m::Combine c, const double (&acc)[NS], const Reducer& red,
-                                  int block, int blocks, Finish&& finish) {
+                                  int block, int blocks, const Finish& finish) {
   const int t = threadIdx.x + threadIdx.y * blockDim.x;
   const int threads = blockDim.x * blockDim.y;
   __shared__ bool last;
@@ -156,12 +176,13 @@ __device__ void reduce_and_finish(m::Combine c, const double (&acc)[NS], const R
   block_combine<NS>(c, acc, mine, t, threads);
   if (t == 0) {
     for (int k = 0; k < NS; ++k) red.partials[block * NS + k] = mine[k];
-    __threadfence();
-    last = atomicAdd(red.counter, 1u) == static_cast<unsigned>(blocks - 1);
+    // Release (this block's partial) and acquire (every earlier block's) in one operation.
+    ::cuda::atomic_ref<unsigned int, ::cuda::thread_scope_device> ticket(*red.counter);
+    last = ticket.fetch_add(1u, ::cuda::memory_order_acq_rel) == static_cast<unsigned>(blocks - 1);
   }
   __syncthreads();
   if (!last) return;
-  __threadfence();
+  finish.load(t, threads);
   double part[NS];
   for (int k = 0; k < NS; ++k) part[k] = m::identity_of(c);
   for (int b = t; b < blocks; b += threads) {
@@ -170,28 +191,83 @@ __device__ void reduce_and_finish(m::Combine c, const double (&acc)[NS], const R
   }
   double total[NS];
   block_combine<NS>(c, part, total, t, threads);
-  if (t == 0) {
-    finish(total);
-    *red.counter = 0;
-  }
+  finish(total, t, threads);
+  if (t == 0) *red.counter = 0;
 }
 
-/// Stores and finalizes a solver step's sums.
+/// The words of the solver state the last block of a reduction works on (one per block).
+__device__ unsigned long long* state_words() {
+  constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
+  static_assert(sizeof(LaKspState) % sizeof(unsigned long long) == 0);
+  __shared__ unsigned long long words[kWords];
+  return words;
+}
+
+/// Stores and finalizes a solver step's sums. The logic runs on a shared-memory copy of the
+/// state that the block's threads load and store a word each: one round of loads (issued with
+/// the partials') instead of a dependent global round trip per field, without the registers a
+/// private copy would take from every thread of the kernel.
 template <int NS>
-__device__ void finish_sums(const LaSums& sums, const double (&total)[NS]) {
-  if (sums.out != nullptr) {
-    for (int k = 0; k < NS; ++k) sums.out[k] = total[k];
+struct FinishSums {
+  static constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
+  const LaSums& sums;
+
+  __device__ void load(int t, int threads) const {
+    if (sums.state == nullptr) return;
+    const auto* global = reinterpret_cast<const unsigned long long*>(sums.state);
+    for (int k = t; k < kWords; k += threads) state_words()[k] = global[k];
   }
-  if (sums.state != nullptr) {
-    double s[m::kMaxSums] = {0, 0, 0};
-    for (int k = 0; k < NS; ++k) s[k] = total[k];
-    logic::finalize(sums.finalize, *sums.state, s);
+
+  __device__ void operator()(const double (&total)[NS], int t, int threads) const {
+    if (sums.state == nullptr) {
+      if (t == 0 && sums.out != nullptr) {
+        for (int k = 0; k < NS; ++k) sums.out[k] = total[k];
+      }
+      return;
+    }
+    __syncthreads();  // the state words are in
+    if (t == 0) {
+      if (sums.out != nullptr) {
+        for (int k = 0; k < NS; ++k) sums.out[k] = total[k];
+      }
+      double s[m::kMaxSums] = {0, 0, 0};
+      for (int k = 0; k < NS; ++k) s[k] = total[k];
+      logic::finalize(sums.finalize, *reinterpret_cast<LaKspState*>(state_words()), s);
+    }
+    __syncthreads();
+    auto* global = reinterpret_cast<unsigned long long*>(sums.state);
+    for (int k = t; k < kWords; k += threads) global[k] = state_words()[k];
   }
+};
+
+/// A plain reduction's result, stored by thread 0.
+struct FinishResult {
+  const LaReduceArgs& a;
+  __device__ void load(int, int) const {}
+  __device__ void operator()(const double (&total)[1], int t, int) const {
+    if (t == 0) *a.out = m::reduce_result(a, total[0], a.n);
+  }
+};
+
+// ---- programmatic dependent launch --------------------------------------------------------------
+
+/// The first statement of every kernel here. The kernels are launched with programmatic stream
+/// serialization (sm_90+): a kernel may be scheduled while the one before it in the stream is
+/// still finishing (its last block running the solver logic), and waits here, before touching
+/// memory, until that one completed and its writes are visible. Each kernel allows its
+/// successor's launch at once: the launch latency overlaps the predecessor's tail, and the order
+/// of memory effects is exactly the stream's.
+__device__ __forceinline__ void stream_order_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // ---- kernels -----------------------------------------------------------------------------------
 
 __global__ void __launch_bounds__(kBlock) vec_kernel(LaVecArgs a) {
+  stream_order_prologue();
   const double alpha = m::value(a.alpha);
   const double beta = m::value(a.beta);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -201,96 +277,112 @@ __global__ void __launch_bounds__(kBlock) vec_kernel(LaVecArgs a) {
 }
 
 __global__ void __launch_bounds__(kBlock) reduce_kernel(LaReduceArgs a, Reducer red) {
+  stream_order_prologue();
   const auto c = m::combine_of(a.op);
   double acc[1] = {m::identity_of(c)};
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += stride) {
     acc[0] = m::combine(c, acc[0], m::reduce_elem(a, i));
   }
-  reduce_and_finish<1>(c, acc, red, blockIdx.x, gridDim.x, [&](const double(&total)[1]) {
-    *a.out = m::reduce_result(a, total[0], a.n);
-  });
+  reduce_and_finish<1>(c, acc, red, blockIdx.x, gridDim.x, FinishResult{a});
 }
 
-template <int NS>
-__global__ void __launch_bounds__(kBlock) fused_kernel(LaFusedArgs f, Reducer red) {
-  const LaKspState* st = f.sums.state;
-  if (!logic::guard_runs(st, f.op == LaFusedOp::tf_dx)) return;
-  const int steps = logic::tf_steps(st, f.steps);
+template <LaFusedOp Op>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f, Reducer red) {
+  stream_order_prologue();
+  constexpr int NS = m::fused_sums(Op);
   double s[4];
-  for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
+  for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);  // loads in flight with the guard's
+  const LaKspState* st = f.sums.state;
+  if (!logic::guard_runs(st, Op == LaFusedOp::tf_dx)) return;
+  const int steps = logic::tf_steps(st, f.steps);
   double acc[m::kMaxSums] = {0, 0, 0};
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < f.n; i += stride) {
-    m::fused_elem(f, s, steps, i, acc);
+    m::fused_elem<Op>(f, s, steps, i, acc);
   }
   if constexpr (NS > 0) {
     double mine[NS];
     for (int k = 0; k < NS; ++k) mine[k] = acc[k];
     reduce_and_finish<NS>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x,
-                          [&](const double(&total)[NS]) { finish_sums<NS>(f.sums, total); });
+                          FinishSums<NS>{f.sums});
   }
 }
 
-/// How a stencil product is laid out: threads of a block tile x (and y in 3D); each thread then
-/// marches along the slowest dimension (z in 3D, y in 2D) through its block's chunk, so that the
-/// neighbours in that direction come from its own previous and next steps (L1) and every point
-/// is read from memory about once. Warps read consecutive x: coalesced.
-struct StencilShape {
-  std::int64_t nt = 1;     // extent of the tiled second dimension (ny in 3D, 1 in 2D)
-  std::int64_t nm = 1;     // extent of the marching dimension (nz in 3D, ny in 2D)
-  std::int64_t chunk = 1;  // marching steps per block
+/// A stencil product's tiles: kTileX x kTileY points of one z plane each, numbered x fastest,
+/// then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the blocks
+/// resident at one time work on neighbouring tiles, so a point's y and z neighbours, read by
+/// several tiles, come from L1 or L2 and every point is read from memory about once.
+struct Tiles {
+  unsigned tx = 1, ty = 1;  // tiles along x and y
+  unsigned count = 1;       // tx * ty * nz
 };
 
-template <int NS>
-__global__ void __launch_bounds__(kStencilBlock)
-    stencil_kernel(LaMatvecArgs mv, Reducer red, StencilShape shape) {
+/// A product's input as the stencil kernel `In` reads it.
+template <class In>
+__device__ In input_as(const LaMatvecArgs& mv) {
+  if constexpr (std::is_same_v<In, m::MatvecInput>) {
+    return m::input_of(mv);
+  } else {
+    return {mv.x, mv.x2, mv.x2 != nullptr ? m::value(mv.x2_scale) : 0.0, mv.right.c};
+  }
+}
+
+template <LaStencilKind K, int NS, class In>
+__global__ void __launch_bounds__(kTileX* kTileY / kRowsPerThread, kMinBlocks)
+    stencil_kernel(LaMatvecArgs mv, Reducer red, Tiles tiles) {
+  stream_order_prologue();
+  const double a = m::value(mv.a);
+  const In in = input_as<In>(mv);
   if (!logic::guard_runs(mv.sums.state, false)) return;
   const LaStencil& s = mv.A.stencil;
-  const bool three = s.kind == LaStencilKind::d3p7 || s.kind == LaStencilKind::d3p27;
-  const double a = m::value(mv.a);
-  const auto in = m::input_of(mv);
-  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.z) * shape.chunk;
-  const std::int64_t m1 = m0 + shape.chunk < shape.nm ? m0 + shape.chunk : shape.nm;
   double acc = 0;
-  for (std::int64_t it = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
-       it < shape.nt; it += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
-    for (std::int64_t ix = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         ix < s.nx; ix += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      for (std::int64_t im = m0; im < m1; ++im) {
-        const std::int64_t i = ix + s.nx * (it + shape.nt * im);
-        const double v =
-            three ? m::stencil_row(s, in, ix, it, im, i) : m::stencil_row(s, in, ix, im, 0, i);
-        acc += m::finish_row(mv, in, v, a, static_cast<std::size_t>(i));
+  for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
+    const unsigned bx = t % tiles.tx;
+    const unsigned rest = t / tiles.tx;
+    const std::int64_t ix = static_cast<std::int64_t>(bx) * kTileX + threadIdx.x;
+    const std::int64_t iy0 = static_cast<std::int64_t>(rest % tiles.ty) * kTileY + threadIdx.y;
+    const std::int64_t iz = rest / tiles.ty;
+    // kRowsPerThread rows of the tile per thread, their products first (loads only) and then
+    // their epilogues (stores): the loads of all of them are in flight at once.
+    double v[kRowsPerThread];
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const std::int64_t iy = iy0 + r * (kTileY / kRowsPerThread);
+      if (ix < s.nx && iy < s.ny) {
+        v[r] = m::stencil_row<K>(s, in, ix, iy, iz, ix + s.nx * (iy + s.ny * iz));
+      }
+    }
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const std::int64_t iy = iy0 + r * (kTileY / kRowsPerThread);
+      if (ix < s.nx && iy < s.ny) {
+        acc +=
+            m::finish_row(mv, in, v[r], a, static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz)));
       }
     }
   }
   if constexpr (NS > 0) {
     const double mine[1] = {acc};
-    const int block =
-        static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-    reduce_and_finish<1>(m::Combine::sum, mine, red, block,
-                         static_cast<int>(gridDim.x * gridDim.y * gridDim.z),
-                         [&](const double(&total)[1]) { finish_sums<1>(mv.sums, total); });
+    reduce_and_finish<1>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x, FinishSums<1>{mv.sums});
   }
 }
 
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.
 template <int NS>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     csr_epilogue_kernel(LaMatvecArgs mv, const double* v, Reducer red) {
+  stream_order_prologue();
   if (!logic::guard_runs(mv.sums.state, false)) return;
   const double a = m::value(mv.a);
   const auto n = static_cast<std::size_t>(mv.A.csr.rows);
   double acc = 0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    acc += m::epilogue(mv, v[i], a, i);
+    // x_out, where set, was stored by input_kernel before the product.
+    acc += m::epilogue(mv, v[i], a, i, mv.x_out != nullptr ? mv.x_out[i] : 0.0);
   }
   if constexpr (NS > 0) {
     const double mine[1] = {acc};
-    reduce_and_finish<1>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x,
-                         [&](const double(&total)[1]) { finish_sums<1>(mv.sums, total); });
+    reduce_and_finish<1>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x, FinishSums<1>{mv.sums});
   }
 }
 
@@ -298,6 +390,7 @@ __global__ void __launch_bounds__(kBlock)
 /// x_out = x + s x2 where asked.
 __global__ void __launch_bounds__(kBlock)
     input_kernel(LaMatvecArgs mv, double* out, std::size_t n) {
+  stream_order_prologue();
   if (!logic::guard_runs(mv.sums.state, false)) return;
   const auto in = m::input_of(mv);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -310,6 +403,7 @@ __global__ void __launch_bounds__(kBlock)
 
 __global__ void __launch_bounds__(kBlock)
     diagonal_kernel(LaOperator A, double* out, std::size_t n) {
+  stream_order_prologue();
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     if (A.is_stencil) {
@@ -326,20 +420,79 @@ __global__ void __launch_bounds__(kBlock)
 
 // ---- launch shapes ------------------------------------------------------------------------------
 
-unsigned elementwise_blocks(std::size_t n, const Scratch& sc) {
-  const std::size_t want = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(
-      std::clamp<std::size_t>(want, 1, static_cast<std::size_t>(sc.sms) * 16));
+/// Blocks for `work` blocks' worth of work: no more than the device keeps resident for `kernel`
+/// (a reduction: nor than the partials buffer holds).
+template <class Kernel>
+unsigned grid_for(Kernel* kernel, std::size_t work, int threads, bool reduction, CudaStream& s,
+                  const Scratch& sc, const OpInfo& op) {
+  std::size_t cap = static_cast<std::size_t>(sc.sms) *
+                    resident_blocks(reinterpret_cast<const void*>(kernel), threads, s.device(), op);
+  if (reduction) cap = std::min<std::size_t>(cap, kMaxBlocks);
+  return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, cap));
 }
 
-unsigned reduction_blocks(std::size_t n, const Scratch& sc) {
-  const std::size_t want = (n + kBlock - 1) / kBlock;
-  const std::size_t cap = std::min<std::size_t>(kMaxBlocks, static_cast<std::size_t>(sc.sms) * 8);
-  return static_cast<unsigned>(std::clamp<std::size_t>(want, 1, cap));
+/// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
+/// sum, and its input's form.
+template <class Fn>
+void with_stencil_kernel(const LaMatvecArgs& a, bool sums, Fn&& fn) {
+  using K = LaStencilKind;
+  auto pick_input = [&](auto kind, auto ns) {
+    constexpr K kKind = decltype(kind)::value;
+    constexpr int kSums = decltype(ns)::value;
+    if (a.right.v != nullptr) return fn(stencil_kernel<kKind, kSums, m::MatvecInput>);
+    if (a.x2 != nullptr) return fn(stencil_kernel<kKind, kSums, m::ConstantRightInput<true>>);
+    return fn(stencil_kernel<kKind, kSums, m::ConstantRightInput<false>>);
+  };
+  auto pick_sums = [&](auto kind) {
+    if (sums) return pick_input(kind, std::integral_constant<int, 1>{});
+    return pick_input(kind, std::integral_constant<int, 0>{});
+  };
+  switch (a.A.stencil.kind) {
+    case K::d2p5:
+      return pick_sums(std::integral_constant<K, K::d2p5>{});
+    case K::d2p9:
+      return pick_sums(std::integral_constant<K, K::d2p9>{});
+    case K::d3p7:
+      return pick_sums(std::integral_constant<K, K::d3p7>{});
+    case K::d3p27:
+      return pick_sums(std::integral_constant<K, K::d3p27>{});
+  }
+}
+
+std::size_t blocks_of(std::size_t n) {
+  return (n + kBlock - 1) / kBlock;
 }
 
 void check_launch(const OpInfo& op) {
   cuda_check(cudaGetLastError(), "kernel launch", op);
+}
+
+/// Whether kernels are launched with programmatic stream serialization (see
+/// stream_order_prologue); SLUICE_CUDA_PDL=0 turns it off (to measure what it gains).
+bool use_pdl() {
+  static const bool on = [] {
+    const char* v = std::getenv("SLUICE_CUDA_PDL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// kernel<<<grid, block, 0, stream>>>(args...), with programmatic stream serialization allowed.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const OpInfo& op,
+            Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = use_pdl() ? 1 : 0;
+  cuda_check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "cudaLaunchKernelEx",
+             op);
 }
 
 /// Runs `f(stream)` as the operation `op` on `s` (the device current, the op recorded for fault
@@ -429,7 +582,8 @@ class CudaLaKernels final : public LaKernels {
     auto& s = as_cuda_stream(stream, "la vector operation");
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
-      vec_kernel<<<elementwise_blocks(args.n, sc), kBlock, 0, st>>>(args);
+      const unsigned grid = grid_for(vec_kernel, blocks_of(args.n), kBlock, false, s, sc, op);
+      launch(vec_kernel, grid, kBlock, st, op, args);
       check_launch(op);
     });
   }
@@ -439,31 +593,24 @@ class CudaLaKernels final : public LaKernels {
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
       const Reducer red{sc.partials, sc.counter};
-      reduce_kernel<<<reduction_blocks(args.n, sc), kBlock, 0, st>>>(args, red);
+      const unsigned grid = grid_for(reduce_kernel, blocks_of(args.n), kBlock, true, s, sc, op);
+      launch(reduce_kernel, grid, kBlock, st, op, args, red);
       check_launch(op);
     });
   }
 
   void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la solver step");
-    const int ns = m::fused_sums(args.op);
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
       const Reducer red{sc.partials, sc.counter};
-      switch (ns) {
-        case 0:
-          fused_kernel<0><<<elementwise_blocks(args.n, sc), kBlock, 0, st>>>(args, red);
-          break;
-        case 1:
-          fused_kernel<1><<<reduction_blocks(args.n, sc), kBlock, 0, st>>>(args, red);
-          break;
-        case 2:
-          fused_kernel<2><<<reduction_blocks(args.n, sc), kBlock, 0, st>>>(args, red);
-          break;
-        default:
-          fused_kernel<3><<<reduction_blocks(args.n, sc), kBlock, 0, st>>>(args, red);
-          break;
-      }
+      m::with_fused_op(args.op, [&](auto o) {
+        constexpr LaFusedOp kOp = decltype(o)::value;
+        auto* kernel = fused_kernel<kOp>;
+        const unsigned grid =
+            grid_for(kernel, blocks_of(args.n), kBlock, m::fused_sums(kOp) > 0, s, sc, op);
+        launch(kernel, grid, kBlock, st, op, args, red);
+      });
       check_launch(op);
     });
   }
@@ -473,32 +620,23 @@ class CudaLaKernels final : public LaKernels {
     const bool sums = m::matvec_sums(args.epilogue) > 0;
     if (args.A.is_stencil) {
       const auto& st = args.A.stencil;
-      const bool three = st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27;
-      StencilShape shape;
-      shape.nt = three ? st.ny : 1;
-      shape.nm = three ? st.nz : st.ny;
-      // 3D tiles are 64 x 2 at most, so that half of the y neighbours come from the block itself.
-      const std::int64_t bx =
-          std::min<std::int64_t>(three ? kStencilBlock / 2 : kStencilBlock, (st.nx + 31) / 32 * 32);
-      const std::int64_t by = three ? kStencilBlock / bx : 1;
-      const std::int64_t target = std::min(kMaxBlocks, sms_of(s, op) * 8);
-      const std::int64_t gx = std::clamp<std::int64_t>((st.nx + bx - 1) / bx, 1, target);
-      const std::int64_t gt = std::clamp<std::int64_t>((shape.nt + by - 1) / by, 1,
-                                                       std::max<std::int64_t>(1, target / gx));
-      const std::int64_t gm = std::clamp<std::int64_t>(target / (gx * gt), 1, shape.nm);
-      shape.chunk = (shape.nm + gm - 1) / gm;
-      const std::int64_t chunks = (shape.nm + shape.chunk - 1) / shape.chunk;
-      const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gt),
-                      static_cast<unsigned>(chunks));
-      const dim3 block(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+      Tiles tiles;
+      tiles.tx = static_cast<unsigned>((st.nx + kTileX - 1) / kTileX);
+      tiles.ty = static_cast<unsigned>((st.ny + kTileY - 1) / kTileY);
+      const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
+      if (count > std::int64_t{0xffffffff}) {
+        throw Error(Errc::invalid_argument, "cuda: stencil grid too large for one product",
+                    op.where);
+      }
+      tiles.count = static_cast<unsigned>(count);
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
-        if (sums) {
-          stencil_kernel<1><<<grid, block, 0, stream_>>>(args, red, shape);
-        } else {
-          stencil_kernel<0><<<grid, block, 0, stream_>>>(args, red, shape);
-        }
+        with_stencil_kernel(args, sums, [&](auto* kernel) {
+          constexpr int kThreadsY = kTileY / kRowsPerThread;
+          const unsigned grid = grid_for(kernel, tiles.count, kTileX * kThreadsY, sums, s, sc, op);
+          launch(kernel, grid, dim3(kTileX, kThreadsY), stream_, op, args, red, tiles);
+        });
         check_launch(op);
       });
       return;
@@ -519,17 +657,16 @@ class CudaLaKernels final : public LaKernels {
       ensure_temps(s, sc, std::max<std::size_t>(n, static_cast<std::size_t>(A.cols)), op);
       const double* in = args.x;
       if (!direct_input) {
-        input_kernel<<<elementwise_blocks(static_cast<std::size_t>(A.cols), sc), kBlock, 0, st>>>(
-            args, sc.temp[0], static_cast<std::size_t>(A.cols));
+        const auto cols = static_cast<std::size_t>(A.cols);
+        const unsigned grid = grid_for(input_kernel, blocks_of(cols), kBlock, false, s, sc, op);
+        launch(input_kernel, grid, kBlock, st, op, args, sc.temp[0], cols);
         check_launch(op);
         in = sc.temp[0];
       }
       spmv(s, sc, A, in, sc.temp[1], op);
-      if (sums) {
-        csr_epilogue_kernel<1><<<reduction_blocks(n, sc), kBlock, 0, st>>>(args, sc.temp[1], red);
-      } else {
-        csr_epilogue_kernel<0><<<elementwise_blocks(n, sc), kBlock, 0, st>>>(args, sc.temp[1], red);
-      }
+      auto* kernel = sums ? csr_epilogue_kernel<1> : csr_epilogue_kernel<0>;
+      const unsigned grid = grid_for(kernel, blocks_of(n), kBlock, sums, s, sc, op);
+      launch(kernel, grid, kBlock, st, op, args, sc.temp[1], red);
       check_launch(op);
     });
   }
@@ -540,7 +677,8 @@ class CudaLaKernels final : public LaKernels {
         A.is_stencil ? A.stencil.nx * A.stencil.ny * A.stencil.nz : A.csr.rows);
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
-      diagonal_kernel<<<elementwise_blocks(n, sc), kBlock, 0, st>>>(A, out, n);
+      const unsigned grid = grid_for(diagonal_kernel, blocks_of(n), kBlock, false, s, sc, op);
+      launch(diagonal_kernel, grid, kBlock, st, op, A, out, n);
       check_launch(op);
     });
   }

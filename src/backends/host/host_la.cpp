@@ -145,10 +145,14 @@ class HostLaKernels final : public LaKernels {
           const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
           double s[4];
           for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
-          const auto sums =
-              chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-                for (std::size_t i = lo; i < hi; ++i) m::fused_elem(f, s, steps, i, acc);
-              });
+          const auto sums = m::with_fused_op(f.op, [&](auto o) {
+            return chunked(f.n, m::Combine::sum, 0.0,
+                           [&](std::size_t lo, std::size_t hi, double* acc) {
+                             for (std::size_t i = lo; i < hi; ++i) {
+                               m::fused_elem<decltype(o)::value>(f, s, steps, i, acc);
+                             }
+                           });
+          });
           finish(f.sums, sums, m::fused_sums(f.op));
         },
         op);

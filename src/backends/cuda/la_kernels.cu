@@ -43,11 +43,10 @@ namespace {
 namespace m = la_math;
 namespace logic = ksp_logic;
 
-constexpr int kBlock = 256;        // threads of a 1D block
-constexpr int kTileX = 32;         // a stencil block's tile: 32 consecutive x (a warp, coalesced)
-constexpr int kTileY = 16;         // by 16 y, in one z plane
-constexpr int kRowsPerThread = 2;  // a block is kTileX x (kTileY / kRowsPerThread) threads
-constexpr int kMaxBlocks = 2048;   // blocks of a reduction: the partials buffer holds this many
+constexpr int kBlock = 256;           // threads of a 1D block
+constexpr int kStencilThreads = 256;  // threads of a stencil block
+constexpr int kRowsPerThread = 2;     // rows of its tile each thread takes
+constexpr int kMaxBlocks = 2048;      // blocks of a reduction: the partials buffer holds this many
 // Resident blocks of 256 threads per multiprocessor the solver kernels are compiled for: 6, so
 // registers are capped at 40 (75% occupancy). At 8 (32 registers) the stencil kernels spill
 // hundreds of bytes; the stencil kernel keeps two rows' loads in flight per thread instead.
@@ -309,11 +308,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f
   }
 }
 
-/// A stencil product's tiles: kTileX x kTileY points of one z plane each, numbered x fastest,
+/// A stencil product's tiles: width x height points of one z plane each, numbered x fastest,
 /// then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the blocks
 /// resident at one time work on neighbouring tiles, so a point's y and z neighbours, read by
 /// several tiles, come from L1 or L2 and every point is read from memory about once.
 struct Tiles {
+  unsigned width = 32;      // points along x (the block's x threads)
+  unsigned height = 16;     // points along y (the block's y threads x kRowsPerThread)
   unsigned tx = 1, ty = 1;  // tiles along x and y
   unsigned count = 1;       // tx * ty * nz
 };
@@ -329,7 +330,7 @@ __device__ In input_as(const LaMatvecArgs& mv) {
 }
 
 template <LaStencilKind K, int NS, class In>
-__global__ void __launch_bounds__(kTileX* kTileY / kRowsPerThread, kMinBlocks)
+__global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
     stencil_kernel(LaMatvecArgs mv, Reducer red, Tiles tiles) {
   stream_order_prologue();
   const double a = m::value(mv.a);
@@ -340,20 +341,21 @@ __global__ void __launch_bounds__(kTileX* kTileY / kRowsPerThread, kMinBlocks)
   for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
     const unsigned bx = t % tiles.tx;
     const unsigned rest = t / tiles.tx;
-    const std::int64_t ix = static_cast<std::int64_t>(bx) * kTileX + threadIdx.x;
-    const std::int64_t iy0 = static_cast<std::int64_t>(rest % tiles.ty) * kTileY + threadIdx.y;
+    const std::int64_t ix = static_cast<std::int64_t>(bx) * tiles.width + threadIdx.x;
+    const std::int64_t iy0 =
+        static_cast<std::int64_t>(rest % tiles.ty) * tiles.height + threadIdx.y;
     const std::int64_t iz = rest / tiles.ty;
     // kRowsPerThread rows of the tile per thread, their products first (loads only) and then
     // their epilogues (stores): the loads of all of them are in flight at once.
     double v[kRowsPerThread];
     for (int r = 0; r < kRowsPerThread; ++r) {
-      const std::int64_t iy = iy0 + r * (kTileY / kRowsPerThread);
+      const std::int64_t iy = iy0 + r * blockDim.y;
       if (ix < s.nx && iy < s.ny) {
         v[r] = m::stencil_row<K>(s, in, ix, iy, iz, ix + s.nx * (iy + s.ny * iz));
       }
     }
     for (int r = 0; r < kRowsPerThread; ++r) {
-      const std::int64_t iy = iy0 + r * (kTileY / kRowsPerThread);
+      const std::int64_t iy = iy0 + r * blockDim.y;
       if (ix < s.nx && iy < s.ny) {
         acc +=
             m::finish_row(mv, in, v[r], a, static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz)));
@@ -429,6 +431,20 @@ unsigned grid_for(Kernel* kernel, std::size_t work, int threads, bool reduction,
                     resident_blocks(reinterpret_cast<const void*>(kernel), threads, s.device(), op);
   if (reduction) cap = std::min<std::size_t>(cap, kMaxBlocks);
   return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, cap));
+}
+
+/// Points along x of a stencil tile: 32 in 2D, 128 in 3D (measured on an H200, 2D 5-point at
+/// 2e7 points: 500 us per CG iteration with 32, 514 with 128 or 256; 3D 7-point at 1.4e7: 390
+/// with 32, 371 with 128 or 256, while 256 is slower below 1e7 points). SLUICE_CUDA_TILE_X (32,
+/// 64, 128 or 256) overrides, to measure the choice again.
+unsigned tile_width(bool three) {
+  static const unsigned forced = [] {
+    const char* v = std::getenv("SLUICE_CUDA_TILE_X");
+    const unsigned w = v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 0u;
+    return w == 32 || w == 64 || w == 128 || w == 256 ? w : 0u;
+  }();
+  if (forced != 0) return forced;
+  return three ? 128u : 32u;
 }
 
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
@@ -621,8 +637,10 @@ class CudaLaKernels final : public LaKernels {
     if (args.A.is_stencil) {
       const auto& st = args.A.stencil;
       Tiles tiles;
-      tiles.tx = static_cast<unsigned>((st.nx + kTileX - 1) / kTileX);
-      tiles.ty = static_cast<unsigned>((st.ny + kTileY - 1) / kTileY);
+      tiles.width = tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27);
+      tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
+      tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
+      tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
       const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
       if (count > std::int64_t{0xffffffff}) {
         throw Error(Errc::invalid_argument, "cuda: stencil grid too large for one product",
@@ -633,9 +651,9 @@ class CudaLaKernels final : public LaKernels {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
         with_stencil_kernel(args, sums, [&](auto* kernel) {
-          constexpr int kThreadsY = kTileY / kRowsPerThread;
-          const unsigned grid = grid_for(kernel, tiles.count, kTileX * kThreadsY, sums, s, sc, op);
-          launch(kernel, grid, dim3(kTileX, kThreadsY), stream_, op, args, red, tiles);
+          const unsigned grid = grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
+          launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
+                 red, tiles);
         });
         check_launch(op);
       });

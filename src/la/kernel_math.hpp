@@ -220,35 +220,6 @@ SLUICE_HD double stencil_row(const LaStencil& s, const In& in, std::int64_t ix, 
   return in.right_scale() * (s.neighbor * acc + s.center * in(i));
 }
 
-/// stencil_row<d2p5> from the input's values at the point's neighbours (ym = (ix, iy - 1), xm,
-/// xp, yp) and the point itself, for a kernel that holds them already: the same terms in the
-/// same order. Values of neighbours outside the grid are not used.
-template <class In>
-SLUICE_HD double stencil5_from(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
-                               double ym, double xm, double xp, double yp, double centre) {
-  double acc = 0;
-  if (iy > 0) acc += ym;
-  if (ix > 0) acc += xm;
-  if (ix + 1 < s.nx) acc += xp;
-  if (iy + 1 < s.ny) acc += yp;
-  return in.right_scale() * (s.neighbor * acc + s.center * centre);
-}
-
-/// stencil_row<d3p7> likewise (zm = (ix, iy, iz - 1), ...).
-template <class In>
-SLUICE_HD double stencil7_from(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
-                               std::int64_t iz, double zm, double ym, double xm, double xp,
-                               double yp, double zp, double centre) {
-  double acc = 0;
-  if (iz > 0) acc += zm;
-  if (iy > 0) acc += ym;
-  if (ix > 0) acc += xm;
-  if (ix + 1 < s.nx) acc += xp;
-  if (iy + 1 < s.ny) acc += yp;
-  if (iz + 1 < s.nz) acc += zp;
-  return in.right_scale() * (s.neighbor * acc + s.center * centre);
-}
-
 /// stencil_row for a kind known at run time.
 SLUICE_HD double stencil_row(const LaStencil& s, const MatvecInput& in, std::int64_t ix,
                              std::int64_t iy, std::int64_t iz, std::int64_t i) {
@@ -298,13 +269,6 @@ SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t
 /// The input of product `m` (its scalar evaluated: once per thread).
 SLUICE_HD MatvecInput input_of(const LaMatvecArgs& m) {
   return {m.x, m.x2, m.x2 != nullptr ? value(m.x2_scale) : 0.0, m.right};
-}
-
-/// finish_row for a caller that already holds the unscaled input element `raw` of row i.
-SLUICE_HD double finish_row_raw(const LaMatvecArgs& m, double raw, double v, double a,
-                                std::size_t i) {
-  if (m.x_out != nullptr) m.x_out[i] = raw;
-  return epilogue(m, v, a, i, raw);
 }
 
 /// Row i's epilogue after storing its input element where the product asks for it.

@@ -237,26 +237,22 @@ SLUICE_HD double stencil_row(const LaStencil& s, const MatvecInput& in, std::int
 }
 
 /// The epilogue of a matrix-vector product at row i: `v` is (A (right .* x))_i; writes y and
-/// returns the row's contribution to sum0. `a` is already evaluated. Where z is the vector the
-/// product stores its input to (x_out: CG's p'A p), `raw` is z[i], just stored by this thread:
-/// taken as is rather than read back (on a GPU the read would wait for the store to reach L2).
-SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t i,
-                          double raw = 0) {
+/// returns the row's contribution to sum0. `a` is already evaluated.
+SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t i) {
   v = diag(m.left, i) * v;
-  const bool z_is_input = m.x_out != nullptr && m.z == m.x_out;
   switch (m.epilogue) {
     case LaEpilogue::store:
       m.y[i] = v;
       return 0;
     case LaEpilogue::add:
-      m.y[i] = v + (z_is_input ? raw : m.z[i]);
+      m.y[i] = v + m.z[i];
       return 0;
     case LaEpilogue::sub:
-      m.y[i] = (z_is_input ? raw : m.z[i]) - v;
+      m.y[i] = m.z[i] - v;
       return 0;
     case LaEpilogue::store_dot:
       m.y[i] = v;
-      return v * (z_is_input ? raw : m.z[i]);
+      return v * m.z[i];
     case LaEpilogue::residual: {
       const double r = m.y[i] - a * v;
       m.y[i] = r;
@@ -275,10 +271,8 @@ SLUICE_HD MatvecInput input_of(const LaMatvecArgs& m) {
 template <class In>
 SLUICE_HD double finish_row(const LaMatvecArgs& m, const In& in, double v, double a,
                             std::size_t i) {
-  if (m.x_out == nullptr) return epilogue(m, v, a, i);
-  const double raw = in.raw(static_cast<std::int64_t>(i));
-  m.x_out[i] = raw;
-  return epilogue(m, v, a, i, raw);
+  if (m.x_out != nullptr) m.x_out[i] = in.raw(static_cast<std::int64_t>(i));
+  return epilogue(m, v, a, i);
 }
 
 /// Number of sums a fused operation produces.

@@ -379,8 +379,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   double acc = 0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    // x_out, where set, was stored by input_kernel before the product.
-    acc += m::epilogue(mv, v[i], a, i, mv.x_out != nullptr ? mv.x_out[i] : 0.0);
+    acc += m::epilogue(mv, v[i], a, i);
   }
   if constexpr (NS > 0) {
     const double mine[1] = {acc};

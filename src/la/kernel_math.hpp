@@ -310,7 +310,14 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       break;
     }
     case LaFusedOp::cg_init: {
-      const double r = f.r[i];
+      // From a zero guess (b given) the same pass sets x = 0 and r = b; either way it zeroes the
+      // direction p, so that the first p = z + b p is z whatever p held.
+      const double r = f.b != nullptr ? f.b[i] : f.r[i];
+      if (f.b != nullptr) {
+        f.x[i] = 0;
+        f.r[i] = r;
+      }
+      f.p[i] = 0;
       const double z = diag(f.pc, i) * r;
       f.z[i] = z;
       acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;

@@ -387,18 +387,27 @@ class Run {
 
   // ---- CG ----
 
+  /// One pass from a zero guess: x = 0, r = b, z = B r, p = 0 and the sums (with a guess, r
+  /// comes from initial_residual first). p = 0 makes the first direction p = z + 0 p equal z.
   void cg_setup() {
-    initial_residual(w_.r);
+    const bool zero = !o_.initial_guess_nonzero;
+    if (!zero) initial_residual(w_.r);
     LaFusedArgs f = fused_args(LaFusedOp::cg_init);
     f.r = w_.r.data();
     f.z = w_.z.data();
+    f.p = w_.p.data();
     f.pc = pc_;
     Accesses acc;
-    acc.read(w_.r.object_id()).write(w_.z.object_id());
+    if (zero) {
+      f.b = b_.data();
+      f.x = x_.data();
+      acc.read(b_.object_id()).write(x_.object_id()).write(w_.r.object_id());
+    } else {
+      acc.read(w_.r.object_id());
+    }
+    acc.write(w_.z.object_id()).write(w_.p.object_id());
     read_pc(acc);
     fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
-    // p = 0, so that the first direction p = z + 0 p is p = z.
-    vector(LaVecOp::set, w_.p, nullptr, 0.0, "KSPSolve_CG p = 0");
     cur_ = 0;
   }
 

@@ -193,8 +193,12 @@ TEST_P(KspTest, StencilsReachKnownSolutions) {
     Stencil kind;
     std::int64_t nx, ny, nz;
   };
+  // The larger shapes span several tiles of a device's stencil kernels in x, y and z, with
+  // partial tiles at the edges (3D 70 x 9 x 40: two 64-point tiles in x, the second part-empty).
   for (const auto& c : {Case{Stencil::d2p5, 40, 30, 1}, Case{Stencil::d2p9, 33, 33, 1},
-                        Case{Stencil::d3p7, 12, 10, 9}, Case{Stencil::d3p27, 9, 9, 9}}) {
+                        Case{Stencil::d3p7, 12, 10, 9}, Case{Stencil::d3p27, 9, 9, 9},
+                        Case{Stencil::d2p5, 130, 37, 1}, Case{Stencil::d2p9, 65, 40, 1},
+                        Case{Stencil::d3p7, 70, 9, 40}, Case{Stencil::d3p27, 33, 17, 5}}) {
     for (bool free : {true, false}) {
       for (auto type : {KspType::cg, KspType::tfqmr}) {
         SCOPED_TRACE(std::string(to_string(c.kind)) + (free ? " matrix-free " : " csr ") +

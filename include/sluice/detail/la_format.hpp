@@ -162,7 +162,8 @@ struct LaMatvecArgs {
 /// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).
 enum class LaFusedOp : std::uint8_t {
   rhs_norm,   ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
-  cg_init,    ///< z = B r: sum0 = (z'z | r'r by norm type), sum1 = z'r
+  cg_init,    ///< (b given: x = 0; r = b); z = B r; p = 0: sum0 = (z'z | r'r by norm
+              ///< type), sum1 = z'r
   cg_update,  ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
   tf_init,    ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
   tf_qt,      ///< q = u - s0 v; t = u + q

@@ -265,6 +265,49 @@ __device__ __forceinline__ void stream_order_prologue() {
 
 // ---- kernels -----------------------------------------------------------------------------------
 
+/// Pulls element i of `a` into L1. A guarded kernel issues these for its first elements while
+/// the guard's load of the solver state is in flight: its element loads wait for the guard, and
+/// would otherwise start one memory round trip later (most of a kernel's time at sizes that
+/// stay in L2).
+__device__ __forceinline__ void prefetch(const double* a, std::size_t i) {
+  if (a != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(a + i));
+}
+
+/// The inputs of fused operation Op at element i (see m::fused_elem).
+template <LaFusedOp Op>
+__device__ void prefetch_inputs(const LaFusedArgs& f, std::size_t i) {
+  using O = LaFusedOp;
+  if (i >= f.n) return;
+  prefetch(f.pc.v, i);
+  switch (Op) {
+    case O::rhs_norm:
+      prefetch(f.b, i);
+      break;
+    case O::cg_init:
+      prefetch(f.b != nullptr ? f.b : f.r, i);
+      break;
+    case O::cg_update:
+      prefetch(f.x, i), prefetch(f.p, i), prefetch(f.r, i), prefetch(f.w, i);
+      break;
+    case O::tf_init:
+      prefetch(f.r, i);
+      break;
+    case O::tf_qt:
+      prefetch(f.u, i), prefetch(f.v, i);
+      break;
+    case O::tf_dx:
+      prefetch(f.u, i), prefetch(f.d, i), prefetch(f.x, i), prefetch(f.q, i);
+      prefetch(f.r, i), prefetch(f.rp, i);
+      break;
+    case O::tf_uqp:
+      prefetch(f.r, i), prefetch(f.q, i), prefetch(f.p, i);
+      break;
+    case O::unwind:
+      prefetch(f.x, i), prefetch(f.t, i);
+      break;
+  }
+}
+
 __global__ void __launch_bounds__(kBlock) vec_kernel(LaVecArgs a) {
   stream_order_prologue();
   const double alpha = m::value(a.alpha);
@@ -286,6 +329,10 @@ __global__ void __launch_bounds__(kBlock) reduce_kernel(LaReduceArgs a, Reducer 
   reduce_and_finish<1>(c, acc, red, blockIdx.x, gridDim.x, FinishResult{a});
 }
 
+/// The fused kernels take their blocks' chunks of 256 elements from the end of the vectors
+/// back, while stencil products go forwards: what a product wrote last (its outputs' ends) is
+/// what the next step reads first, and some of it is still in L2 (measured on an H200: 2 to 4%
+/// per CG iteration at 1e7 to 3e7 nonzeros).
 template <LaFusedOp Op>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f, Reducer red) {
   stream_order_prologue();
@@ -293,12 +340,16 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);  // loads in flight with the guard's
   const LaKspState* st = f.sums.state;
+  const std::size_t chunks = (f.n + blockDim.x - 1) / blockDim.x;
+  if (st != nullptr && blockIdx.x < chunks) {
+    prefetch_inputs<Op>(f, (chunks - 1 - blockIdx.x) * blockDim.x + threadIdx.x);
+  }
   if (!logic::guard_runs(st, Op == LaFusedOp::tf_dx)) return;
   const int steps = logic::tf_steps(st, f.steps);
   double acc[m::kMaxSums] = {0, 0, 0};
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < f.n; i += stride) {
-    m::fused_elem<Op>(f, s, steps, i, acc);
+  for (std::size_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const std::size_t i = (chunks - 1 - c) * blockDim.x + threadIdx.x;
+    if (i < f.n) m::fused_elem<Op>(f, s, steps, i, acc);
   }
   if constexpr (NS > 0) {
     double mine[NS];
@@ -312,11 +363,40 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f
 /// then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the blocks
 /// resident at one time work on neighbouring tiles, so a point's y and z neighbours, read by
 /// several tiles, come from L1 or L2 and every point is read from memory about once.
+/// Division of numbers below 2^31 by a divisor fixed at launch: a multiply-high and a shift
+/// (Granlund and Montgomery) instead of the ~20 instructions of a 32-bit division, which a tile's
+/// coordinates took twice per tile.
+struct FastDiv {
+  unsigned d = 1, mul = 0, shift = 0;
+  FastDiv() = default;
+  explicit FastDiv(unsigned divisor) : d(divisor) {
+    if (d <= 1) return;
+    unsigned log2 = 31u - static_cast<unsigned>(__builtin_clz(d));
+    if ((d & (d - 1)) != 0) ++log2;  // ceil(log2 d)
+    mul = static_cast<unsigned>(((std::uint64_t{1} << (31 + log2)) + d - 1) / d);
+    shift = log2 - 1;
+  }
+  __device__ unsigned operator()(unsigned n) const {
+    return d <= 1 ? n : __umulhi(n, mul) >> shift;
+  }
+};
+
 struct Tiles {
   unsigned width = 32;      // points along x (the block's x threads)
   unsigned height = 16;     // points along y (the block's y threads x kRowsPerThread)
   unsigned tx = 1, ty = 1;  // tiles along x and y
-  unsigned count = 1;       // tx * ty * nz
+  unsigned count = 1;       // tx * ty * nz, below 2^31
+  FastDiv by_tx, by_ty;     // division by tx and by ty
+
+  /// Tile t's first point: x, y and the plane.
+  struct Origin {
+    unsigned x, y, z;
+  };
+  __device__ Origin origin(unsigned t) const {
+    const unsigned rest = by_tx(t);
+    const unsigned z = by_ty(rest);
+    return {(t - rest * tx) * width, (rest - z * ty) * height, z};
+  }
 };
 
 /// A product's input as the stencil kernel `In` reads it.
@@ -335,16 +415,28 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   stream_order_prologue();
   const double a = m::value(mv.a);
   const In in = input_as<In>(mv);
-  if (!logic::guard_runs(mv.sums.state, false)) return;
   const LaStencil& s = mv.A.stencil;
+  if (mv.sums.state != nullptr && blockIdx.x < tiles.count) {  // see prefetch
+    const auto o = tiles.origin(blockIdx.x);
+    const std::int64_t ix = o.x + threadIdx.x;
+    const std::int64_t iy0 = o.y + threadIdx.y;
+    const std::int64_t iz = o.z;
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const std::int64_t iy = iy0 + r * blockDim.y;
+      if (ix < s.nx && iy < s.ny) {
+        const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz));
+        prefetch(mv.x, i);
+        prefetch(mv.x2, i);
+      }
+    }
+  }
+  if (!logic::guard_runs(mv.sums.state, false)) return;
   double acc = 0;
   for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
-    const unsigned bx = t % tiles.tx;
-    const unsigned rest = t / tiles.tx;
-    const std::int64_t ix = static_cast<std::int64_t>(bx) * tiles.width + threadIdx.x;
-    const std::int64_t iy0 =
-        static_cast<std::int64_t>(rest % tiles.ty) * tiles.height + threadIdx.y;
-    const std::int64_t iz = rest / tiles.ty;
+    const auto o = tiles.origin(t);
+    const std::int64_t ix = o.x + threadIdx.x;
+    const std::int64_t iy0 = o.y + threadIdx.y;
+    const std::int64_t iz = o.z;
     // kRowsPerThread rows of the tile per thread, their products first (loads only) and then
     // their epilogues (stores): the loads of all of them are in flight at once.
     double v[kRowsPerThread];
@@ -368,11 +460,114 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   }
 }
 
+/// Row i of stencil K applied to `in` (`c` = in(i)), with 32-bit offsets from the point's
+/// plane: the same terms in the same order as m::stencil_row.
+template <LaStencilKind K, class In>
+__device__ __forceinline__ double plane_row(const LaStencil& s, const In& in, double c, int ix,
+                                            int iy, int iz, int i, int sy, int sz) {
+  const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
+  const int nz = static_cast<int>(s.nz);
+  double acc = 0;
+  if constexpr (K == LaStencilKind::d2p5) {
+    if (iy > 0) acc += in(i - sy);
+    if (ix > 0) acc += in(i - 1);
+    if (ix + 1 < nx) acc += in(i + 1);
+    if (iy + 1 < ny) acc += in(i + sy);
+  } else if constexpr (K == LaStencilKind::d3p7) {
+    if (iz > 0) acc += in(i - sz);
+    if (iy > 0) acc += in(i - sy);
+    if (ix > 0) acc += in(i - 1);
+    if (ix + 1 < nx) acc += in(i + 1);
+    if (iy + 1 < ny) acc += in(i + sy);
+    if (iz + 1 < nz) acc += in(i + sz);
+  } else {
+    constexpr bool three = K == LaStencilKind::d3p27;
+    for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
+      if (iz + dz < 0 || iz + dz >= nz) continue;
+      for (int dy = -1; dy <= 1; ++dy) {
+        if (iy + dy < 0 || iy + dy >= ny) continue;
+        const int base = i + dz * sz + dy * sy;
+        if (ix > 0) acc += in(base - 1);
+        if (dz != 0 || dy != 0) acc += in(base);
+        if (ix + 1 < nx) acc += in(base + 1);
+      }
+    }
+  }
+  return s.neighbor * acc + s.center * c;
+}
+
+/// CG's direction and product in one pass (KSPSolve_CG's p = z + b p, w = A p, p'w): the
+/// generic stencil kernel's work for this one form, in about half its instructions. The input
+/// is formed once per point and reused for the centre term, the stored direction and the dot;
+/// offsets are 32-bit from the tile's plane; the epilogue is known at compile time. It computes
+/// exactly what stencil_kernel does (same terms, same order, same reduction shape).
+template <LaStencilKind K>
+__global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
+    cg_direction_kernel(LaMatvecArgs mv, Reducer red, Tiles tiles) {
+  stream_order_prologue();
+  const double bscale = m::value(mv.x2_scale);
+  const LaStencil& s = mv.A.stencil;
+  const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
+  const int sy = nx, sz = nx * ny;
+  if (mv.sums.state != nullptr && blockIdx.x < tiles.count) {  // see prefetch
+    const auto o = tiles.origin(blockIdx.x);
+    const int ix = static_cast<int>(o.x + threadIdx.x);
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int iy = static_cast<int>(o.y + threadIdx.y + r * blockDim.y);
+      if (ix < nx && iy < ny) {
+        const std::size_t i = std::size_t{o.z} * sz + ix + std::size_t(iy) * sy;
+        prefetch(mv.x, i);
+        prefetch(mv.x2, i);
+      }
+    }
+  }
+  if (!logic::guard_runs(mv.sums.state, false)) return;
+  const double rc = mv.right.c;
+  double acc = 0;
+  for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
+    const auto o = tiles.origin(t);
+    const std::size_t plane = std::size_t{o.z} * sz;
+    const double* z = mv.x + plane;
+    const double* p = mv.x2 + plane;
+    const auto in = [&](int j) { return z[j] + bscale * p[j]; };
+    const int ix = static_cast<int>(o.x + threadIdx.x);
+    const int iz = static_cast<int>(o.z);
+    double v[kRowsPerThread], c[kRowsPerThread];
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int iy = static_cast<int>(o.y + threadIdx.y + r * blockDim.y);
+      if (ix < nx && iy < ny) {
+        const int i = ix + iy * sy;
+        c[r] = in(i);
+        v[r] = rc * plane_row<K>(s, in, c[r], ix, iy, iz, i, sy, sz);
+      }
+    }
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int iy = static_cast<int>(o.y + threadIdx.y + r * blockDim.y);
+      if (ix < nx && iy < ny) {
+        const int i = ix + iy * sy;
+        mv.x_out[plane + i] = c[r];
+        mv.y[plane + i] = v[r];
+        acc += v[r] * c[r];
+      }
+    }
+  }
+  const double mine[1] = {acc};
+  reduce_and_finish<1>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x, FinishSums<1>{mv.sums});
+}
+
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.
 template <int NS>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     csr_epilogue_kernel(LaMatvecArgs mv, const double* v, Reducer red) {
   stream_order_prologue();
+  if (mv.sums.state != nullptr) {  // see prefetch
+    const std::size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < static_cast<std::size_t>(mv.A.csr.rows)) {
+      prefetch(v, i);
+      prefetch(mv.y, i);
+      prefetch(mv.z, i);
+    }
+  }
   if (!logic::guard_runs(mv.sums.state, false)) return;
   const double a = m::value(mv.a);
   const auto n = static_cast<std::size_t>(mv.A.csr.rows);
@@ -432,18 +627,25 @@ unsigned grid_for(Kernel* kernel, std::size_t work, int threads, bool reduction,
   return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, cap));
 }
 
-/// Points along x of a stencil tile: 32 in 2D, 128 in 3D (measured on an H200, 2D 5-point at
-/// 2e7 points: 500 us per CG iteration with 32, 514 with 128 or 256; 3D 7-point at 1.4e7: 390
-/// with 32, 371 with 128 or 256, while 256 is slower below 1e7 points). SLUICE_CUDA_TILE_X (32,
-/// 64, 128 or 256) overrides, to measure the choice again.
-unsigned tile_width(bool three) {
+/// Points along x of a stencil tile: 32 in 2D; 128 in 3D unless 64 or 32 pads x less (measured
+/// on an H200, 2D 5-point at 2e7 points: 500 us per CG iteration with 32, 514 with 128 or 256;
+/// 3D 7-point at 1.4e7: 390 with 32, 371 with 128 or 256, while 256 is slower below 1e7
+/// points). SLUICE_CUDA_TILE_X (32, 64, 128 or 256) overrides, to measure the choice again.
+unsigned tile_width(bool three, std::int64_t nx) {
   static const unsigned forced = [] {
     const char* v = std::getenv("SLUICE_CUDA_TILE_X");
     const unsigned w = v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 0u;
     return w == 32 || w == 64 || w == 128 || w == 256 ? w : 0u;
   }();
   if (forced != 0) return forced;
-  return three ? 128u : 32u;
+  if (!three) return 32u;
+  // 3D: the widest of 128, 64, 32 that pads x least (a tile's threads past nx idle: at nx = 164,
+  // 128 wide tiles leave 36% of them idle and 64 wide 15%; 64 measured 5% faster there).
+  unsigned best = 128;
+  for (unsigned w : {64u, 32u}) {
+    if ((nx + w - 1) / w * w < (nx + best - 1) / best * best) best = w;
+  }
+  return best;
 }
 
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
@@ -472,6 +674,16 @@ void with_stencil_kernel(const LaMatvecArgs& a, bool sums, Fn&& fn) {
     case K::d3p27:
       return pick_sums(std::integral_constant<K, K::d3p27>{});
   }
+}
+
+/// Whether CG's direction product has its own kernel (cg_direction_kernel);
+/// SLUICE_CUDA_CG_KERNELS=0 runs it through the generic stencil kernel (to measure the gain).
+bool cg_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("SLUICE_CUDA_CG_KERNELS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
 }
 
 std::size_t blocks_of(std::size_t n) {
@@ -636,20 +848,44 @@ class CudaLaKernels final : public LaKernels {
     if (args.A.is_stencil) {
       const auto& st = args.A.stencil;
       Tiles tiles;
-      tiles.width = tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27);
+      tiles.width =
+          tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
       tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
       tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
       tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
       const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
-      if (count > std::int64_t{0xffffffff}) {
-        throw Error(Errc::invalid_argument, "cuda: stencil grid too large for one product",
+      if (count > std::int64_t{0x7fffffff} || st.nx * st.ny > std::int64_t{0x7fffffff}) {
+        throw Error(Errc::invalid_argument,
+                    "cuda: stencil grid " + std::to_string(st.nx) + " x " + std::to_string(st.ny) +
+                        " x " + std::to_string(st.nz) +
+                        " too large for one product (at most 2^31 - 1 points per plane)",
                     op.where);
       }
       tiles.count = static_cast<unsigned>(count);
+      tiles.by_tx = FastDiv(tiles.tx);
+      tiles.by_ty = FastDiv(tiles.ty);
+      // CG's direction product (p = z + b p; w = A p; p'w) has a kernel of its own.
+      const bool cg_direction = args.x2 != nullptr && args.right.v == nullptr &&
+                                args.left.v == nullptr && args.left.c == 1.0 &&
+                                args.epilogue == LaEpilogue::store_dot && args.x_out != nullptr &&
+                                args.z == args.x_out && cg_kernels();
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
-        with_stencil_kernel(args, sums, [&](auto* kernel) {
+        auto with_kernel = [&](auto&& fn) {
+          if (!cg_direction) return with_stencil_kernel(args, sums, fn);
+          switch (st.kind) {
+            case LaStencilKind::d2p5:
+              return fn(cg_direction_kernel<LaStencilKind::d2p5>);
+            case LaStencilKind::d2p9:
+              return fn(cg_direction_kernel<LaStencilKind::d2p9>);
+            case LaStencilKind::d3p7:
+              return fn(cg_direction_kernel<LaStencilKind::d3p7>);
+            case LaStencilKind::d3p27:
+              return fn(cg_direction_kernel<LaStencilKind::d3p27>);
+          }
+        };
+        with_kernel([&](auto* kernel) {
           const unsigned grid = grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
           launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
                  red, tiles);

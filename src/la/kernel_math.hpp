@@ -135,15 +135,18 @@ SLUICE_HD void vec_elem(const LaVecArgs& a, double alpha, double beta, std::size
   }
 }
 
-/// The input of a product: x[j] + s * x2[j] (or x[j]), then scaled by `right`.
+/// The input of a product: xs * x[j] + s * x2[j] (or xs * x[j]), then scaled by `right`.
 struct MatvecInput {
   const double* x;
   const double* x2;
   double s;
   LaDiag right;
+  double xs = 1;
 
   /// The unscaled input element (what x_out stores).
-  SLUICE_HD double raw(std::int64_t j) const { return x2 != nullptr ? x[j] + s * x2[j] : x[j]; }
+  SLUICE_HD double raw(std::int64_t j) const {
+    return x2 != nullptr ? xs * x[j] + s * x2[j] : xs * x[j];
+  }
   SLUICE_HD double operator()(std::int64_t j) const {
     return right.v != nullptr ? right.v[j] * raw(j) : raw(j);
   }
@@ -159,12 +162,13 @@ struct ConstantRightInput {
   const double* x2;
   double s;
   double c;
+  double xs = 1;
 
   SLUICE_HD double raw(std::int64_t j) const {
     if constexpr (X2) {
-      return x[j] + s * x2[j];
+      return xs * x[j] + s * x2[j];
     } else {
-      return x[j];
+      return xs * x[j];
     }
   }
   SLUICE_HD double operator()(std::int64_t j) const { return raw(j); }
@@ -175,7 +179,7 @@ struct ConstantRightInput {
 SLUICE_HD double csr_row(const LaCsr& A, const MatvecInput& in, std::int64_t i) {
   double acc = 0;
   const std::int32_t end = A.row_ptr[i + 1];
-  if (in.right.v == nullptr && in.x2 == nullptr) {
+  if (in.right.v == nullptr && in.x2 == nullptr && in.xs == 1.0) {
     for (std::int32_t k = A.row_ptr[i]; k < end; ++k) acc += A.val[k] * in.x[A.col[k]];
     return in.right.c == 1.0 ? acc : in.right.c * acc;
   }
@@ -264,7 +268,7 @@ SLUICE_HD double epilogue(const LaMatvecArgs& m, double v, double a, std::size_t
 
 /// The input of product `m` (its scalar evaluated: once per thread).
 SLUICE_HD MatvecInput input_of(const LaMatvecArgs& m) {
-  return {m.x, m.x2, m.x2 != nullptr ? value(m.x2_scale) : 0.0, m.right};
+  return {m.x, m.x2, m.x2 != nullptr ? value(m.x2_scale) : 0.0, m.right, m.x_scale};
 }
 
 /// Row i's epilogue after storing its input element where the product asks for it.
@@ -319,7 +323,7 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       }
       f.p[i] = 0;
       const double z = diag(f.pc, i) * r;
-      f.z[i] = z;
+      if (f.z != nullptr) f.z[i] = z;
       acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
       acc[1] += z * r;
       break;
@@ -329,7 +333,7 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       const double r = f.r[i] - s[0] * f.w[i];
       f.r[i] = r;
       const double z = diag(f.pc, i) * r;
-      f.z[i] = z;
+      if (f.z != nullptr) f.z[i] = z;
       acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
       acc[1] += z * r;
       break;

@@ -201,9 +201,11 @@ class Run {
     const auto n = static_cast<std::size_t>(A_.rows);
     const bool cg = o_.type == KspType::cg;
     const std::vector<Vec*> vecs =
-        cg ? std::vector<Vec*>{&w_.r, &w_.z, &w_.p, &w_.p2, &w_.w}
+        cg ? std::vector<Vec*>{&w_.r, &w_.p, &w_.p2, &w_.w}
            : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
     for (Vec* v : vecs) ensure(*v, ctx_, n, loc_);
+    // CG stores z only where the preconditioner is a vector (see cg_stores_z).
+    if (cg && o_.pc == PcType::jacobi && !A_.is_stencil) ensure(w_.z, ctx_, n, loc_);
     // Preconditioner: a constant for a stencil (its diagonal is), a vector for CSR.
     if (o_.pc == PcType::jacobi) {
       if (A_.is_stencil) {
@@ -387,6 +389,11 @@ class Run {
 
   // ---- CG ----
 
+  /// Whether z = B r is stored: only where B is a vector (Jacobi of a CSR matrix). With a
+  /// constant B = c (a stencil's Jacobi, or none) the product forms c r itself where it forms
+  /// p = z + b p: the same values, one vector less written and read per iteration.
+  [[nodiscard]] bool cg_stores_z() const { return pc_.v != nullptr; }
+
   /// One pass from a zero guess: x = 0, r = b, z = B r, p = 0 and the sums (with a guess, r
   /// comes from initial_residual first). p = 0 makes the first direction p = z + 0 p equal z.
   void cg_setup() {
@@ -394,7 +401,7 @@ class Run {
     if (!zero) initial_residual(w_.r);
     LaFusedArgs f = fused_args(LaFusedOp::cg_init);
     f.r = w_.r.data();
-    f.z = w_.z.data();
+    f.z = cg_stores_z() ? w_.z.data() : nullptr;
     f.p = w_.p.data();
     f.pc = pc_;
     Accesses acc;
@@ -405,7 +412,8 @@ class Run {
     } else {
       acc.read(w_.r.object_id());
     }
-    acc.write(w_.z.object_id()).write(w_.p.object_id());
+    if (cg_stores_z()) acc.write(w_.z.object_id());
+    acc.write(w_.p.object_id());
     read_pc(acc);
     fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
     cur_ = 0;
@@ -422,7 +430,9 @@ class Run {
     cur_ = 1 - cur_;
     {
       LaMatvecArgs m;
-      m.x = w_.z.data();
+      const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
+      m.x = z.data();
+      m.x_scale = cg_stores_z() ? 1.0 : pc_.c;
       m.x2 = p_old.data();
       m.x2_scale = scalar(&LaKspState::b);
       m.x_out = p_new.data();
@@ -430,7 +440,7 @@ class Run {
       m.y = w_.w.data();
       m.z = p_new.data();
       Accesses acc;
-      acc.read(w_.z.object_id())
+      acc.read(z.object_id())
           .read(p_old.object_id())
           .write(p_new.object_id())
           .write(w_.w.object_id());
@@ -443,15 +453,15 @@ class Run {
       f.p = p_new.data();
       f.r = w_.r.data();
       f.w = w_.w.data();
-      f.z = w_.z.data();
+      f.z = cg_stores_z() ? w_.z.data() : nullptr;
       f.pc = pc_;
       f.s[0] = scalar(&LaKspState::a);
       Accesses acc;
       acc.read_write(x_.object_id())
           .read(p_new.object_id())
           .read_write(w_.r.object_id())
-          .read(w_.w.object_id())
-          .write(w_.z.object_id());
+          .read(w_.w.object_id());
+      if (cg_stores_z()) acc.write(w_.z.object_id());
       read_pc(acc);
       fused(f, acc, LaFinalize::cg_iter, "KSPSolve_CG update, norm, z'r");
     }

@@ -93,9 +93,11 @@ double time_solve(Ksp& ksp, const Vec& b, Vec& x, const Context& ctx, KspResult&
 double bytes_per_iteration(const Mat& A, KspType type, PcType pc) {
   const auto n = static_cast<double>(A.rows());
   // Vector elements moved per iteration by the fused kernels (see src/la/ksp.cpp):
-  //   CG:    p = z + b p inside w = A p, with p'w (4), x += a p; r -= a w; z = B r with sums (7)
+  //   CG:    p = z + b p inside w = A p, with p'w (4), x += a p; r -= a w; z = B r with sums
+  //          (6, and z stored where B is a vector: 7)
   //   TFQMR: q, t (4), r -= a K t (3), d and x steps with r'rp (8), u, q, p (6), v = K p (3)
-  double vectors = type == KspType::cg ? 11 : 24;
+  const bool z_stored = type == KspType::cg && pc == PcType::jacobi && !A.is_matrix_free();
+  double vectors = type == KspType::cg ? (z_stored ? 11 : 10) : 24;
   double extra = 0;
   if (!A.is_matrix_free()) {
     // CSR: values and column indices once per product, row pointers once.

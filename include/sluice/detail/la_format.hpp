@@ -141,12 +141,14 @@ enum class LaEpilogue : std::uint8_t {
   residual,   ///< y = y - a v (y read and written); sum0 = y'y
 };
 
-/// The product's input is `x + x2_scale * x2` when `x2` is set (CG's new direction
-/// p = z + b p, formed inside the product instead of in a pass of its own), else `x`; where
-/// `x_out` is set, row i also stores its input element there (x_out must not be x or x2).
+/// The product's input is `x_scale x + x2_scale * x2` when `x2` is set (CG's new direction
+/// p = z + b p, formed inside the product instead of in a pass of its own; with a constant
+/// preconditioner z = c r is formed there too, from x = r and x_scale = c), else `x_scale x`;
+/// where `x_out` is set, row i also stores its input element there (x_out must not be x or x2).
 struct LaMatvecArgs {
   LaOperator A;
   const double* x = nullptr;
+  double x_scale = 1;
   const double* x2 = nullptr;
   LaScalar x2_scale;
   double* x_out = nullptr;

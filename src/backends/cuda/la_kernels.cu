@@ -409,7 +409,7 @@ __device__ In input_as(const LaMatvecArgs& mv) {
   if constexpr (std::is_same_v<In, m::MatvecInput>) {
     return m::input_of(mv);
   } else {
-    return {mv.x, mv.x2, mv.x2 != nullptr ? m::value(mv.x2_scale) : 0.0, mv.right.c};
+    return {mv.x, mv.x2, mv.x2 != nullptr ? m::value(mv.x2_scale) : 0.0, mv.right.c, mv.x_scale};
   }
 }
 
@@ -526,14 +526,14 @@ __global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
     }
   }
   if (!logic::guard_runs(mv.sums.state, false)) return;
-  const double rc = mv.right.c;
+  const double rc = mv.right.c, xs = mv.x_scale;
   double acc = 0;
   for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
     const auto o = tiles.origin(t);
     const std::size_t plane = std::size_t{o.z} * sz;
     const double* z = mv.x + plane;
     const double* p = mv.x2 + plane;
-    const auto in = [&](int j) { return z[j] + bscale * p[j]; };
+    const auto in = [&](int j) { return xs * z[j] + bscale * p[j]; };
     const int ix = static_cast<int>(o.x + threadIdx.x);
     const int iz = static_cast<int>(o.z);
     double v[kRowsPerThread], c[kRowsPerThread];
@@ -914,7 +914,8 @@ class CudaLaKernels final : public LaKernels {
     const auto& A = args.A.csr;
     const auto n = static_cast<std::size_t>(A.rows);
     const bool identity_right = args.right.v == nullptr && args.right.c == 1.0;
-    const bool direct_input = identity_right && args.x2 == nullptr && args.x_out == nullptr;
+    const bool direct_input =
+        identity_right && args.x2 == nullptr && args.x_out == nullptr && args.x_scale == 1.0;
     const bool plain = args.epilogue == LaEpilogue::store && direct_input &&
                        args.left.v == nullptr && args.left.c == 1.0 && args.sums.state == nullptr;
     run_on(s, op, [&](cudaStream_t st) {

@@ -55,6 +55,10 @@ constexpr int kMinBlocks = 6;
 // without spilling. Measured on an H200 against 6: 2 to 4% faster per CG solve from 3e6 to 1e7
 // nonzeros, the same above.
 constexpr int kCgDirectionMinBlocks = 4;
+// The fused solver steps are compiled for 8 (32 registers, full occupancy): more loads in
+// flight per multiprocessor, though ptxas spills 44 bytes (68 in tf_dx). Measured on an H200
+// against 6: CG solves 4% faster at 1e7 nonzeros, 1 to 2% at 3e7 and 1e8; 4 was slower.
+constexpr int kFusedMinBlocks = 8;
 
 // ---- per-stream scratch ------------------------------------------------------------------------
 
@@ -338,7 +342,8 @@ __global__ void __launch_bounds__(kBlock) reduce_kernel(LaReduceArgs a, Reducer 
 /// what the next step reads first, and some of it is still in L2 (measured on an H200: 2 to 4%
 /// per CG iteration at 1e7 to 3e7 nonzeros).
 template <LaFusedOp Op>
-__global__ void __launch_bounds__(kBlock, kMinBlocks) fused_kernel(LaFusedArgs f, Reducer red) {
+__global__ void __launch_bounds__(kBlock, kFusedMinBlocks)
+    fused_kernel(LaFusedArgs f, Reducer red) {
   stream_order_prologue();
   constexpr int NS = m::fused_sums(Op);
   double s[4];

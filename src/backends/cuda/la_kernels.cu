@@ -32,6 +32,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/fast_div.hpp"
 #include "backends/cuda/la_kernels.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -372,24 +373,6 @@ __global__ void __launch_bounds__(kBlock, kFusedMinBlocks)
 /// then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the blocks
 /// resident at one time work on neighbouring tiles, so a point's y and z neighbours, read by
 /// several tiles, come from L1 or L2 and every point is read from memory about once.
-/// Division of numbers below 2^31 by a divisor fixed at launch: a multiply-high and a shift
-/// (Granlund and Montgomery) instead of the ~20 instructions of a 32-bit division, which a tile's
-/// coordinates took twice per tile.
-struct FastDiv {
-  unsigned d = 1, mul = 0, shift = 0;
-  FastDiv() = default;
-  explicit FastDiv(unsigned divisor) : d(divisor) {
-    if (d <= 1) return;
-    unsigned log2 = 31u - static_cast<unsigned>(__builtin_clz(d));
-    if ((d & (d - 1)) != 0) ++log2;  // ceil(log2 d)
-    mul = static_cast<unsigned>(((std::uint64_t{1} << (31 + log2)) + d - 1) / d);
-    shift = log2 - 1;
-  }
-  __device__ unsigned operator()(unsigned n) const {
-    return d <= 1 ? n : __umulhi(n, mul) >> shift;
-  }
-};
-
 struct Tiles {
   unsigned width = 32;      // points along x (the block's x threads)
   unsigned height = 16;     // points along y (the block's y threads x kRowsPerThread)

@@ -187,14 +187,13 @@ SLUICE_HD double csr_row(const LaCsr& A, const MatvecInput& in, std::int64_t i) 
   return in.right.v != nullptr || in.right.c == 1.0 ? acc : in.right.c * acc;
 }
 
-/// (A (right .* input))_i for the grid point (ix, iy, iz) = row i of a stencil of kind K. The
-/// neighbours are summed in a fixed order (z, then y, then x ascending), the centre term added
-/// last.
-template <LaStencilKind K, class In>
-SLUICE_HD double stencil_row(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
-                             std::int64_t iz, std::int64_t i) {
-  const std::int64_t nx = s.nx, ny = s.ny, nz = s.nz;
-  const std::int64_t sy = nx, sz = nx * ny;
+/// The sum of the neighbours of grid point (ix, iy, iz) = row i of a stencil of kind K, in a
+/// fixed order (z, then y, then x ascending); sy and sz are the strides of y and z. I is the
+/// index type: 64-bit on the host, 32-bit offsets from a plane in a GPU's CG kernel.
+template <LaStencilKind K, class I, class In>
+SLUICE_HD double stencil_neighbors(const LaStencil& s, const In& in, I ix, I iy, I iz, I i, I sy,
+                                   I sz) {
+  const auto nx = static_cast<I>(s.nx), ny = static_cast<I>(s.ny), nz = static_cast<I>(s.nz);
   double acc = 0;
   if constexpr (K == LaStencilKind::d2p5) {
     if (iy > 0) acc += in(i - sy);
@@ -214,13 +213,22 @@ SLUICE_HD double stencil_row(const LaStencil& s, const In& in, std::int64_t ix, 
       if (iz + dz < 0 || iz + dz >= nz) continue;
       for (int dy = -1; dy <= 1; ++dy) {
         if (iy + dy < 0 || iy + dy >= ny) continue;
-        const std::int64_t base = i + dz * sz + dy * sy;
+        const I base = i + dz * sz + dy * sy;
         if (ix > 0) acc += in(base - 1);
         if (dz != 0 || dy != 0) acc += in(base);
         if (ix + 1 < nx) acc += in(base + 1);
       }
     }
   }
+  return acc;
+}
+
+/// (A (right .* input))_i for the grid point (ix, iy, iz) = row i of a stencil of kind K: the
+/// neighbours' sum, the centre term added last.
+template <LaStencilKind K, class In>
+SLUICE_HD double stencil_row(const LaStencil& s, const In& in, std::int64_t ix, std::int64_t iy,
+                             std::int64_t iz, std::int64_t i) {
+  const double acc = stencil_neighbors<K>(s, in, ix, iy, iz, i, s.nx, s.nx * s.ny);
   return in.right_scale() * (s.neighbor * acc + s.center * in(i));
 }
 

@@ -391,6 +391,23 @@ struct Tiles {
   }
 };
 
+/// A guarded stencil product's prefetch (see prefetch): the inputs at the thread's points of
+/// its block's first tile.
+__device__ void prefetch_first_tile(const LaMatvecArgs& mv, const Tiles& tiles) {
+  if (mv.sums.state == nullptr || blockIdx.x >= tiles.count) return;
+  const LaStencil& s = mv.A.stencil;
+  const auto o = tiles.origin(blockIdx.x);
+  const std::int64_t ix = o.x + threadIdx.x;
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const std::int64_t iy = o.y + threadIdx.y + r * blockDim.y;
+    if (ix < s.nx && iy < s.ny) {
+      const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * std::int64_t{o.z}));
+      prefetch(mv.x, i);
+      prefetch(mv.x2, i);
+    }
+  }
+}
+
 /// A product's input as the stencil kernel `In` reads it.
 template <class In>
 __device__ In input_as(const LaMatvecArgs& mv) {
@@ -408,20 +425,7 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   const double a = m::value(mv.a);
   const In in = input_as<In>(mv);
   const LaStencil& s = mv.A.stencil;
-  if (mv.sums.state != nullptr && blockIdx.x < tiles.count) {  // see prefetch
-    const auto o = tiles.origin(blockIdx.x);
-    const std::int64_t ix = o.x + threadIdx.x;
-    const std::int64_t iy0 = o.y + threadIdx.y;
-    const std::int64_t iz = o.z;
-    for (int r = 0; r < kRowsPerThread; ++r) {
-      const std::int64_t iy = iy0 + r * blockDim.y;
-      if (ix < s.nx && iy < s.ny) {
-        const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz));
-        prefetch(mv.x, i);
-        prefetch(mv.x2, i);
-      }
-    }
-  }
+  prefetch_first_tile(mv, tiles);
   if (!logic::guard_runs(mv.sums.state, false)) return;
   double acc = 0;
   for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
@@ -452,42 +456,6 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   }
 }
 
-/// Row i of stencil K applied to `in` (`c` = in(i)), with 32-bit offsets from the point's
-/// plane: the same terms in the same order as m::stencil_row.
-template <LaStencilKind K, class In>
-__device__ __forceinline__ double plane_row(const LaStencil& s, const In& in, double c, int ix,
-                                            int iy, int iz, int i, int sy, int sz) {
-  const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
-  const int nz = static_cast<int>(s.nz);
-  double acc = 0;
-  if constexpr (K == LaStencilKind::d2p5) {
-    if (iy > 0) acc += in(i - sy);
-    if (ix > 0) acc += in(i - 1);
-    if (ix + 1 < nx) acc += in(i + 1);
-    if (iy + 1 < ny) acc += in(i + sy);
-  } else if constexpr (K == LaStencilKind::d3p7) {
-    if (iz > 0) acc += in(i - sz);
-    if (iy > 0) acc += in(i - sy);
-    if (ix > 0) acc += in(i - 1);
-    if (ix + 1 < nx) acc += in(i + 1);
-    if (iy + 1 < ny) acc += in(i + sy);
-    if (iz + 1 < nz) acc += in(i + sz);
-  } else {
-    constexpr bool three = K == LaStencilKind::d3p27;
-    for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
-      if (iz + dz < 0 || iz + dz >= nz) continue;
-      for (int dy = -1; dy <= 1; ++dy) {
-        if (iy + dy < 0 || iy + dy >= ny) continue;
-        const int base = i + dz * sz + dy * sy;
-        if (ix > 0) acc += in(base - 1);
-        if (dz != 0 || dy != 0) acc += in(base);
-        if (ix + 1 < nx) acc += in(base + 1);
-      }
-    }
-  }
-  return s.neighbor * acc + s.center * c;
-}
-
 /// CG's direction and product in one pass (KSPSolve_CG's p = z + b p, w = A p, p'w): the
 /// generic stencil kernel's work for this one form, in about half its instructions. The input
 /// is formed once per point and reused for the centre term, the stored direction and the dot;
@@ -501,18 +469,7 @@ __global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
   const LaStencil& s = mv.A.stencil;
   const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
   const int sy = nx, sz = nx * ny;
-  if (mv.sums.state != nullptr && blockIdx.x < tiles.count) {  // see prefetch
-    const auto o = tiles.origin(blockIdx.x);
-    const int ix = static_cast<int>(o.x + threadIdx.x);
-    for (int r = 0; r < kRowsPerThread; ++r) {
-      const int iy = static_cast<int>(o.y + threadIdx.y + r * blockDim.y);
-      if (ix < nx && iy < ny) {
-        const std::size_t i = std::size_t{o.z} * sz + ix + std::size_t(iy) * sy;
-        prefetch(mv.x, i);
-        prefetch(mv.x2, i);
-      }
-    }
-  }
+  prefetch_first_tile(mv, tiles);
   if (!logic::guard_runs(mv.sums.state, false)) return;
   const double rc = mv.right.c, xs = mv.x_scale;
   double acc = 0;
@@ -530,7 +487,8 @@ __global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
       if (ix < nx && iy < ny) {
         const int i = ix + iy * sy;
         c[r] = in(i);
-        v[r] = rc * plane_row<K>(s, in, c[r], ix, iy, iz, i, sy, sz);
+        v[r] = rc * (s.neighbor * m::stencil_neighbors<K>(s, in, ix, iy, iz, i, sy, sz) +
+                     s.center * c[r]);
       }
     }
     for (int r = 0; r < kRowsPerThread; ++r) {

@@ -163,6 +163,18 @@ class LaKernels {
   virtual void reduce(Stream& stream, const LaReduceArgs& args, const OpInfo& op) = 0;
   virtual void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) = 0;
   virtual void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) = 0;
+  /// A block of CG iterations in async mode (see LaCgBlockArgs). The default issues each
+  /// iteration's two steps; a backend may run the whole block as one kernel, with the same
+  /// arithmetic in the same order (the iterates stay bit-identical to sync mode's).
+  virtual void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
+    LaMatvecArgs direction;
+    LaFusedArgs update;
+    for (std::int32_t k = 0; k < args.iterations; ++k) {
+      cg_block_step(args, k, direction, update);
+      matvec(stream, direction, op);
+      fused(stream, update, op);
+    }
+  }
   /// out[i] = A(i, i) (0 where a CSR row stores none).
   virtual void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) = 0;
   /// Backend data for a CSR matrix, made once per matrix and kept alive by it (a cuSPARSE

@@ -307,6 +307,22 @@ SLUICE_HD int matvec_sums(LaEpilogue e) {
   return e == LaEpilogue::store_dot || e == LaEpilogue::residual ? 1 : 0;
 }
 
+/// CG's update at one element from its values: x += a p, r -= a w, z = pc r, with the norm's
+/// term (by norm type) added to acc[0] and z'r to acc[1].
+struct CgUpdated {
+  double x, r, z;
+};
+SLUICE_HD CgUpdated cg_update_at(double x, double p, double r, double w, double a, double pc,
+                                 std::int32_t norm_type, double* acc) {
+  CgUpdated u;
+  u.x = x + a * p;
+  u.r = r - a * w;
+  u.z = pc * u.r;
+  acc[0] += norm_type == 1 ? u.z * u.z : norm_type == 2 ? u.r * u.r : 0.0;
+  acc[1] += u.z * u.r;
+  return u;
+}
+
 /// One element of the fused solver step Op. `s` holds the operation's scalars, already
 /// evaluated; `steps` is tf_dx's number of steps; contributions are added to `acc`.
 template <LaFusedOp Op>
@@ -337,13 +353,11 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
       break;
     }
     case LaFusedOp::cg_update: {
-      f.x[i] = f.x[i] + s[0] * f.p[i];
-      const double r = f.r[i] - s[0] * f.w[i];
-      f.r[i] = r;
-      const double z = diag(f.pc, i) * r;
-      if (f.z != nullptr) f.z[i] = z;
-      acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
-      acc[1] += z * r;
+      const auto u =
+          cg_update_at(f.x[i], f.p[i], f.r[i], f.w[i], s[0], diag(f.pc, i), f.norm_type, acc);
+      f.x[i] = u.x;
+      f.r[i] = u.r;
+      if (f.z != nullptr) f.z[i] = u.z;
       break;
     }
     case LaFusedOp::tf_init: {

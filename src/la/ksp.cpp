@@ -166,7 +166,7 @@ class Run {
     if (o_.type == KspType::cg) {
       cg_setup();
       if (async_) {
-        run_async([this] { cg_iteration(); });
+        run_async([this](int n) { cg_iterations(n); });
       } else {
         while (st_.stop == 0 && cg_iteration()) {
         }
@@ -174,7 +174,9 @@ class Run {
     } else {
       tf_setup();
       if (async_) {
-        run_async([this] { tf_iteration(); });
+        run_async([this](int n) {
+          for (int i = 0; i < n; ++i) tf_iteration();
+        });
       } else {
         while (st_.stop == 0 && tf_iteration()) {
         }
@@ -419,6 +421,41 @@ class Run {
     cur_ = 0;
   }
 
+  /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
+  /// with p'w (z = c r formed here when not stored), and its accesses.
+  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, Accesses& acc) const {
+    LaMatvecArgs m;
+    const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
+    m.x = z.data();
+    m.x_scale = cg_stores_z() ? 1.0 : pc_.c;
+    m.x2 = p_old.data();
+    m.x2_scale = scalar(&LaKspState::b);
+    m.x_out = p_new.data();
+    m.epilogue = LaEpilogue::store_dot;
+    m.y = w_.w.data();
+    m.z = p_new.data();
+    acc.read(z.object_id()).read(p_old.object_id()).write(p_new.object_id());
+    acc.write(w_.w.object_id());
+    return m;
+  }
+
+  /// The update of a CG iteration, x += a p, r -= a w, z = B r with the norm and z'r. Its
+  /// accesses leave out p (the caller's: read here, written by the direction product).
+  LaFusedArgs cg_update(const Vec& p, Accesses& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::cg_update);
+    f.x = x_.data();
+    f.p = p.data();
+    f.r = w_.r.data();
+    f.w = w_.w.data();
+    f.z = cg_stores_z() ? w_.z.data() : nullptr;
+    f.pc = pc_;
+    f.s[0] = scalar(&LaKspState::a);
+    acc.read_write(x_.object_id()).read_write(w_.r.object_id());
+    if (cg_stores_z()) acc.write(w_.z.object_id());
+    read_pc(acc);
+    return f;
+  }
+
   /// One CG iteration; false once the solve stopped (sync mode). The new direction
   /// p = z + b p is formed inside the product w = A p (one pass and one launch less; a backend
   /// that cannot, cuSPARSE, forms it in a pass of its own): it reads the old direction from one
@@ -429,43 +466,47 @@ class Run {
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
     cur_ = 1 - cur_;
     {
-      LaMatvecArgs m;
-      const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
-      m.x = z.data();
-      m.x_scale = cg_stores_z() ? 1.0 : pc_.c;
-      m.x2 = p_old.data();
-      m.x2_scale = scalar(&LaKspState::b);
-      m.x_out = p_new.data();
-      m.epilogue = LaEpilogue::store_dot;
-      m.y = w_.w.data();
-      m.z = p_new.data();
       Accesses acc;
-      acc.read(z.object_id())
-          .read(p_old.object_id())
-          .write(p_new.object_id())
-          .write(w_.w.object_id());
+      const LaMatvecArgs m = cg_direction(p_old, p_new, acc);
       matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG p = z + b p, w = A p, p'w");
       if (st_.stop != 0) return false;
     }
     {
-      LaFusedArgs f = fused_args(LaFusedOp::cg_update);
-      f.x = x_.data();
-      f.p = p_new.data();
-      f.r = w_.r.data();
-      f.w = w_.w.data();
-      f.z = cg_stores_z() ? w_.z.data() : nullptr;
-      f.pc = pc_;
-      f.s[0] = scalar(&LaKspState::a);
       Accesses acc;
-      acc.read_write(x_.object_id())
-          .read(p_new.object_id())
-          .read_write(w_.r.object_id())
-          .read(w_.w.object_id());
-      if (cg_stores_z()) acc.write(w_.z.object_id());
-      read_pc(acc);
+      acc.read(p_new.object_id()).read(w_.w.object_id());
+      const LaFusedArgs f = cg_update(p_new, acc);
       fused(f, acc, LaFinalize::cg_iter, "KSPSolve_CG update, norm, z'r");
     }
     return st_.stop == 0;
+  }
+
+  /// `n` CG iterations as one operation (async mode): the backend may run them as one kernel
+  /// (LaKernels::cg_block), with the same arithmetic as n calls of cg_iteration.
+  void cg_iterations(int n) {
+    Vec& p_old = cur_ == 0 ? w_.p : w_.p2;
+    Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
+    if (n % 2 != 0) cur_ = 1 - cur_;
+    LaCgBlockArgs a;
+    Accesses unused;
+    a.direction = cg_direction(p_old, p_new, unused);
+    a.direction.A = A_.op();
+    a.update = cg_update(p_new, unused);
+    a.p[0] = p_old.data();
+    a.p[1] = p_new.data();
+    a.iterations = n;
+    Accesses acc;
+    acc.read_write(w_.p.object_id()).read_write(w_.p2.object_id()).write(w_.w.object_id());
+    if (cg_stores_z()) {
+      acc.read_write(w_.z.object_id());
+    }
+    acc.read_write(x_.object_id()).read_write(w_.r.object_id());
+    read_pc(acc);
+    A_.read_by(acc);
+    a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
+    a.update.sums = a.direction.sums;
+    a.update.sums.finalize = LaFinalize::cg_iter;
+    issue(ctx_, acc, "KSPSolve_CG iterations", loc_,
+          [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
   }
 
   // ---- TFQMR ----
@@ -610,13 +651,21 @@ class Run {
     monitor_async();
   }
 
+  /// Iterations of a fixed-iteration solve issued as one operation at most: a kernel that runs
+  /// a whole block of them stays well under any launch time limit.
+  static constexpr int kFixedBlock = 64;
+
+  /// Issues the loop: `iterate(n)` queues n iterations.
   template <class Iterate>
   void run_async(Iterate&& iterate) {
     const int total = o_.max_it;
     int issued = 0;
     if (o_.fixed_iterations) {
-      // Nothing to decide early: a breakdown makes the remaining kernels no-ops.
-      for (; issued < total; ++issued) iterate();
+      // Nothing to decide early: a breakdown makes the remaining kernels no-ops. Blocks of at
+      // most kFixedBlock iterations (an even number: see cg_iterations).
+      for (; issued < total; issued += std::min(kFixedBlock, total - issued)) {
+        iterate(std::min(kFixedBlock, total - issued));
+      }
       auto s = snapshot(1);
       read(s);
       return;
@@ -626,7 +675,7 @@ class Run {
     int next_slot = 1;
     auto block = [&] {
       const int n = std::min(k, total - issued);
-      for (int i = 0; i < n; ++i) iterate();
+      iterate(n);
       issued += n;
       pending.push_back(snapshot(next_slot));
       next_slot = next_slot == 1 ? 2 : 1;

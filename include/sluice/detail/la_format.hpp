@@ -188,4 +188,29 @@ struct LaFusedArgs {
   LaSums sums;
 };
 
+/// A block of CG iterations in async mode (LaKernels::cg_block): per iteration the direction
+/// product (`direction`: p = x_scale x + b p_old formed inside w = A p, with p'w) and then the
+/// update (`update`: x += a p, r -= a w, z = B r, with the norm and z'r), each ending in its
+/// finalize on the device state. The two direction vectors swap roles every iteration:
+/// iteration k reads the old direction from `p[k % 2]` and writes the new one to
+/// `p[(k + 1) % 2]` (direction.x2 / direction.x_out = direction.z / update.p, which
+/// cg_block_step sets). With an even count a block repeats exactly.
+struct LaCgBlockArgs {
+  LaMatvecArgs direction;
+  LaFusedArgs update;
+  double* p[2] = {nullptr, nullptr};
+  std::int32_t iterations = 0;
+};
+
+/// The arguments of iteration k of a CG block.
+inline void cg_block_step(const LaCgBlockArgs& a, std::int32_t k, LaMatvecArgs& direction,
+                          LaFusedArgs& update) {
+  direction = a.direction;
+  update = a.update;
+  direction.x2 = a.p[k % 2];
+  direction.x_out = a.p[(k + 1) % 2];
+  direction.z = direction.x_out;
+  update.p = direction.x_out;
+}
+
 }  // namespace sluice

@@ -17,9 +17,11 @@
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include <cooperative_groups.h>
 #include <cuda/atomic>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +62,16 @@ constexpr int kCgDirectionMinBlocks = 4;
 // flight per multiprocessor, though ptxas spills 44 bytes (68 in tf_dx). Measured on an H200
 // against 6: CG solves 4% faster at 1e7 nonzeros, 1 to 2% at 3e7 and 1e8; 4 was slower.
 constexpr int kFusedMinBlocks = 8;
+
+// cg_block_kernel is compiled for 4 resident blocks (64 registers), and CG's direction product
+// runs on 4 blocks per multiprocessor in both of its forms (cg_direction_grid): the cooperative
+// grid then holds exactly one block of the direction product and two of the update (8 per
+// multiprocessor) per block, so neither step leaves some blocks with twice the work of others.
+// Measured on an H100 at 1e8 nonzeros against 5 (48 registers, the direction product's own
+// occupancy, the update's blocks taken one or two per block): 12.8 ms per 20 iterations in 2D.
+constexpr int cg_block_min_blocks(LaStencilKind) {
+  return 4;
+}
 
 // ---- per-stream scratch ------------------------------------------------------------------------
 
@@ -171,6 +183,19 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
   __syncthreads();
 }
 
+/// Combines the partials of `blocks` blocks (NS sums each, block-major) in block order into
+/// `total` (valid in thread 0): thread t adds blocks t, t + threads, ..., then the block combines.
+template <int NS>
+__device__ void combine_partials(m::Combine c, const double* partials, int blocks,
+                                 double (&total)[NS], int t, int threads) {
+  double part[NS];
+  for (int k = 0; k < NS; ++k) part[k] = m::identity_of(c);
+  for (int b = t; b < blocks; b += threads) {
+    for (int k = 0; k < NS; ++k) part[k] = m::combine(c, part[k], __ldcg(&partials[b * NS + k]));
+  }
+  block_combine<NS>(c, part, total, t, threads);
+}
+
 /// Ends a reduction of NS sums: block partials, then the last block combines them in block
 /// order and hands them to `finish`: `finish.load(t)` in each of its threads t first (while
 /// the partials are read), then `finish(total, t)` (`total` is valid in thread 0).
@@ -191,14 +216,8 @@ __device__ void reduce_and_finish(m::Combine c, const double (&acc)[NS], const R
   __syncthreads();
   if (!last) return;
   finish.load(t, threads);
-  double part[NS];
-  for (int k = 0; k < NS; ++k) part[k] = m::identity_of(c);
-  for (int b = t; b < blocks; b += threads) {
-    for (int k = 0; k < NS; ++k)
-      part[k] = m::combine(c, part[k], __ldcg(&red.partials[b * NS + k]));
-  }
   double total[NS];
-  block_combine<NS>(c, part, total, t, threads);
+  combine_partials<NS>(c, red.partials, blocks, total, t, threads);
   finish(total, t, threads);
   if (t == 0) *red.counter = 0;
 }
@@ -456,28 +475,25 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   }
 }
 
-/// CG's direction and product in one pass (KSPSolve_CG's p = z + b p, w = A p, p'w): the
-/// generic stencil kernel's work for this one form, in about half its instructions. The input
-/// is formed once per point and reused for the centre term, the stored direction and the dot;
-/// offsets are 32-bit from the tile's plane; the epilogue is known at compile time. It computes
-/// exactly what stencil_kernel does (same terms, same order, same reduction shape).
+/// CG's direction and product over the tiles first, first + stride, ... (KSPSolve_CG's
+/// p = z + b p, w = A p, p'w; z = xs x): the thread's share of p'w. The input is formed once per
+/// point and reused for the centre term, the stored direction and the dot; offsets are 32-bit
+/// from the tile's plane. It computes exactly what stencil_kernel does for this form (same
+/// terms, same order).
 template <LaStencilKind K>
-__global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
-    cg_direction_kernel(LaMatvecArgs mv, Reducer red, Tiles tiles) {
-  stream_order_prologue();
-  const double bscale = m::value(mv.x2_scale);
+__device__ double cg_direction_tiles(const LaMatvecArgs& mv, const Tiles& tiles, double bscale,
+                                     const double* p_old, double* p_new, unsigned first,
+                                     unsigned stride) {
   const LaStencil& s = mv.A.stencil;
   const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
   const int sy = nx, sz = nx * ny;
-  prefetch_first_tile(mv, tiles);
-  if (!logic::guard_runs(mv.sums.state, false)) return;
   const double rc = mv.right.c, xs = mv.x_scale;
   double acc = 0;
-  for (unsigned t = blockIdx.x; t < tiles.count; t += gridDim.x) {
+  for (unsigned t = first; t < tiles.count; t += stride) {
     const auto o = tiles.origin(t);
     const std::size_t plane = std::size_t{o.z} * sz;
     const double* z = mv.x + plane;
-    const double* p = mv.x2 + plane;
+    const double* p = p_old + plane;
     const auto in = [&](int j) { return xs * z[j] + bscale * p[j]; };
     const int ix = static_cast<int>(o.x + threadIdx.x);
     const int iz = static_cast<int>(o.z);
@@ -495,14 +511,150 @@ __global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
       const int iy = static_cast<int>(o.y + threadIdx.y + r * blockDim.y);
       if (ix < nx && iy < ny) {
         const int i = ix + iy * sy;
-        mv.x_out[plane + i] = c[r];
+        p_new[plane + i] = c[r];
         mv.y[plane + i] = v[r];
         acc += v[r] * c[r];
       }
     }
   }
-  const double mine[1] = {acc};
+  return acc;
+}
+
+/// CG's direction and product in one pass: the generic stencil kernel's work for this one form
+/// (store_dot into the stored direction), in about half its instructions, with the same
+/// reduction shape.
+template <LaStencilKind K>
+__global__ void __launch_bounds__(kStencilThreads, kCgDirectionMinBlocks)
+    cg_direction_kernel(LaMatvecArgs mv, Reducer red, Tiles tiles) {
+  stream_order_prologue();
+  const double bscale = m::value(mv.x2_scale);
+  prefetch_first_tile(mv, tiles);
+  if (!logic::guard_runs(mv.sums.state, false)) return;
+  const double mine[1] = {
+      cg_direction_tiles<K>(mv, tiles, bscale, mv.x2, mv.x_out, blockIdx.x, gridDim.x)};
   reduce_and_finish<1>(m::Combine::sum, mine, red, blockIdx.x, gridDim.x, FinishSums<1>{mv.sums});
+}
+
+// ---- CG blocks: many iterations in one cooperative launch ---------------------------------------
+
+/// The launch shapes a CG block kernel reproduces: those of the two kernels an iteration runs
+/// when launched one by one (sync mode), so that its partial sums, and so its iterates, are
+/// bit-identical to theirs.
+struct CgBlockShape {
+  Tiles tiles;
+  unsigned dir_blocks = 1;  // cg_direction_kernel's grid
+  unsigned upd_blocks = 1;  // fused_kernel<cg_update>'s grid
+  std::size_t chunks = 0;   // the update's chunks of kBlock elements
+};
+
+/// Runs `fin` on the block's copy of the state with the sums of a step whose `blocks` partials
+/// (NS each) are complete; false once the solve stopped (the same in every block).
+template <int NS>
+__device__ bool finish_step(const double* partials, unsigned blocks, LaFinalize fin, LaKspState& st,
+                            int t, int threads) {
+  double total[NS];
+  combine_partials<NS>(m::Combine::sum, partials, static_cast<int>(blocks), total, t, threads);
+  if (t == 0) {
+    double s[m::kMaxSums] = {0, 0, 0};
+    for (int k = 0; k < NS; ++k) s[k] = total[k];
+    logic::finalize(fin, st, s);
+  }
+  __syncthreads();
+  return st.stop == 0;
+}
+
+/// The update's work of the blocks v0 and v1 (if below the update's grid) of
+/// fused_kernel<cg_update> launched alone: x += a p, r -= a w, z = c r on their chunks, with
+/// each block's partials of the norm and z'r. The two blocks' loads are issued together.
+__device__ void cg_update_pair(const LaFusedArgs& f, const double* p, double a, unsigned v0,
+                               unsigned v1, const CgBlockShape& shape, double* partials, int t,
+                               int threads) {
+  const std::size_t chunks = shape.chunks, blocks = shape.upd_blocks;
+  const bool two = v1 < blocks;
+  const double pc = f.pc.c;
+  double acc[2][2] = {{0, 0}, {0, 0}};
+  for (std::size_t c0 = v0, c1 = v1; c0 < chunks; c0 += blocks, c1 += blocks) {
+    const std::size_t i[2] = {(chunks - 1 - c0) * kBlock + t,
+                              c1 < chunks ? (chunks - 1 - c1) * kBlock + t : f.n};
+    const bool in[2] = {i[0] < f.n, two && i[1] < f.n};
+    double x[2], pp[2], r[2], w[2];
+    for (int k = 0; k < 2; ++k) {
+      if (in[k]) x[k] = f.x[i[k]], pp[k] = p[i[k]], r[k] = f.r[i[k]], w[k] = f.w[i[k]];
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (!in[k]) continue;
+      const auto u = m::cg_update_at(x[k], pp[k], r[k], w[k], a, pc, f.norm_type, acc[k]);
+      f.x[i[k]] = u.x;
+      f.r[i[k]] = u.r;
+    }
+  }
+  const double mine[4] = {acc[0][0], acc[0][1], acc[1][0], acc[1][1]};
+  double sums[4];
+  block_combine<4>(m::Combine::sum, mine, sums, t, threads);
+  if (t == 0) {
+    partials[2 * v0] = sums[0];
+    partials[2 * v0 + 1] = sums[1];
+    if (two) {
+      partials[2 * v1] = sums[2];
+      partials[2 * v1 + 1] = sums[3];
+    }
+  }
+}
+
+/// `args.iterations` CG iterations of a matrix-free operator with a constant preconditioner in
+/// one cooperative launch (async mode): each iteration's direction product and update, with a
+/// grid-wide barrier after each where the kernels launched one by one would end. Every block
+/// then adds the partials in block order and runs the solver logic on its own shared-memory copy
+/// of the state (the same arithmetic, so the same decisions in every block); block 0 alone
+/// writes the history and, at the end, the state. The work of a step is split exactly as its
+/// own kernel splits it (see CgBlockShape): the sums, and so the iterates, are bit-identical to
+/// sync mode's. What it saves: per step, a kernel's launch and drain and the serial tail of its
+/// last block, a few microseconds that dominate an iteration up to about 1e7 nonzeros.
+template <LaStencilKind K>
+__global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
+    cg_block_kernel(LaCgBlockArgs args, double* partials, CgBlockShape shape) {
+  namespace cg = cooperative_groups;
+  const cg::grid_group grid = cg::this_grid();
+  const int t = threadIdx.x + threadIdx.y * blockDim.x;
+  const int threads = blockDim.x * blockDim.y;
+  constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
+  unsigned long long* words = state_words();
+  auto* global = reinterpret_cast<unsigned long long*>(args.direction.sums.state);
+  for (int k = t; k < kWords; k += threads) words[k] = global[k];
+  __syncthreads();
+  LaKspState& st = *reinterpret_cast<LaKspState*>(words);
+  if (st.stop != 0) return;  // every block read the same state: none passes a barrier
+  if (blockIdx.x != 0 && t == 0) st.hist_cap = 0;  // block 0 alone stores the history
+  const LaMatvecArgs& mv = args.direction;
+  double* part_dir = partials;
+  double* part_upd = partials + kMaxBlocks;
+  const unsigned blocks = gridDim.x;
+  double* p_old = args.p[0];
+  double* p_new = args.p[1];
+  for (int k = 0; k < args.iterations; ++k) {
+    const double b = st.b;
+    for (unsigned v = blockIdx.x; v < shape.dir_blocks; v += blocks) {
+      const double mine[1] = {
+          cg_direction_tiles<K>(mv, shape.tiles, b, p_old, p_new, v, shape.dir_blocks)};
+      double sum[1];
+      block_combine<1>(m::Combine::sum, mine, sum, t, threads);
+      if (t == 0) part_dir[v] = sum[0];
+    }
+    grid.sync();
+    if (!finish_step<1>(part_dir, shape.dir_blocks, LaFinalize::cg_dpi, st, t, threads)) break;
+    const double a = st.a;
+    for (unsigned v = blockIdx.x; v < shape.upd_blocks; v += 2 * blocks) {
+      cg_update_pair(args.update, p_new, a, v, v + blocks, shape, part_upd, t, threads);
+    }
+    grid.sync();
+    if (!finish_step<2>(part_upd, shape.upd_blocks, LaFinalize::cg_iter, st, t, threads)) break;
+    double* const swap = p_old;
+    p_old = p_new;
+    p_new = swap;
+  }
+  if (blockIdx.x == 0) {
+    for (int k = t; k < kWords; k += threads) global[k] = words[k];
+  }
 }
 
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.
@@ -636,6 +788,104 @@ bool cg_kernels() {
   return on;
 }
 
+/// Whether a product is CG's direction product (p = z + b p; w = A p; p'w), which has a
+/// kernel of its own.
+bool is_cg_direction(const LaMatvecArgs& a) {
+  return a.A.is_stencil && a.x2 != nullptr && a.right.v == nullptr && a.left.v == nullptr &&
+         a.left.c == 1.0 && a.epilogue == LaEpilogue::store_dot && a.x_out != nullptr &&
+         a.z == a.x_out && cg_kernels();
+}
+
+/// Calls `fn(std::integral_constant<LaStencilKind, kind>)`.
+template <class Fn>
+decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
+  using K = LaStencilKind;
+  switch (kind) {
+    case K::d2p5:
+      return fn(std::integral_constant<K, K::d2p5>{});
+    case K::d2p9:
+      return fn(std::integral_constant<K, K::d2p9>{});
+    case K::d3p7:
+      return fn(std::integral_constant<K, K::d3p7>{});
+    case K::d3p27:
+      break;
+  }
+  return fn(std::integral_constant<K, K::d3p27>{});
+}
+
+/// The tiles of a stencil product over `st`.
+Tiles tiles_for(const LaStencil& st, const OpInfo& op) {
+  Tiles tiles;
+  tiles.width =
+      tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
+  tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
+  tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
+  tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
+  const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
+  if (count > std::int64_t{0x7fffffff} || st.nx * st.ny > std::int64_t{0x7fffffff}) {
+    throw Error(Errc::invalid_argument,
+                "cuda: stencil grid " + std::to_string(st.nx) + " x " + std::to_string(st.ny) +
+                    " x " + std::to_string(st.nz) +
+                    " too large for one product (at most 2^31 - 1 points per plane)",
+                op.where);
+  }
+  tiles.count = static_cast<unsigned>(count);
+  tiles.by_tx = FastDiv(tiles.tx);
+  tiles.by_ty = FastDiv(tiles.ty);
+  return tiles;
+}
+
+/// Whether async CG iterations run as one cooperative kernel per block of iterations
+/// (cg_block_kernel); SLUICE_CUDA_CG_BLOCKS=0 issues each step as its own kernel (to measure it).
+bool cg_blocks() {
+  static const bool on = [] {
+    const char* v = std::getenv("SLUICE_CUDA_CG_BLOCKS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// Whether `device` can launch cooperative kernels (queried once per device).
+bool cooperative(int device, const OpInfo& op) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<int, bool>;  // never destroyed
+  std::lock_guard lock(mutex);
+  auto it = cache->find(device);
+  if (it == cache->end()) {
+    int v = 0;
+    cuda_check(cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device),
+               "cudaDeviceGetAttribute", op);
+    it = cache->emplace(device, v != 0).first;
+  }
+  return it->second;
+}
+
+/// The address of field `field` of the device state `st`.
+const double* state_field(const LaKspState* st, std::size_t offset) {
+  return reinterpret_cast<const double*>(reinterpret_cast<const char*>(st) + offset);
+}
+
+/// Whether `s` is the state's scalar at `offset`, read as is.
+bool is_state_scalar(const LaScalar& s, const LaKspState* st, std::size_t offset) {
+  return s.num == state_field(st, offset) && s.den == nullptr && s.factor == 1.0;
+}
+
+/// Whether a block of CG iterations fits cg_block_kernel: a stencil's direction product with its
+/// own kernel, a constant preconditioner (z not stored), both steps on the async state and their
+/// scalars b and a read from it.
+bool fits_cg_block(const LaCgBlockArgs& a) {
+  LaMatvecArgs m;
+  LaFusedArgs f;
+  cg_block_step(a, 0, m, f);
+  const LaKspState* st = m.sums.state;
+  return cg_blocks() && is_cg_direction(m) && st != nullptr && f.sums.state == st &&
+         m.sums.finalize == LaFinalize::cg_dpi && f.sums.finalize == LaFinalize::cg_iter &&
+         f.op == LaFusedOp::cg_update && f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
+         f.n == static_cast<std::size_t>(m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz) &&
+         is_state_scalar(m.x2_scale, st, offsetof(LaKspState, b)) &&
+         is_state_scalar(f.s[0], st, offsetof(LaKspState, a));
+}
+
 std::size_t blocks_of(std::size_t n) {
   return (n + kBlock - 1) / kBlock;
 }
@@ -648,6 +898,18 @@ std::size_t blocks_of(std::size_t n) {
 std::size_t reduction_blocks(std::size_t n, const Scratch& sc) {
   const std::size_t one = blocks_of(n), two = blocks_of((n + 1) / 2);
   return two >= 2 * static_cast<std::size_t>(sc.sms) ? two : one;
+}
+
+/// The grid of CG's direction product in both of its forms, cg_direction_kernel and the first
+/// step of cg_block_kernel (their sums must be the same): what both keep resident at once.
+unsigned cg_direction_grid(LaStencilKind kind, const Tiles& tiles, CudaStream& s, const Scratch& sc,
+                           const OpInfo& op) {
+  return with_stencil_kind(kind, [&](auto k) {
+    constexpr LaStencilKind kKind = decltype(k)::value;
+    return std::min(
+        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op),
+        grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op));
+  });
 }
 
 void check_launch(const OpInfo& op) {
@@ -809,47 +1071,21 @@ class CudaLaKernels final : public LaKernels {
     auto& s = as_cuda_stream(stream, "la matrix-vector product");
     const bool sums = m::matvec_sums(args.epilogue) > 0;
     if (args.A.is_stencil) {
-      const auto& st = args.A.stencil;
-      Tiles tiles;
-      tiles.width =
-          tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
-      tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
-      tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
-      tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
-      const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
-      if (count > std::int64_t{0x7fffffff} || st.nx * st.ny > std::int64_t{0x7fffffff}) {
-        throw Error(Errc::invalid_argument,
-                    "cuda: stencil grid " + std::to_string(st.nx) + " x " + std::to_string(st.ny) +
-                        " x " + std::to_string(st.nz) +
-                        " too large for one product (at most 2^31 - 1 points per plane)",
-                    op.where);
-      }
-      tiles.count = static_cast<unsigned>(count);
-      tiles.by_tx = FastDiv(tiles.tx);
-      tiles.by_ty = FastDiv(tiles.ty);
-      // CG's direction product (p = z + b p; w = A p; p'w) has a kernel of its own.
-      const bool cg_direction = args.x2 != nullptr && args.right.v == nullptr &&
-                                args.left.v == nullptr && args.left.c == 1.0 &&
-                                args.epilogue == LaEpilogue::store_dot && args.x_out != nullptr &&
-                                args.z == args.x_out && cg_kernels();
+      const Tiles tiles = tiles_for(args.A.stencil, op);
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
         auto with_kernel = [&](auto&& fn) {
-          if (!cg_direction) return with_stencil_kernel(args, sums, fn);
-          switch (st.kind) {
-            case LaStencilKind::d2p5:
-              return fn(cg_direction_kernel<LaStencilKind::d2p5>);
-            case LaStencilKind::d2p9:
-              return fn(cg_direction_kernel<LaStencilKind::d2p9>);
-            case LaStencilKind::d3p7:
-              return fn(cg_direction_kernel<LaStencilKind::d3p7>);
-            case LaStencilKind::d3p27:
-              return fn(cg_direction_kernel<LaStencilKind::d3p27>);
-          }
+          if (!is_cg_direction(args)) return with_stencil_kernel(args, sums, fn);
+          return with_stencil_kind(args.A.stencil.kind, [&](auto kind) {
+            return fn(cg_direction_kernel<decltype(kind)::value>);
+          });
         };
         with_kernel([&](auto* kernel) {
-          const unsigned grid = grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
+          const unsigned grid =
+              is_cg_direction(args)
+                  ? cg_direction_grid(args.A.stencil.kind, tiles, s, sc, op)
+                  : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
           launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
                  red, tiles);
         });
@@ -885,6 +1121,54 @@ class CudaLaKernels final : public LaKernels {
       const unsigned grid =
           grid_for(kernel, sums ? reduction_blocks(n, sc) : blocks_of(n), kBlock, sums, s, sc, op);
       launch(kernel, grid, kBlock, st, op, args, sc.temp[1], red);
+      check_launch(op);
+    });
+  }
+
+  void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
+    auto& s = as_cuda_stream(stream, "la CG iterations");
+    if (args.iterations <= 0) return;
+    if (!fits_cg_block(args) || !cooperative(s.device(), op)) {
+      LaKernels::cg_block(stream, args, op);
+      return;
+    }
+    const LaStencil& stencil = args.direction.A.stencil;
+    CgBlockShape shape;
+    shape.tiles = tiles_for(stencil, op);
+    shape.chunks = blocks_of(args.update.n);
+    run_on(s, op, [&](cudaStream_t st) {
+      auto& sc = scratch_for(s, op);
+      with_stencil_kind(stencil.kind, [&](auto kind) {
+        constexpr LaStencilKind kKind = decltype(kind)::value;
+        shape.dir_blocks = cg_direction_grid(kKind, shape.tiles, s, sc, op);
+        shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,
+                                    reduction_blocks(args.update.n, sc), kBlock, true, s, sc, op);
+        auto* kernel = cg_block_kernel<kKind>;
+        // Resident at once (a cooperative launch must be), and no more than the steps' grids
+        // need: a block past them would only wait at the barriers. It hosts every block of the
+        // direction product (see cg_direction_grid).
+        const unsigned grid =
+            grid_for(kernel, std::max<std::size_t>(shape.dir_blocks, (shape.upd_blocks + 1) / 2),
+                     kStencilThreads, false, s, sc, op);
+        if (grid < shape.dir_blocks) {
+          throw Error(Errc::backend_failure,
+                      "cuda: the CG block kernel's grid (" + std::to_string(grid) +
+                          " blocks) cannot host the direction product's " +
+                          std::to_string(shape.dir_blocks),
+                      op.where);
+        }
+        cudaLaunchConfig_t config{};
+        config.gridDim = grid;
+        config.blockDim = dim3(shape.tiles.width, kStencilThreads / shape.tiles.width);
+        config.stream = st;
+        cudaLaunchAttribute attribute[1];
+        attribute[0].id = cudaLaunchAttributeCooperative;
+        attribute[0].val.cooperative = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        cuda_check(cudaLaunchKernelEx(&config, kernel, args, sc.partials, shape),
+                   "cudaLaunchKernelEx (cooperative)", op);
+      });
       check_launch(op);
     });
   }

@@ -18,11 +18,14 @@ cli=build-gpu/tools/sluice/sluice
   IFS=';' read -ra wall <<<"${WALL_PROBLEMS-2d5 16 2000;2d5 447 400;2d5 1414 200;2d5 4472 40;3d7 52 400;3d7 113 200;3d7 243 40}"
   for p in "${wall[@]}"; do
     read -r st n its <<<"$p"
-    # async-nopdl: without programmatic dependent launch (SLUICE_CUDA_PDL=0).
-    for mode in async async-nopdl sync; do
-      pdl=1
-      [[ $mode == async-nopdl ]] && pdl=0
-      t=$(SLUICE_CUDA_PDL=$pdl "$cli" solve --backend cuda --stencil "$st" --n "$n" --ksp cg --pc jacobi --mode "${mode%-*}" \
+    # async: a block of iterations per cooperative kernel; async-steps: two kernels per
+    # iteration (SLUICE_CUDA_CG_BLOCKS=0); async-nopdl: those without programmatic dependent
+    # launch (SLUICE_CUDA_PDL=0).
+    for mode in async async-steps async-nopdl sync; do
+      pdl=1 blocks=1
+      [[ $mode == async-nopdl ]] && pdl=0 blocks=0
+      [[ $mode == async-steps ]] && blocks=0
+      t=$(SLUICE_CUDA_PDL=$pdl SLUICE_CUDA_CG_BLOCKS=$blocks "$cli" solve --backend cuda --stencil "$st" --n "$n" --ksp cg --pc jacobi --mode "${mode%-*}" \
         --max-it "$its" --fixed --repeat 3 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["time_s"])')
       python3 -c "print(f'$st n=$n $mode: {1e6*$t/$its:.2f} us/iteration')"
     done

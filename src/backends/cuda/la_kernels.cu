@@ -72,6 +72,8 @@ constexpr int kFusedMinBlocks = 8;
 constexpr int cg_block_min_blocks(LaStencilKind) {
   return 4;
 }
+// Stencils of up to this many points run async CG in blocks of one kernel (cg_blocks_for).
+constexpr std::int64_t kCgBlockMaxRows = 10'000'000;
 
 // ---- per-stream scratch ------------------------------------------------------------------------
 
@@ -845,6 +847,14 @@ bool cg_blocks() {
   return on;
 }
 
+/// Whether CG on a stencil of `rows` points runs its async iterations in blocks of one kernel
+/// (cg_block_kernel). Up to kCgBlockMaxRows: above, an iteration moves so many bytes that the
+/// kernel boundaries cost little, and the direction product on its own kernel's occupancy
+/// (5 blocks per multiprocessor where cg_block_kernel holds 4) streams faster.
+bool cg_blocks_for(std::int64_t rows) {
+  return cg_blocks() && rows <= kCgBlockMaxRows;
+}
+
 /// Whether `device` can launch cooperative kernels (queried once per device).
 bool cooperative(int device, const OpInfo& op) {
   static std::mutex mutex;
@@ -878,9 +888,10 @@ bool fits_cg_block(const LaCgBlockArgs& a) {
   LaFusedArgs f;
   cg_block_step(a, 0, m, f);
   const LaKspState* st = m.sums.state;
-  return cg_blocks() && is_cg_direction(m) && st != nullptr && f.sums.state == st &&
-         m.sums.finalize == LaFinalize::cg_dpi && f.sums.finalize == LaFinalize::cg_iter &&
-         f.op == LaFusedOp::cg_update && f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
+  return is_cg_direction(m) && cg_blocks_for(m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz) &&
+         st != nullptr && f.sums.state == st && m.sums.finalize == LaFinalize::cg_dpi &&
+         f.sums.finalize == LaFinalize::cg_iter && f.op == LaFusedOp::cg_update &&
+         f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
          f.n == static_cast<std::size_t>(m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz) &&
          is_state_scalar(m.x2_scale, st, offsetof(LaKspState, b)) &&
          is_state_scalar(f.s[0], st, offsetof(LaKspState, a));
@@ -901,14 +912,17 @@ std::size_t reduction_blocks(std::size_t n, const Scratch& sc) {
 }
 
 /// The grid of CG's direction product in both of its forms, cg_direction_kernel and the first
-/// step of cg_block_kernel (their sums must be the same): what both keep resident at once.
-unsigned cg_direction_grid(LaStencilKind kind, const Tiles& tiles, CudaStream& s, const Scratch& sc,
-                           const OpInfo& op) {
-  return with_stencil_kind(kind, [&](auto k) {
+/// step of cg_block_kernel (their sums must be the same, so sync mode takes the block kernel's
+/// shape wherever async mode uses it): what both keep resident at once.
+unsigned cg_direction_grid(const LaStencil& st, const Tiles& tiles, CudaStream& s,
+                           const Scratch& sc, const OpInfo& op) {
+  return with_stencil_kind(st.kind, [&](auto k) {
     constexpr LaStencilKind kKind = decltype(k)::value;
+    const unsigned own =
+        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op);
+    if (!cg_blocks_for(st.nx * st.ny * st.nz)) return own;
     return std::min(
-        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op),
-        grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op));
+        own, grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op));
   });
 }
 
@@ -1084,7 +1098,7 @@ class CudaLaKernels final : public LaKernels {
         with_kernel([&](auto* kernel) {
           const unsigned grid =
               is_cg_direction(args)
-                  ? cg_direction_grid(args.A.stencil.kind, tiles, s, sc, op)
+                  ? cg_direction_grid(args.A.stencil, tiles, s, sc, op)
                   : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
           launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
                  red, tiles);
@@ -1140,7 +1154,7 @@ class CudaLaKernels final : public LaKernels {
       auto& sc = scratch_for(s, op);
       with_stencil_kind(stencil.kind, [&](auto kind) {
         constexpr LaStencilKind kKind = decltype(kind)::value;
-        shape.dir_blocks = cg_direction_grid(kKind, shape.tiles, s, sc, op);
+        shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
         shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,
                                     reduction_blocks(args.update.n, sc), kBlock, true, s, sc, op);
         auto* kernel = cg_block_kernel<kKind>;

@@ -752,6 +752,23 @@ unsigned tile_width(bool three, std::int64_t nx) {
   return best;
 }
 
+/// Calls `fn(std::integral_constant<LaStencilKind, kind>)`.
+template <class Fn>
+decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
+  using K = LaStencilKind;
+  switch (kind) {
+    case K::d2p5:
+      return fn(std::integral_constant<K, K::d2p5>{});
+    case K::d2p9:
+      return fn(std::integral_constant<K, K::d2p9>{});
+    case K::d3p7:
+      return fn(std::integral_constant<K, K::d3p7>{});
+    case K::d3p27:
+      break;
+  }
+  return fn(std::integral_constant<K, K::d3p27>{});
+}
+
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
 /// sum, and its input's form.
 template <class Fn>
@@ -768,16 +785,7 @@ void with_stencil_kernel(const LaMatvecArgs& a, bool sums, Fn&& fn) {
     if (sums) return pick_input(kind, std::integral_constant<int, 1>{});
     return pick_input(kind, std::integral_constant<int, 0>{});
   };
-  switch (a.A.stencil.kind) {
-    case K::d2p5:
-      return pick_sums(std::integral_constant<K, K::d2p5>{});
-    case K::d2p9:
-      return pick_sums(std::integral_constant<K, K::d2p9>{});
-    case K::d3p7:
-      return pick_sums(std::integral_constant<K, K::d3p7>{});
-    case K::d3p27:
-      return pick_sums(std::integral_constant<K, K::d3p27>{});
-  }
+  with_stencil_kind(a.A.stencil.kind, pick_sums);
 }
 
 /// Whether CG's direction product has its own kernel (cg_direction_kernel);
@@ -796,23 +804,6 @@ bool is_cg_direction(const LaMatvecArgs& a) {
   return a.A.is_stencil && a.x2 != nullptr && a.right.v == nullptr && a.left.v == nullptr &&
          a.left.c == 1.0 && a.epilogue == LaEpilogue::store_dot && a.x_out != nullptr &&
          a.z == a.x_out && cg_kernels();
-}
-
-/// Calls `fn(std::integral_constant<LaStencilKind, kind>)`.
-template <class Fn>
-decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
-  using K = LaStencilKind;
-  switch (kind) {
-    case K::d2p5:
-      return fn(std::integral_constant<K, K::d2p5>{});
-    case K::d2p9:
-      return fn(std::integral_constant<K, K::d2p9>{});
-    case K::d3p7:
-      return fn(std::integral_constant<K, K::d3p7>{});
-    case K::d3p27:
-      break;
-  }
-  return fn(std::integral_constant<K, K::d3p27>{});
 }
 
 /// The tiles of a stencil product over `st`.

@@ -487,20 +487,14 @@ class Run {
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
     if (n % 2 != 0) cur_ = 1 - cur_;
     LaCgBlockArgs a;
-    Accesses unused;
-    a.direction = cg_direction(p_old, p_new, unused);
+    Accesses acc;  // the steps' accesses, and both directions read and written over the block
+    a.direction = cg_direction(p_old, p_new, acc);
     a.direction.A = A_.op();
-    a.update = cg_update(p_new, unused);
+    a.update = cg_update(p_new, acc);
     a.p[0] = p_old.data();
     a.p[1] = p_new.data();
     a.iterations = n;
-    Accesses acc;
-    acc.read_write(w_.p.object_id()).read_write(w_.p2.object_id()).write(w_.w.object_id());
-    if (cg_stores_z()) {
-      acc.read_write(w_.z.object_id());
-    }
-    acc.read_write(x_.object_id()).read_write(w_.r.object_id());
-    read_pc(acc);
+    acc.read_write(p_old.object_id()).read_write(p_new.object_id());
     A_.read_by(acc);
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;

@@ -788,13 +788,16 @@ void with_stencil_kernel(const LaMatvecArgs& a, bool sums, Fn&& fn) {
   with_stencil_kind(a.A.stencil.kind, pick_sums);
 }
 
+/// Whether the switch `name` (an environment variable, for measurements) is on: unless "0".
+bool switched_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
 /// Whether CG's direction product has its own kernel (cg_direction_kernel);
 /// SLUICE_CUDA_CG_KERNELS=0 runs it through the generic stencil kernel (to measure the gain).
 bool cg_kernels() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLUICE_CUDA_CG_KERNELS");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switched_on("SLUICE_CUDA_CG_KERNELS");
   return on;
 }
 
@@ -831,10 +834,7 @@ Tiles tiles_for(const LaStencil& st, const OpInfo& op) {
 /// Whether async CG iterations run as one cooperative kernel per block of iterations
 /// (cg_block_kernel); SLUICE_CUDA_CG_BLOCKS=0 issues each step as its own kernel (to measure it).
 bool cg_blocks() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLUICE_CUDA_CG_BLOCKS");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switched_on("SLUICE_CUDA_CG_BLOCKS");
   return on;
 }
 
@@ -861,14 +861,10 @@ bool cooperative(int device, const OpInfo& op) {
   return it->second;
 }
 
-/// The address of field `field` of the device state `st`.
-const double* state_field(const LaKspState* st, std::size_t offset) {
-  return reinterpret_cast<const double*>(reinterpret_cast<const char*>(st) + offset);
-}
-
-/// Whether `s` is the state's scalar at `offset`, read as is.
+/// Whether `s` is the device state's scalar at byte `offset` of `st`, read as is.
 bool is_state_scalar(const LaScalar& s, const LaKspState* st, std::size_t offset) {
-  return s.num == state_field(st, offset) && s.den == nullptr && s.factor == 1.0;
+  return s.num == reinterpret_cast<const double*>(reinterpret_cast<const char*>(st) + offset) &&
+         s.den == nullptr && s.factor == 1.0;
 }
 
 /// Whether a block of CG iterations fits cg_block_kernel: a stencil's direction product with its
@@ -879,11 +875,11 @@ bool fits_cg_block(const LaCgBlockArgs& a) {
   LaFusedArgs f;
   cg_block_step(a, 0, m, f);
   const LaKspState* st = m.sums.state;
-  return is_cg_direction(m) && cg_blocks_for(m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz) &&
-         st != nullptr && f.sums.state == st && m.sums.finalize == LaFinalize::cg_dpi &&
-         f.sums.finalize == LaFinalize::cg_iter && f.op == LaFusedOp::cg_update &&
-         f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
-         f.n == static_cast<std::size_t>(m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz) &&
+  const std::int64_t rows = m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz;
+  return is_cg_direction(m) && cg_blocks_for(rows) && st != nullptr && f.sums.state == st &&
+         m.sums.finalize == LaFinalize::cg_dpi && f.sums.finalize == LaFinalize::cg_iter &&
+         f.op == LaFusedOp::cg_update && f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
+         f.n == static_cast<std::size_t>(rows) &&
          is_state_scalar(m.x2_scale, st, offsetof(LaKspState, b)) &&
          is_state_scalar(f.s[0], st, offsetof(LaKspState, a));
 }
@@ -924,29 +920,34 @@ void check_launch(const OpInfo& op) {
 /// Whether kernels are launched with programmatic stream serialization (see
 /// stream_order_prologue); SLUICE_CUDA_PDL=0 turns it off (to measure what it gains).
 bool use_pdl() {
-  static const bool on = [] {
-    const char* v = std::getenv("SLUICE_CUDA_PDL");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switched_on("SLUICE_CUDA_PDL");
   return on;
+}
+
+/// kernel<<<grid, block, 0, stream>>>(args...) with launch attribute `attribute`, or none.
+template <class... Params, class... Args>
+void launch_as(cudaLaunchAttribute* attribute, void (*kernel)(Params...), dim3 grid, dim3 block,
+               cudaStream_t stream, const OpInfo& op, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = attribute != nullptr ? 1 : 0;
+  cuda_check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "cudaLaunchKernelEx",
+             op);
 }
 
 /// kernel<<<grid, block, 0, stream>>>(args...), with programmatic stream serialization allowed.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const OpInfo& op,
             Args&&... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = use_pdl() ? 1 : 0;
-  cuda_check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "cudaLaunchKernelEx",
-             op);
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  launch_as(use_pdl() ? &pdl : nullptr, kernel, grid, block, stream, op,
+            std::forward<Args>(args)...);
 }
 
 /// Runs `f(stream)` as the operation `op` on `s` (the device current, the op recorded for fault
@@ -1080,17 +1081,17 @@ class CudaLaKernels final : public LaKernels {
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
+        const bool cg_direction = is_cg_direction(args);
         auto with_kernel = [&](auto&& fn) {
-          if (!is_cg_direction(args)) return with_stencil_kernel(args, sums, fn);
+          if (!cg_direction) return with_stencil_kernel(args, sums, fn);
           return with_stencil_kind(args.A.stencil.kind, [&](auto kind) {
             return fn(cg_direction_kernel<decltype(kind)::value>);
           });
         };
         with_kernel([&](auto* kernel) {
           const unsigned grid =
-              is_cg_direction(args)
-                  ? cg_direction_grid(args.A.stencil, tiles, s, sc, op)
-                  : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
+              cg_direction ? cg_direction_grid(args.A.stencil, tiles, s, sc, op)
+                           : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
           launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
                  red, tiles);
         });
@@ -1151,28 +1152,16 @@ class CudaLaKernels final : public LaKernels {
         auto* kernel = cg_block_kernel<kKind>;
         // Resident at once (a cooperative launch must be), and no more than the steps' grids
         // need: a block past them would only wait at the barriers. It hosts every block of the
-        // direction product (see cg_direction_grid).
+        // direction product: cg_direction_grid caps that at this kernel's residency.
         const unsigned grid =
             grid_for(kernel, std::max<std::size_t>(shape.dir_blocks, (shape.upd_blocks + 1) / 2),
                      kStencilThreads, false, s, sc, op);
-        if (grid < shape.dir_blocks) {
-          throw Error(Errc::backend_failure,
-                      "cuda: the CG block kernel's grid (" + std::to_string(grid) +
-                          " blocks) cannot host the direction product's " +
-                          std::to_string(shape.dir_blocks),
-                      op.where);
-        }
-        cudaLaunchConfig_t config{};
-        config.gridDim = grid;
-        config.blockDim = dim3(shape.tiles.width, kStencilThreads / shape.tiles.width);
-        config.stream = st;
-        cudaLaunchAttribute attribute[1];
-        attribute[0].id = cudaLaunchAttributeCooperative;
-        attribute[0].val.cooperative = 1;
-        config.attrs = attribute;
-        config.numAttrs = 1;
-        cuda_check(cudaLaunchKernelEx(&config, kernel, args, sc.partials, shape),
-                   "cudaLaunchKernelEx (cooperative)", op);
+        cudaLaunchAttribute cooperative{};
+        cooperative.id = cudaLaunchAttributeCooperative;
+        cooperative.val.cooperative = 1;
+        launch_as(&cooperative, kernel, grid,
+                  dim3(shape.tiles.width, kStencilThreads / shape.tiles.width), st, op, args,
+                  sc.partials, shape);
       });
       check_launch(op);
     });

@@ -404,30 +404,32 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
   }
 }
 
-/// Calls `fn(std::integral_constant<LaFusedOp, op>{})`: a fused step's code specialized for its
-/// operation (fewer registers on a GPU, no per-element branch on the host).
+/// Calls `fn(std::integral_constant<E, v>{})` for the v among `First, Rest...` equal to `e` (the
+/// last if none is): code specialized at compile time for a value known at run time.
+template <auto First, auto... Rest, class Fn>
+inline decltype(auto) with_value(decltype(First) e, Fn&& fn) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return fn(std::integral_constant<decltype(First), First>{});
+  } else {
+    if (e == First) return fn(std::integral_constant<decltype(First), First>{});
+    return with_value<Rest...>(e, static_cast<Fn&&>(fn));
+  }
+}
+
+/// A fused step's code specialized for its operation (fewer registers on a GPU, no per-element
+/// branch on the host).
 template <class Fn>
 inline decltype(auto) with_fused_op(LaFusedOp op, Fn&& fn) {
   using O = LaFusedOp;
-  switch (op) {
-    case O::rhs_norm:
-      return fn(std::integral_constant<O, O::rhs_norm>{});
-    case O::cg_init:
-      return fn(std::integral_constant<O, O::cg_init>{});
-    case O::cg_update:
-      return fn(std::integral_constant<O, O::cg_update>{});
-    case O::tf_init:
-      return fn(std::integral_constant<O, O::tf_init>{});
-    case O::tf_qt:
-      return fn(std::integral_constant<O, O::tf_qt>{});
-    case O::tf_dx:
-      return fn(std::integral_constant<O, O::tf_dx>{});
-    case O::tf_uqp:
-      return fn(std::integral_constant<O, O::tf_uqp>{});
-    case O::unwind:
-      break;
-  }
-  return fn(std::integral_constant<O, O::unwind>{});
+  return with_value<O::rhs_norm, O::cg_init, O::cg_update, O::tf_init, O::tf_qt, O::tf_dx,
+                    O::tf_uqp, O::unwind>(op, static_cast<Fn&&>(fn));
+}
+
+/// A stencil product's code specialized for its stencil.
+template <class Fn>
+inline decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
+  using K = LaStencilKind;
+  return with_value<K::d2p5, K::d2p9, K::d3p7, K::d3p27>(kind, static_cast<Fn&&>(fn));
 }
 
 }  // namespace sluice::la_math

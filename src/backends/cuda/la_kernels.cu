@@ -765,23 +765,6 @@ unsigned tile_width(bool three, std::int64_t nx) {
   return best;
 }
 
-/// Calls `fn(std::integral_constant<LaStencilKind, kind>)`.
-template <class Fn>
-decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
-  using K = LaStencilKind;
-  switch (kind) {
-    case K::d2p5:
-      return fn(std::integral_constant<K, K::d2p5>{});
-    case K::d2p9:
-      return fn(std::integral_constant<K, K::d2p9>{});
-    case K::d3p7:
-      return fn(std::integral_constant<K, K::d3p7>{});
-    case K::d3p27:
-      break;
-  }
-  return fn(std::integral_constant<K, K::d3p27>{});
-}
-
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
 /// sum, and its input's form.
 template <class Fn>
@@ -798,7 +781,7 @@ void with_stencil_kernel(const LaMatvecArgs& a, bool sums, Fn&& fn) {
     if (sums) return pick_input(kind, std::integral_constant<int, 1>{});
     return pick_input(kind, std::integral_constant<int, 0>{});
   };
-  with_stencil_kind(a.A.stencil.kind, pick_sums);
+  m::with_stencil_kind(a.A.stencil.kind, pick_sums);
 }
 
 /// Whether the switch `name` (an environment variable, for measurements) is on: unless "0".
@@ -916,7 +899,7 @@ std::size_t reduction_blocks(std::size_t n, const Scratch& sc) {
 /// shape wherever async mode uses it): what both keep resident at once.
 unsigned cg_direction_grid(const LaStencil& st, const Tiles& tiles, CudaStream& s,
                            const Scratch& sc, const OpInfo& op) {
-  return with_stencil_kind(st.kind, [&](auto k) {
+  return m::with_stencil_kind(st.kind, [&](auto k) {
     constexpr LaStencilKind kKind = decltype(k)::value;
     const unsigned own =
         grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op);
@@ -1097,7 +1080,7 @@ class CudaLaKernels final : public LaKernels {
         const bool cg_direction = is_cg_direction(args);
         auto with_kernel = [&](auto&& fn) {
           if (!cg_direction) return with_stencil_kernel(args, sums, fn);
-          return with_stencil_kind(args.A.stencil.kind, [&](auto kind) {
+          return m::with_stencil_kind(args.A.stencil.kind, [&](auto kind) {
             return fn(cg_direction_kernel<decltype(kind)::value>);
           });
         };
@@ -1157,7 +1140,7 @@ class CudaLaKernels final : public LaKernels {
     shape.chunks = blocks_of(args.update.n);
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);
-      with_stencil_kind(stencil.kind, [&](auto kind) {
+      m::with_stencil_kind(stencil.kind, [&](auto kind) {
         constexpr LaStencilKind kKind = decltype(kind)::value;
         shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
         shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,

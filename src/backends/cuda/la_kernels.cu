@@ -403,15 +403,18 @@ __global__ void __launch_bounds__(kBlock, kFusedMinBlocks)
   }
 }
 
-/// A stencil product's tiles: width x height points of one z plane each, numbered x fastest,
-/// then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the blocks
-/// resident at one time work on neighbouring tiles, so a point's y and z neighbours, read by
-/// several tiles, come from L1 or L2 and every point is read from memory about once.
+/// A stencil product's tiles: width x height points of `depth` z planes each, numbered x
+/// fastest, then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the
+/// blocks resident at one time work on neighbouring tiles, so a point's y and z neighbours, read
+/// by several tiles, come from L1 or L2 and every point is read from memory about once. A thread
+/// takes kRowsPerThread points of its tile: along y (depth 1) or along z (depth kRowsPerThread,
+/// CG's 3D 7-point direction product: see cg_direction_columns).
 struct Tiles {
   unsigned width = 32;      // points along x (the block's x threads)
-  unsigned height = 16;     // points along y (the block's y threads x kRowsPerThread)
+  unsigned height = 16;     // points along y (the block's y threads, x kRowsPerThread at depth 1)
+  unsigned depth = 1;       // z planes: 1 or kRowsPerThread
   unsigned tx = 1, ty = 1;  // tiles along x and y
-  unsigned count = 1;       // tx * ty * nz, below 2^31
+  unsigned count = 1;       // tx * ty * (nz / depth, rounded up), below 2^31
   FastDiv by_tx, by_ty;     // division by tx and by ty
 
   /// Tile t's first point: x, y and the plane.
@@ -421,8 +424,13 @@ struct Tiles {
   __device__ Origin origin(unsigned t) const {
     const unsigned rest = by_tx(t);
     const unsigned z = by_ty(rest);
-    return {(t - rest * tx) * width, (rest - z * ty) * height, z};
+    return {(t - rest * tx) * width, (rest - z * ty) * height, z * depth};
   }
+  /// The point a thread takes r-th in the tile at `o`: its y and plane.
+  __device__ unsigned y_of(const Origin& o, int r) const {
+    return o.y + threadIdx.y + (depth == 1 ? r * blockDim.y : 0);
+  }
+  __device__ unsigned z_of(const Origin& o, int r) const { return o.z + (depth == 1 ? 0 : r); }
 };
 
 /// A guarded stencil product's prefetch (see prefetch): the inputs at the thread's points of
@@ -433,9 +441,9 @@ __device__ void prefetch_first_tile(const LaMatvecArgs& mv, const Tiles& tiles) 
   const auto o = tiles.origin(blockIdx.x);
   const std::int64_t ix = o.x + threadIdx.x;
   for (int r = 0; r < kRowsPerThread; ++r) {
-    const std::int64_t iy = o.y + threadIdx.y + r * blockDim.y;
-    if (ix < s.nx && iy < s.ny) {
-      const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * std::int64_t{o.z}));
+    const std::int64_t iy = tiles.y_of(o, r), iz = tiles.z_of(o, r);
+    if (ix < s.nx && iy < s.ny && iz < s.nz) {
+      const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz));
       prefetch(mv.x, i);
       prefetch(mv.x2, i);
     }
@@ -490,6 +498,61 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
   }
 }
 
+/// cg_direction_tiles for the 3D 7-point stencil on tiles of depth kRowsPerThread: a thread
+/// takes kRowsPerThread points of one z column, so each point's z neighbours are its column
+/// neighbours' inputs, formed once in registers, and only the column's two ends are read from
+/// the planes beside the tile (at depth 1 every point reads both neighbour planes, which come
+/// from L2: three times the product's data through L2). The same terms in the same order as
+/// m::stencil_neighbors<d3p7>.
+__device__ double cg_direction_columns(const LaMatvecArgs& mv, const Tiles& tiles, double bscale,
+                                       const double* p_old, double* p_new, unsigned first,
+                                       unsigned stride) {
+  constexpr int kR = kRowsPerThread;
+  const LaStencil& s = mv.A.stencil;
+  const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny), nz = static_cast<int>(s.nz);
+  // 32-bit offsets from the column's first point: tiles_for keeps (kR + 1) sz below 2^31.
+  const int sy = nx, sz = nx * ny;
+  const double rc = mv.right.c, xs = mv.x_scale;
+  double acc = 0;
+  for (unsigned t = first; t < tiles.count; t += stride) {
+    const auto o = tiles.origin(t);
+    const int ix = static_cast<int>(o.x + threadIdx.x), iy = static_cast<int>(o.y + threadIdx.y);
+    if (ix >= nx || iy >= ny) continue;
+    const int iz0 = static_cast<int>(o.z);
+    const int rows = min(kR, nz - iz0);
+    const std::size_t at = static_cast<std::size_t>(iz0) * sz + ix + iy * sy;
+    const double* z = mv.x + at;
+    const double* p = p_old + at;
+    const auto in = [&](int j) { return xs * z[j] + bscale * p[j]; };
+    // The column's inputs, with the planes below and above it: c[r + 1] is point r's.
+    double c[kR + 2];
+    c[0] = iz0 > 0 ? in(-sz) : 0.0;
+    for (int r = 0; r < kR; ++r) c[r + 1] = r < rows ? in(r * sz) : 0.0;
+    c[kR + 1] = iz0 + kR < nz ? in(kR * sz) : 0.0;
+    double v[kR];
+    for (int r = 0; r < kR; ++r) {
+      if (r >= rows) break;
+      const int j = r * sz;
+      double a = 0;
+      if (iz0 + r > 0) a += c[r];
+      if (iy > 0) a += in(j - sy);
+      if (ix > 0) a += in(j - 1);
+      if (ix + 1 < nx) a += in(j + 1);
+      if (iy + 1 < ny) a += in(j + sy);
+      if (iz0 + r + 1 < nz) a += c[r + 2];
+      v[r] = rc * (s.neighbor * a + s.center * c[r + 1]);
+    }
+    for (int r = 0; r < kR; ++r) {
+      if (r >= rows) break;
+      const std::size_t i = at + r * sz;
+      p_new[i] = c[r + 1];
+      mv.y[i] = v[r];
+      acc += v[r] * c[r + 1];
+    }
+  }
+  return acc;
+}
+
 /// CG's direction and product over the tiles first, first + stride, ... (KSPSolve_CG's
 /// p = z + b p, w = A p, p'w; z = xs x): the thread's share of p'w. The input is formed once per
 /// point and reused for the centre term, the stored direction and the dot; offsets are 32-bit
@@ -499,6 +562,10 @@ template <LaStencilKind K>
 __device__ double cg_direction_tiles(const LaMatvecArgs& mv, const Tiles& tiles, double bscale,
                                      const double* p_old, double* p_new, unsigned first,
                                      unsigned stride) {
+  if constexpr (K == LaStencilKind::d3p7) {
+    if (tiles.depth != 1)
+      return cg_direction_columns(mv, tiles, bscale, p_old, p_new, first, stride);
+  }
   const LaStencil& s = mv.A.stencil;
   const int nx = static_cast<int>(s.nx), ny = static_cast<int>(s.ny);
   const int sy = nx, sz = nx * ny;
@@ -805,15 +872,27 @@ bool is_cg_direction(const LaMatvecArgs& a) {
          a.z == a.x_out && cg_kernels();
 }
 
-/// The tiles of a stencil product over `st`.
-Tiles tiles_for(const LaStencil& st, const OpInfo& op) {
+/// Whether CG's 3D 7-point direction product takes its points along z (cg_direction_columns);
+/// SLUICE_CUDA_CG_COLUMNS=0 takes them along y as the other products do (to measure it).
+bool cg_columns() {
+  static const bool on = switched_on("SLUICE_CUDA_CG_COLUMNS");
+  return on;
+}
+
+/// The tiles of a stencil product over `st`; `cg_direction`: of CG's direction product, whose
+/// 3D 7-point form takes its points along z (cg_direction_columns).
+Tiles tiles_for(const LaStencil& st, const OpInfo& op, bool cg_direction = false) {
   Tiles tiles;
   tiles.width =
       tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
-  tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
+  const bool columns = cg_direction && st.kind == LaStencilKind::d3p7 && cg_columns() &&
+                       (kRowsPerThread + 1) * st.nx * st.ny <= std::int64_t{0x7fffffff};
+  tiles.depth = columns ? kRowsPerThread : 1;
+  tiles.height = kStencilThreads / tiles.width * (tiles.depth == 1 ? kRowsPerThread : 1);
   tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
   tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
-  const std::int64_t count = std::int64_t{tiles.tx} * tiles.ty * st.nz;
+  const std::int64_t count =
+      std::int64_t{tiles.tx} * tiles.ty * ((st.nz + tiles.depth - 1) / tiles.depth);
   if (count > std::int64_t{0x7fffffff} || st.nx * st.ny > std::int64_t{0x7fffffff}) {
     throw Error(Errc::invalid_argument,
                 "cuda: stencil grid " + std::to_string(st.nx) + " x " + std::to_string(st.ny) +
@@ -1073,11 +1152,11 @@ class CudaLaKernels final : public LaKernels {
     auto& s = as_cuda_stream(stream, "la matrix-vector product");
     const bool sums = m::matvec_sums(args.epilogue) > 0;
     if (args.A.is_stencil) {
-      const Tiles tiles = tiles_for(args.A.stencil, op);
+      const bool cg_direction = is_cg_direction(args);
+      const Tiles tiles = tiles_for(args.A.stencil, op, cg_direction);
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, op);
         const Reducer red{sc.partials, sc.counter};
-        const bool cg_direction = is_cg_direction(args);
         auto with_kernel = [&](auto&& fn) {
           if (!cg_direction) return with_stencil_kernel(args, sums, fn);
           return m::with_stencil_kind(args.A.stencil.kind, [&](auto kind) {
@@ -1136,7 +1215,7 @@ class CudaLaKernels final : public LaKernels {
     }
     const LaStencil& stencil = args.direction.A.stencil;
     CgBlockShape shape;
-    shape.tiles = tiles_for(stencil, op);
+    shape.tiles = tiles_for(stencil, op, true);
     shape.chunks = blocks_of(args.update.n);
     run_on(s, op, [&](cudaStream_t st) {
       auto& sc = scratch_for(s, op);

@@ -108,6 +108,23 @@ double bytes_per_iteration(const Mat& A, KspType type, PcType pc) {
   return vectors * n * 8.0 + extra;
 }
 
+double setup_bytes(const Mat& A, KspType type, PcType pc) {
+  const auto n = static_cast<double>(A.rows());
+  // From a zero guess (src/la/ksp.cpp):
+  //   CG:    one pass reading b and writing x = 0, r = b, p = 0 (4; z = B r stored and B read
+  //          where B is a vector: 6)
+  //   TFQMR: x = 0 (1), r = b (2), the init pass reading r and writing r, rp, u, p, d (6), and
+  //          v = K p with v'rp (3, plus the matrix and B twice where they are stored)
+  const bool vector_pc = pc == PcType::jacobi && !A.is_matrix_free();
+  double vectors = type == KspType::cg ? 4 : 12;
+  double extra = 0;
+  if (vector_pc) vectors += 2;
+  if (type == KspType::tfqmr && !A.is_matrix_free()) {
+    extra += static_cast<double>(A.nnz()) * 12.0 + (n + 1) * 4.0;
+  }
+  return vectors * n * 8.0 + extra;
+}
+
 std::int64_t grid_for_nnz(Stencil kind, double nnz) {
   const double per_row = stencil_points(kind);
   const double points = nnz / per_row;

@@ -44,6 +44,8 @@ double time_solve(Ksp& ksp, const Vec& b, Vec& x, const Context& ctx, KspResult&
 /// once per kernel; neighbours of a stencil or CSR column gather counted once), the
 /// "memory-bandwidth floor" of the goals divided by the bandwidth.
 [[nodiscard]] double bytes_per_iteration(const Mat& A, KspType type, PcType pc);
+/// Bytes a solve from a zero guess moves before its first iteration (its setup passes).
+[[nodiscard]] double setup_bytes(const Mat& A, KspType type, PcType pc);
 
 /// The grid size n that gives a stencil about `nnz` stored entries.
 [[nodiscard]] std::int64_t grid_for_nnz(Stencil kind, double nnz);

@@ -401,11 +401,13 @@ struct KspOptions {
   /// Use x's values as the initial guess (else x = 0).
   bool initial_guess_nonzero = false;
   SolveMode mode = SolveMode::async;
-  /// Async mode: iterations per host check. The default comes from `sluice bench --check-sweep`
-  /// (H200, CG on 2D 5-point problems of 53 to 773 iterations): 8 is within 5% of the fastest
-  /// interval at every size; 16 and 32 gain up to 3% on long solves and lose up to 15% on short
-  /// ones (docs/la.md).
-  int check_every = 8;
+  /// Async mode: iterations per host check; 0 lets the solver choose (Ksp::check_interval):
+  /// 32 for CG on a matrix-free operator, whose iterations past the stop cost nothing (on a GPU
+  /// a block of them is one kernel that stops with the solve), else 8, which bounds the
+  /// unguarded products a CSR solve issues past its stop. From `sluice bench --check-sweep`
+  /// (H200, CG on 2D 5-point problems of 53 to 773 iterations): 32 is within 3% of the fastest
+  /// interval there and 8 is 13 to 19% slower (docs/la.md).
+  int check_every = 0;
   /// Keep the residual history (KSPSetResidualHistory); see KspResult::history.
   bool history = false;
   KspMonitor monitor;
@@ -442,6 +444,9 @@ class Ksp {
   [[nodiscard]] const KspOptions& options() const noexcept { return options_; }
   void set_options(KspOptions options);
   [[nodiscard]] const Mat& operator_matrix() const noexcept { return A_; }
+  /// Iterations per host check of an async solve: options().check_every, or the solver's
+  /// choice for this operator and solver where that is 0 (see KspOptions::check_every).
+  [[nodiscard]] int check_interval() const noexcept;
 
   /// Solves on `ctx` (default: x's context). Returns once the solve stopped; x holds the iterate
   /// the result reports. Throws Error for mismatched sizes or devices, or unsupported options.

@@ -146,6 +146,12 @@ void ensure(Vec& v, const Context& ctx, std::size_t n, std::source_location loc)
   if (v.size() != n || v.empty() || v.device() != ctx.device()) v = Vec(ctx, n, loc);
 }
 
+/// KspOptions::check_every, or where it is 0 the interval chosen for the solver and operator.
+int check_interval(const KspOptions& o, bool matrix_free) {
+  if (o.check_every > 0) return o.check_every;
+  return o.type == KspType::cg && matrix_free ? 32 : 8;
+}
+
 /// One solve: the sequence of kernels, and the mode that decides where scalars live.
 class Run {
  public:
@@ -664,7 +670,7 @@ class Run {
       read(s);
       return;
     }
-    const int k = std::max(1, o_.check_every);
+    const int k = check_interval(o_, A_.is_stencil);
     std::deque<Snapshot> pending;
     int next_slot = 1;
     auto block = [&] {
@@ -761,8 +767,10 @@ void validate(const KspOptions& o, std::source_location loc) {
     throw Error(Errc::invalid_argument, "KSP: " + what, loc);
   };
   if (o.max_it < 1) bad("max_it must be at least 1, got " + std::to_string(o.max_it));
-  if (o.check_every < 1)
-    bad("check_every must be at least 1, got " + std::to_string(o.check_every));
+  if (o.check_every < 0) {
+    bad("check_every must be at least 1 (or 0 to let the solver choose), got " +
+        std::to_string(o.check_every));
+  }
   if (!(o.rtol >= 0) || !(o.atol >= 0) || !(o.dtol >= 0)) {
     bad("rtol, atol and dtol must be non-negative numbers");
   }
@@ -791,6 +799,10 @@ Ksp::Ksp(Mat A, KspOptions options)
 Ksp::~Ksp() = default;
 Ksp::Ksp(Ksp&&) noexcept = default;
 Ksp& Ksp::operator=(Ksp&&) noexcept = default;
+
+int Ksp::check_interval() const noexcept {
+  return sluice::check_interval(options_, A_.is_matrix_free());
+}
 
 void Ksp::set_options(KspOptions options) {
   validate(options, std::source_location::current());

@@ -489,7 +489,7 @@ TEST_P(KspTest, BadInputIsAClearError) {
   EXPECT_THROW(Ksp(A, {.norm_type = KspNormType::none}), Error);
   EXPECT_THROW(Ksp(A, {.type = KspType::tfqmr, .norm_type = KspNormType::natural}), Error);
   EXPECT_THROW(Ksp(A, {.max_it = 0}), Error);
-  EXPECT_THROW(Ksp(A, {.check_every = 0}), Error);
+  EXPECT_THROW(Ksp(A, {.check_every = -1}), Error);
   EXPECT_THROW(Ksp(Mat::from_triplets(ctx, 2, 3, std::vector<Triplet>{})), Error);
   EXPECT_THROW(Ksp(Mat{}), Error);
   EXPECT_THROW((void)parse_ksp_type("gmres"), Error);
@@ -498,6 +498,30 @@ TEST_P(KspTest, BadInputIsAClearError) {
   // The solver still works after the errors.
   const auto r = ksp.solve(b, x);
   EXPECT_TRUE(r.converged());
+}
+
+TEST_P(KspTest, CheckIntervalIsChosenPerSolverAndOperator) {
+  auto ctx = make_context();
+  const auto free = Mat::stencil(ctx, Stencil::d2p5, 30, 30);
+  const auto csr = Mat::stencil_csr(ctx, Stencil::d2p5, 30, 30);
+  // CG on a matrix-free operator: iterations past the stop cost nothing, so checks are rare.
+  EXPECT_EQ(Ksp(free).check_interval(), 32);
+  EXPECT_EQ(Ksp(free, {.pc = PcType::none}).check_interval(), 32);
+  // CSR (unguarded cuSPARSE products past the stop) and TFQMR keep the shorter interval.
+  EXPECT_EQ(Ksp(csr).check_interval(), 8);
+  EXPECT_EQ(Ksp(free, {.type = KspType::tfqmr}).check_interval(), 8);
+  // An explicit interval is kept.
+  EXPECT_EQ(Ksp(free, {.check_every = 5}).check_interval(), 5);
+  EXPECT_EQ(Ksp(csr, {.check_every = 64}).check_interval(), 64);
+  // The chosen interval gives sync's count and residual (converging in more than 32).
+  Vec b(ctx, 900), x(ctx, 900);
+  set(b, 1.0);
+  const auto as = Ksp(free, {.rtol = 1e-10}).solve(b, x);
+  const auto sy = Ksp(free, {.rtol = 1e-10, .mode = SolveMode::sync}).solve(b, x);
+  EXPECT_GT(as.iterations, 32);
+  EXPECT_EQ(as.iterations, sy.iterations);
+  EXPECT_EQ(as.reason, sy.reason);
+  EXPECT_EQ(as.residual_norm, sy.residual_norm);
 }
 
 TEST_P(KspTest, ZeroRightHandSide) {

@@ -35,7 +35,7 @@ struct SolveOptions {
   double rtol = 1e-5, atol = 1e-50, dtol = 1e4;
   int max_it = 10000;
   bool fixed = false;
-  int check_every = 8;
+  int check_every = 0;
   int repeat = 1;
   bool monitor = false;
   bool json = false;
@@ -118,6 +118,7 @@ int run(const SolveOptions& o) {
     j["ksp"] = o.ksp;
     j["pc"] = o.pc;
     j["mode"] = o.mode;
+    if (o.mode == "async") j["check_every"] = ksp.check_interval();
     j["norm_type"] = o.norm_type;
     j["rtol"] = o.rtol;
     j["atol"] = o.atol;
@@ -144,8 +145,11 @@ int run(const SolveOptions& o) {
     }
     fmt::print("problem:    {} ({} rows, {} nonzeros) on {}\n", problem.description,
                problem.A.rows(), problem.A.nnz(), ctx.device().to_string());
-    fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode\n", o.ksp, o.pc,
-               o.norm_type, o.mode);
+    fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode{}\n", o.ksp, o.pc,
+               o.norm_type, o.mode,
+               o.mode == "async" && !o.fixed
+                   ? fmt::format(" (convergence read every {} iterations)", ksp.check_interval())
+                   : std::string());
     fmt::print("iterations: {}\n", result.iterations);
     fmt::print("residual:   {:.6e} ({} norm); true ||b - Ax|| = {:.6e} ({:.3e} relative)\n",
                result.residual_norm, o.norm_type, true_res, bnorm > 0 ? true_res / bnorm : 0.0);
@@ -191,7 +195,8 @@ Command add_solve_command(CLI::App& parent) {
   app->add_option("--divtol", o->dtol, "Divergence tolerance")->capture_default_str();
   app->add_option("--max-it", o->max_it, "Maximum iterations")->capture_default_str();
   app->add_flag("--fixed", o->fixed, "Run exactly --max-it iterations (KSPConvergedSkip)");
-  app->add_option("--check-every", o->check_every, "Async: iterations per convergence check")
+  app->add_option("--check-every", o->check_every,
+                  "Async: iterations per convergence check (0: the solver's choice)")
       ->capture_default_str();
   app->add_option("--repeat", o->repeat,
                   "Timed solves; above 1, after one warm-up solve (min and median)")

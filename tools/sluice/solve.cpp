@@ -108,6 +108,8 @@ int run(const SolveOptions& o) {
     err = norm(e, NormType::infinity);
   }
 
+  // Async solves that stop on convergence read it every check_interval() iterations.
+  const bool reads_convergence = o.mode == "async" && !o.fixed;
   if (o.json) {
     nlohmann::ordered_json j;
     j["problem"] = problem.description;
@@ -118,7 +120,7 @@ int run(const SolveOptions& o) {
     j["ksp"] = o.ksp;
     j["pc"] = o.pc;
     j["mode"] = o.mode;
-    if (o.mode == "async") j["check_every"] = ksp.check_interval();
+    if (reads_convergence) j["check_every"] = ksp.check_interval();
     j["norm_type"] = o.norm_type;
     j["rtol"] = o.rtol;
     j["atol"] = o.atol;
@@ -147,7 +149,7 @@ int run(const SolveOptions& o) {
                problem.A.rows(), problem.A.nnz(), ctx.device().to_string());
     fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode{}\n", o.ksp, o.pc,
                o.norm_type, o.mode,
-               o.mode == "async" && !o.fixed
+               reads_convergence
                    ? fmt::format(" (convergence read every {} iterations)", ksp.check_interval())
                    : std::string());
     fmt::print("iterations: {}\n", result.iterations);

@@ -408,16 +408,19 @@ __global__ void __launch_bounds__(kBlock, kFusedMinBlocks)
 /// blocks resident at one time work on neighbouring tiles, so a point's y and z neighbours, read
 /// by several tiles, come from L1 or L2 and every point is read from memory about once. A thread
 /// takes kRowsPerThread points of its tile: along y (depth 1) or along z (depth kRowsPerThread,
-/// CG's 3D 7-point direction product: see cg_direction_columns).
+/// CG's 3D 7-point direction product: see cg_direction_columns). Tiles of depth kRowsPerThread
+/// are flat: kStencilThreads consecutive points of a plane (width kStencilThreads, height 1, x
+/// its offset in the plane), so no thread idles past the end of an x line.
 struct Tiles {
   unsigned width = 32;      // points along x (the block's x threads)
   unsigned height = 16;     // points along y (the block's y threads, x kRowsPerThread at depth 1)
-  unsigned depth = 1;       // z planes: 1 or kRowsPerThread
-  unsigned tx = 1, ty = 1;  // tiles along x and y
+  unsigned depth = 1;       // z planes: 1 or kRowsPerThread (flat)
+  unsigned tx = 1, ty = 1;  // tiles along x (flat: per plane) and y
   unsigned count = 1;       // tx * ty * (nz / depth, rounded up), below 2^31
   FastDiv by_tx, by_ty;     // division by tx and by ty
+  FastDiv by_nx;            // flat: division by the stencil's nx
 
-  /// Tile t's first point: x, y and the plane.
+  /// Tile t's first point: x (flat: the offset in the plane), y and the plane.
   struct Origin {
     unsigned x, y, z;
   };
@@ -426,11 +429,17 @@ struct Tiles {
     const unsigned z = by_ty(rest);
     return {(t - rest * tx) * width, (rest - z * ty) * height, z * depth};
   }
-  /// The point a thread takes r-th in the tile at `o`: its y and plane.
-  __device__ unsigned y_of(const Origin& o, int r) const {
-    return o.y + threadIdx.y + (depth == 1 ? r * blockDim.y : 0);
+  /// The index of the point a thread takes r-th in the tile at `o` (an nx x ny x nz grid), or
+  /// `none` past the grid's end. I: the index type (32-bit where the grid allows).
+  template <class I>
+  __device__ I point(const Origin& o, int r, I nx, I ny, I nz, I none) const {
+    if (depth == 1) {
+      const I ix = o.x + threadIdx.x, iy = o.y + threadIdx.y + r * blockDim.y;
+      return ix < nx && iy < ny ? ix + nx * (iy + ny * o.z) : none;
+    }
+    const I in_plane = o.x + threadIdx.x, iz = o.z + r;
+    return in_plane < nx * ny && iz < nz ? in_plane + nx * ny * iz : none;
   }
-  __device__ unsigned z_of(const Origin& o, int r) const { return o.z + (depth == 1 ? 0 : r); }
 };
 
 /// A guarded stencil product's prefetch (see prefetch): the inputs at the thread's points of
@@ -439,13 +448,11 @@ __device__ void prefetch_first_tile(const LaMatvecArgs& mv, const Tiles& tiles) 
   if (mv.sums.state == nullptr || blockIdx.x >= tiles.count) return;
   const LaStencil& s = mv.A.stencil;
   const auto o = tiles.origin(blockIdx.x);
-  const std::int64_t ix = o.x + threadIdx.x;
   for (int r = 0; r < kRowsPerThread; ++r) {
-    const std::int64_t iy = tiles.y_of(o, r), iz = tiles.z_of(o, r);
-    if (ix < s.nx && iy < s.ny && iz < s.nz) {
-      const auto i = static_cast<std::size_t>(ix + s.nx * (iy + s.ny * iz));
-      prefetch(mv.x, i);
-      prefetch(mv.x2, i);
+    const std::int64_t i = tiles.point<std::int64_t>(o, r, s.nx, s.ny, s.nz, -1);
+    if (i >= 0) {
+      prefetch(mv.x, static_cast<std::size_t>(i));
+      prefetch(mv.x2, static_cast<std::size_t>(i));
     }
   }
 }
@@ -503,7 +510,8 @@ __global__ void __launch_bounds__(kStencilThreads, kMinBlocks)
 /// neighbours' inputs, formed once in registers, and only the column's two ends are read from
 /// the planes beside the tile (at depth 1 every point reads both neighbour planes, which come
 /// from L2: three times the product's data through L2). The same terms in the same order as
-/// m::stencil_neighbors<d3p7>.
+/// m::stencil_neighbors<d3p7>. The tiles are flat (see Tiles): a thread finds its x and y by
+/// one division of its offset in the plane.
 __device__ double cg_direction_columns(const LaMatvecArgs& mv, const Tiles& tiles, double bscale,
                                        const double* p_old, double* p_new, unsigned first,
                                        unsigned stride) {
@@ -516,8 +524,9 @@ __device__ double cg_direction_columns(const LaMatvecArgs& mv, const Tiles& tile
   double acc = 0;
   for (unsigned t = first; t < tiles.count; t += stride) {
     const auto o = tiles.origin(t);
-    const int ix = static_cast<int>(o.x + threadIdx.x), iy = static_cast<int>(o.y + threadIdx.y);
-    if (ix >= nx || iy >= ny) continue;
+    const int in_plane = static_cast<int>(o.x + threadIdx.x);  // flat tiles
+    if (in_plane >= sz) continue;
+    const int iy = static_cast<int>(tiles.by_nx(in_plane)), ix = in_plane - iy * nx;
     const int iz0 = static_cast<int>(o.z);
     const int rows = min(kR, nz - iz0);
     const std::size_t at = static_cast<std::size_t>(iz0) * sz + ix + iy * sy;
@@ -683,6 +692,39 @@ __device__ void cg_update_pair(const LaFusedArgs& f, const double* p, double a, 
   }
 }
 
+/// Where a step of cg_block_kernel starts, the loads of its first round need no sum of the step
+/// before: they are pulled into L1 (see prefetch) between the barrier and the partials' sum, so
+/// that latency overlaps. 32-bit offsets: cg_blocks_for keeps the rows below 2^31. The update's
+/// first chunks of blocks v0 and v0 + stride (see cg_update_pair).
+__device__ void prefetch_update_round(const LaFusedArgs& f, const double* p,
+                                      const CgBlockShape& shape, unsigned v0, unsigned stride,
+                                      int t) {
+  for (unsigned v = v0, k = 0; k < 2 && v < shape.upd_blocks; v += stride, ++k) {
+    const unsigned i = (static_cast<unsigned>(shape.chunks) - 1 - v) * kBlock + t;
+    if (v >= shape.chunks || i >= f.n) continue;
+    prefetch(f.x, i);
+    prefetch(p, i);
+    prefetch(f.r, i);
+    prefetch(f.w, i);
+  }
+}
+
+/// The direction product's first tile t: z and p_old at the thread's points.
+__device__ void prefetch_direction_tile(const LaMatvecArgs& mv, const Tiles& tiles, unsigned t,
+                                        const double* p_old) {
+  if (t >= tiles.count) return;
+  const LaStencil& s = mv.A.stencil;
+  const auto o = tiles.origin(t);
+  const auto nx = static_cast<unsigned>(s.nx), ny = static_cast<unsigned>(s.ny);
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const unsigned i = tiles.point<unsigned>(o, r, nx, ny, static_cast<unsigned>(s.nz), ~0u);
+    if (i != ~0u) {
+      prefetch(mv.x, i);
+      prefetch(p_old, i);
+    }
+  }
+}
+
 /// `args.iterations` CG iterations of a matrix-free operator with a constant preconditioner in
 /// one cooperative launch (async mode): each iteration's direction product and update, with a
 /// grid-wide barrier after each where the kernels launched one by one would end. Every block
@@ -723,12 +765,21 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
       if (t == 0) part_dir[v] = sum[0];
     }
     grid.sync();
+    // Measured on an H200 (with flat tiles, against neither): 3D 7-point at 113^3 35.5 against
+    // 37.5 us per iteration, at 163^3 96 against 106. In 2D no faster (up to 3% slower at 2e5
+    // rows), so 2D goes without.
+    if constexpr (K == LaStencilKind::d3p7) {
+      prefetch_update_round(args.update, p_new, shape, blockIdx.x, blocks, t);
+    }
     if (!finish_step<1>(part_dir, shape.dir_blocks, LaFinalize::cg_dpi, st, t, threads)) break;
     const double a = st.a;
     for (unsigned v = blockIdx.x; v < shape.upd_blocks; v += 2 * blocks) {
       cg_update_pair(args.update, p_new, a, v, v + blocks, shape, part_upd, t, threads);
     }
     grid.sync();
+    if constexpr (K == LaStencilKind::d3p7) {
+      prefetch_direction_tile(mv, shape.tiles, blockIdx.x, p_new);  // p_new: the next p_old
+    }
     if (!finish_step<2>(part_upd, shape.upd_blocks, LaFinalize::cg_iter, st, t, threads)) break;
     double* const swap = p_old;
     p_old = p_new;
@@ -883,14 +934,27 @@ bool cg_columns() {
 /// 3D 7-point form takes its points along z (cg_direction_columns).
 Tiles tiles_for(const LaStencil& st, const OpInfo& op, bool cg_direction = false) {
   Tiles tiles;
-  tiles.width =
-      tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
   const bool columns = cg_direction && st.kind == LaStencilKind::d3p7 && cg_columns() &&
                        (kRowsPerThread + 1) * st.nx * st.ny <= std::int64_t{0x7fffffff};
-  tiles.depth = columns ? kRowsPerThread : 1;
-  tiles.height = kStencilThreads / tiles.width * (tiles.depth == 1 ? kRowsPerThread : 1);
-  tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
-  tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
+  if (columns) {
+    // Flat: at nx = 113, x lines padded to 128 left 12% of the threads idle, and the 3249 tiles
+    // took 7 rounds of the 528 blocks of an H200 against 2850 in 6 flat. Measured on an H200
+    // with cg_block_kernel's step-end prefetch: 35.3 against 35.5 us per iteration at 113^3,
+    // 96.3 against 98.4 at 163^3; the step kernels at 243^3 320.7 against 317.1 (the division
+    // by nx). Without that prefetch, flat tiles made cg_block_kernel spill (11% slower).
+    tiles.width = kStencilThreads;
+    tiles.height = 1;
+    tiles.depth = kRowsPerThread;
+    tiles.tx = static_cast<unsigned>((st.nx * st.ny + kStencilThreads - 1) / kStencilThreads);
+    tiles.ty = 1;
+    tiles.by_nx = FastDiv(static_cast<std::uint32_t>(st.nx));
+  } else {
+    tiles.width =
+        tile_width(st.kind == LaStencilKind::d3p7 || st.kind == LaStencilKind::d3p27, st.nx);
+    tiles.height = kStencilThreads / tiles.width * kRowsPerThread;
+    tiles.tx = static_cast<unsigned>((st.nx + tiles.width - 1) / tiles.width);
+    tiles.ty = static_cast<unsigned>((st.ny + tiles.height - 1) / tiles.height);
+  }
   const std::int64_t count =
       std::int64_t{tiles.tx} * tiles.ty * ((st.nz + tiles.depth - 1) / tiles.depth);
   if (count > std::int64_t{0x7fffffff} || st.nx * st.ny > std::int64_t{0x7fffffff}) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "empty_kernel.hpp"
+#include "have_gpu.hpp"
 #include "sluice/cuda.hpp"
 #include "sluice/sluice.hpp"
 
@@ -24,15 +25,6 @@ void check(cudaError_t err, const char* what) {
     std::fprintf(stderr, "bench_cuda: %s failed: %s\n", what, cudaGetErrorString(err));
     std::abort();
   }
-}
-
-// Skips the benchmark (reported as such, never as a result) where there is no GPU.
-bool have_gpu(benchmark::State& state) {
-  for (const auto& b : sluice::backends()) {
-    if (b.name == "cuda" && b.device_count > 0) return true;
-    if (b.name == "cuda") state.SkipWithError(("no CUDA device: " + b.unavailable_reason).c_str());
-  }
-  return false;
 }
 
 const void* kernel() {

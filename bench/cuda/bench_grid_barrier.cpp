@@ -6,20 +6,12 @@
 #include <benchmark/benchmark.h>
 
 #include "grid_barrier.hpp"
+#include "have_gpu.hpp"
 #include "sluice/sluice.hpp"
 
 namespace {
 
 constexpr int kBarriers = 2000;
-
-// Skips the benchmark (reported as such, never as a result) where there is no GPU.
-bool have_gpu(benchmark::State& state) {
-  for (const auto& b : sluice::backends()) {
-    if (b.name == "cuda" && b.device_count > 0) return true;
-    if (b.name == "cuda") state.SkipWithError(("no CUDA device: " + b.unavailable_reason).c_str());
-  }
-  return false;
-}
 
 /// range(0): partials per block (0: the barrier alone). 1 is the direction product's sum,
 /// 4 the update's two sums over twice as many blocks.

@@ -442,19 +442,29 @@ struct Tiles {
   }
 };
 
+/// The stencil product's inputs z and p at the thread's points of tile t (see prefetch). I: the
+/// index type (32-bit where the grid allows it: cg_block_kernel spills with 64-bit offsets).
+template <class I>
+__device__ void prefetch_tile(const LaStencil& s, const Tiles& tiles, unsigned t, const double* z,
+                              const double* p) {
+  if (t >= tiles.count) return;
+  const auto o = tiles.origin(t);
+  const auto none = static_cast<I>(-1);
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const I i = tiles.point<I>(o, r, static_cast<I>(s.nx), static_cast<I>(s.ny),
+                               static_cast<I>(s.nz), none);
+    if (i != none) {
+      prefetch(z, static_cast<std::size_t>(i));
+      prefetch(p, static_cast<std::size_t>(i));
+    }
+  }
+}
+
 /// A guarded stencil product's prefetch (see prefetch): the inputs at the thread's points of
 /// its block's first tile.
 __device__ void prefetch_first_tile(const LaMatvecArgs& mv, const Tiles& tiles) {
-  if (mv.sums.state == nullptr || blockIdx.x >= tiles.count) return;
-  const LaStencil& s = mv.A.stencil;
-  const auto o = tiles.origin(blockIdx.x);
-  for (int r = 0; r < kRowsPerThread; ++r) {
-    const std::int64_t i = tiles.point<std::int64_t>(o, r, s.nx, s.ny, s.nz, -1);
-    if (i >= 0) {
-      prefetch(mv.x, static_cast<std::size_t>(i));
-      prefetch(mv.x2, static_cast<std::size_t>(i));
-    }
-  }
+  if (mv.sums.state != nullptr)
+    prefetch_tile<std::int64_t>(mv.A.stencil, tiles, blockIdx.x, mv.x, mv.x2);
 }
 
 /// A product's input as the stencil kernel `In` reads it.
@@ -709,22 +719,6 @@ __device__ void prefetch_update_round(const LaFusedArgs& f, const double* p,
   }
 }
 
-/// The direction product's first tile t: z and p_old at the thread's points.
-__device__ void prefetch_direction_tile(const LaMatvecArgs& mv, const Tiles& tiles, unsigned t,
-                                        const double* p_old) {
-  if (t >= tiles.count) return;
-  const LaStencil& s = mv.A.stencil;
-  const auto o = tiles.origin(t);
-  const auto nx = static_cast<unsigned>(s.nx), ny = static_cast<unsigned>(s.ny);
-  for (int r = 0; r < kRowsPerThread; ++r) {
-    const unsigned i = tiles.point<unsigned>(o, r, nx, ny, static_cast<unsigned>(s.nz), ~0u);
-    if (i != ~0u) {
-      prefetch(mv.x, i);
-      prefetch(p_old, i);
-    }
-  }
-}
-
 /// `args.iterations` CG iterations of a matrix-free operator with a constant preconditioner in
 /// one cooperative launch (async mode): each iteration's direction product and update, with a
 /// grid-wide barrier after each where the kernels launched one by one would end. Every block
@@ -778,7 +772,8 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
     }
     grid.sync();
     if constexpr (K == LaStencilKind::d3p7) {
-      prefetch_direction_tile(mv, shape.tiles, blockIdx.x, p_new);  // p_new: the next p_old
+      // The next product's first tile; p_new is its p_old.
+      prefetch_tile<unsigned>(mv.A.stencil, shape.tiles, blockIdx.x, mv.x, p_new);
     }
     if (!finish_step<2>(part_upd, shape.upd_blocks, LaFinalize::cg_iter, st, t, threads)) break;
     double* const swap = p_old;

@@ -14,14 +14,16 @@ namespace {
 constexpr int kBarriers = 2000;
 
 /// range(0): partials per block (0: the barrier alone). 1 is the direction product's sum,
-/// 4 the update's two sums over twice as many blocks.
+/// 4 the update's two sums over twice as many blocks. range(1): 1 reads the partials through
+/// L1 (as the CG block kernel does), 0 through L2 alone.
 void BM_grid_barrier(benchmark::State& state) {
   if (!have_gpu(state)) return;
   const int per_block = static_cast<int>(state.range(0));
-  GridBarrierRun run = run_grid_barriers(kBarriers, per_block);  // warm-up
+  const bool through_l1 = state.range(1) != 0;
+  GridBarrierRun run = run_grid_barriers(kBarriers, per_block, through_l1);  // warm-up
   double us_per_barrier = 0;
   for (auto _ : state) {
-    run = run_grid_barriers(kBarriers, per_block);
+    run = run_grid_barriers(kBarriers, per_block, through_l1);
     if (!run.error.empty()) {
       state.SkipWithError(run.error.c_str());
       return;
@@ -36,10 +38,9 @@ void BM_grid_barrier(benchmark::State& state) {
 }
 
 BENCHMARK(BM_grid_barrier)
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
+    ->ArgNames({"partials_per_block", "through_l1"})
+    ->Args({0, 1})
+    ->ArgsProduct({{1, 2, 4}, {1, 0}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

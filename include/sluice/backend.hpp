@@ -164,17 +164,14 @@ class LaKernels {
   virtual void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) = 0;
   virtual void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) = 0;
   /// A block of CG iterations in async mode (see LaCgBlockArgs). The default issues each
-  /// iteration's two steps; a backend may run the whole block as one kernel, with the same
-  /// arithmetic in the same order (the iterates stay bit-identical to sync mode's).
-  virtual void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
-    LaMatvecArgs direction;
-    LaFusedArgs update;
-    for (std::int32_t k = 0; k < args.iterations; ++k) {
-      cg_block_step(args, k, direction, update);
-      matvec(stream, direction, op);
-      fused(stream, update, op);
-    }
-  }
+  /// iteration's two steps and copies the state to `args.mirror`; a backend may run the whole
+  /// block as one kernel, with the same arithmetic in the same order (the iterates stay
+  /// bit-identical to sync mode's).
+  virtual void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op);
+  /// *dst = value (a solver's device state), in stream order: the value travels with the
+  /// operation (a kernel argument, a task's copy), so the caller's copy may go at once.
+  virtual void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
+                         const OpInfo& op) = 0;
   /// out[i] = A(i, i) (0 where a CSR row stores none).
   virtual void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) = 0;
   /// Backend data for a CSR matrix, made once per matrix and kept alive by it (a cuSPARSE

@@ -132,7 +132,7 @@ struct Ksp::Work {
   std::size_t hist_cap = 0;
   DeviceBuffer<LaKspState> state;  // async: the device state
   DeviceBuffer<double> hist;       // async: the residual history
-  PinnedBuffer<LaKspState> slots;  // async: upload and snapshots
+  PinnedBuffer<LaKspState> slots;  // async: snapshots
   PinnedBuffer<double> sums;       // sync: the sums of the last reduction
   std::vector<double> host_hist;   // sync: the residual history
 };
@@ -172,7 +172,7 @@ class Run {
     if (o_.type == KspType::cg) {
       cg_setup();
       if (async_) {
-        run_async([this](int n) { cg_iterations(n); });
+        run_async([this](int n, int slot) { return cg_iterations(n, slot); });
       } else {
         while (st_.stop == 0 && cg_iteration()) {
         }
@@ -180,8 +180,9 @@ class Run {
     } else {
       tf_setup();
       if (async_) {
-        run_async([this](int n) {
+        run_async([this](int n, int) {
           for (int i = 0; i < n; ++i) tf_iteration();
+          return false;
         });
       } else {
         while (st_.stop == 0 && tf_iteration()) {
@@ -260,7 +261,7 @@ class Run {
     if (async_) {
       if (w_.state.empty() || w_.device != ctx_.device()) {
         w_.state = DeviceBuffer<LaKspState>(ctx_, 1, loc_);
-        w_.slots = PinnedBuffer<LaKspState>(ctx_.device(), 3, loc_);
+        w_.slots = PinnedBuffer<LaKspState>(ctx_.device(), 2, loc_);
       }
       if (w_.hist.size() < w_.hist_cap || w_.device != ctx_.device()) {
         w_.hist = DeviceBuffer<double>(ctx_, w_.hist_cap, loc_);
@@ -268,10 +269,10 @@ class Run {
       w_.device = ctx_.device();
       st_.hist = w_.hist.data();
       dst_ = w_.state.data();
-      // Upload the initial state through slot 0 (an earlier solve's snapshot may still target it).
-      wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(0), loc_);
-      std::memcpy(w_.slots.data(), &st_, sizeof st_);
-      detail::copy_bytes(ctx_, dst_, w_.slots.data(), sizeof st_, loc_);
+      Accesses acc;
+      acc.write(w_.state.object_id());
+      issue(ctx_, acc, "KSP state", loc_,
+            [&](Stream& s, const OpInfo& op) { k_.set_state(s, dst_, st_, op); });
     } else {
       if (w_.sums.size() == 0 || w_.device != ctx_.device()) {
         w_.sums = PinnedBuffer<double>(ctx_.device(), la_math::kMaxSums, loc_);
@@ -487,8 +488,9 @@ class Run {
   }
 
   /// `n` CG iterations as one operation (async mode): the backend may run them as one kernel
-  /// (LaKernels::cg_block), with the same arithmetic as n calls of cg_iteration.
-  void cg_iterations(int n) {
+  /// (LaKernels::cg_block), with the same arithmetic as n calls of cg_iteration. The block
+  /// leaves the final state in pinned slot `slot` too (true: no snapshot copy needed).
+  bool cg_iterations(int n, int slot) {
     Vec& p_old = cur_ == 0 ? w_.p : w_.p2;
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
     if (n % 2 != 0) cur_ = 1 - cur_;
@@ -505,8 +507,12 @@ class Run {
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;
     a.update.sums.finalize = LaFinalize::cg_iter;
+    wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
+    a.mirror = w_.slots.data() + slot;
+    acc.write(w_.slots.object_id(), slot_range(slot));
     issue(ctx_, acc, "KSPSolve_CG iterations", loc_,
           [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
+    return true;
   }
 
   // ---- TFQMR ----
@@ -635,10 +641,13 @@ class Run {
     int slot = 0;
   };
 
-  /// Queues the device state's current value into pinned slot `slot`.
-  Snapshot snapshot(int slot) {
-    wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
-    detail::copy_bytes(ctx_, w_.slots.data() + slot, dst_, sizeof(LaKspState), loc_);
+  /// Queues the device state's current value into pinned slot `slot` (unless the operation
+  /// just issued left it there: `mirrored`) and the event the host waits on.
+  Snapshot snapshot(int slot, bool mirrored) {
+    if (!mirrored) {
+      wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
+      detail::copy_bytes(ctx_, w_.slots.data() + slot, dst_, sizeof(LaKspState), loc_);
+    }
     Snapshot s;
     s.slot = slot;
     s.event.record(ctx_, loc_);
@@ -655,7 +664,8 @@ class Run {
   /// a whole block of them stays well under any launch time limit.
   static constexpr int kFixedBlock = 64;
 
-  /// Issues the loop: `iterate(n)` queues n iterations.
+  /// Issues the loop: `iterate(n, slot)` queues n iterations, and returns whether they leave
+  /// the final state in pinned slot `slot` themselves.
   template <class Iterate>
   void run_async(Iterate&& iterate) {
     const int total = o_.max_it;
@@ -663,22 +673,23 @@ class Run {
     if (o_.fixed_iterations) {
       // Nothing to decide early: a breakdown makes the remaining kernels no-ops. Blocks of at
       // most kFixedBlock iterations (an even number: see cg_iterations).
+      bool mirrored = false;
       for (; issued < total; issued += std::min(kFixedBlock, total - issued)) {
-        iterate(std::min(kFixedBlock, total - issued));
+        mirrored = iterate(std::min(kFixedBlock, total - issued), 0);
       }
-      auto s = snapshot(1);
+      auto s = snapshot(0, mirrored);
       read(s);
       return;
     }
     const int k = check_interval(o_, A_.is_stencil);
     std::deque<Snapshot> pending;
-    int next_slot = 1;
+    int next_slot = 0;
     auto block = [&] {
       const int n = std::min(k, total - issued);
-      iterate(n);
+      const bool mirrored = iterate(n, next_slot);
       issued += n;
-      pending.push_back(snapshot(next_slot));
-      next_slot = next_slot == 1 ? 2 : 1;
+      pending.push_back(snapshot(next_slot, mirrored));
+      next_slot = 1 - next_slot;
     };
     block();
     for (;;) {

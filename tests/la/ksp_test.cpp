@@ -367,6 +367,23 @@ TEST_P(KspTest, FixedIterations) {
     EXPECT_EQ(r.residual_norm, 0.0);
     EXPECT_EQ(x.to_vector(), x_of[0]);
   }
+  // A fixed solve of two blocks (64 + 36 iterations) that stops inside the first (CG on 2 x 2
+  // points is exact after two): the second block starts stopped, and async reads the state it
+  // leaves as sync's.
+  auto small = Mat::stencil(ctx, Stencil::d2p5, 2, 2);
+  auto c = rhs(small, {1.0, 2.0, 3.0, 4.0}, ctx);
+  KspResult r[2];
+  for (int m = 0; m < 2; ++m) {
+    Vec x(ctx, c.size());
+    r[m] = Ksp(small, {.max_it = 100,
+                       .fixed_iterations = true,
+                       .mode = m == 0 ? SolveMode::sync : SolveMode::async})
+               .solve(c, x);
+  }
+  EXPECT_LT(r[0].iterations, 64);
+  EXPECT_EQ(r[1].iterations, r[0].iterations);
+  EXPECT_EQ(r[1].reason, r[0].reason);
+  EXPECT_EQ(r[1].residual_norm, r[0].residual_norm);
 }
 
 TEST_P(KspTest, MonitorSeesTheHistoryInBothModes) {

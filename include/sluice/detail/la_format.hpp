@@ -200,6 +200,9 @@ struct LaCgBlockArgs {
   LaFusedArgs update;
   double* p[2] = {nullptr, nullptr};
   std::int32_t iterations = 0;
+  /// Where the block also leaves the final state (pinned host memory; null: nowhere), so that
+  /// the host reads it without a copy of its own after the block.
+  LaKspState* mirror = nullptr;
 };
 
 /// The arguments of iteration k of a CG block.

@@ -728,6 +728,14 @@ __device__ void prefetch_update_round(const LaFusedArgs& f, const double* p,
   }
 }
 
+/// Stores the block's copy of the state (`words`) to `dst` unless it is null, a word per thread.
+__device__ void store_state(LaKspState* dst, const unsigned long long* words, int t, int threads) {
+  if (dst == nullptr) return;
+  constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
+  auto* to = reinterpret_cast<unsigned long long*>(dst);
+  for (int k = t; k < kWords; k += threads) to[k] = words[k];
+}
+
 /// `args.iterations` CG iterations of a matrix-free operator with a constant preconditioner in
 /// one cooperative launch (async mode): each iteration's direction product and update, with a
 /// grid-wide barrier after each where the kernels launched one by one would end. Every block
@@ -750,7 +758,10 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
   for (int k = t; k < kWords; k += threads) words[k] = global[k];
   __syncthreads();
   LaKspState& st = *reinterpret_cast<LaKspState*>(words);
-  if (st.stop != 0) return;  // every block read the same state: none passes a barrier
+  if (st.stop != 0) {  // every block read the same state: none passes a barrier
+    if (blockIdx.x == 0) store_state(args.mirror, words, t, threads);
+    return;
+  }
   if (blockIdx.x != 0 && t == 0) st.hist_cap = 0;  // block 0 alone stores the history
   const LaMatvecArgs& mv = args.direction;
   double* part_dir = partials;
@@ -790,7 +801,20 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
     p_new = swap;
   }
   if (blockIdx.x == 0) {
-    for (int k = t; k < kWords; k += threads) global[k] = words[k];
+    store_state(args.direction.sums.state, words, t, threads);
+    store_state(args.mirror, words, t, threads);  // pinned host memory, or null
+  }
+}
+
+/// *dst = value: the state travels as the kernel's argument, not as a copy from host memory
+/// (an H200 ran the upload, a solve's first kernels and the final read 3 to 4 us sooner).
+__global__ void set_state_kernel(LaKspState value, LaKspState* dst) {
+  stream_order_prologue();
+  constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
+  const auto* from = reinterpret_cast<const unsigned long long*>(&value);
+  auto* to = reinterpret_cast<unsigned long long*>(dst);
+  for (int k = static_cast<int>(threadIdx.x); k < kWords; k += static_cast<int>(blockDim.x)) {
+    to[k] = from[k];
   }
 }
 
@@ -1306,6 +1330,15 @@ class CudaLaKernels final : public LaKernels {
                   dim3(shape.tiles.width, kStencilThreads / shape.tiles.width), st, op, args,
                   sc.partials, shape);
       });
+      check_launch(op);
+    });
+  }
+
+  void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
+                 const OpInfo& op) override {
+    auto& s = as_cuda_stream(stream, "la solver state");
+    run_on(s, op, [&](cudaStream_t st) {
+      launch(set_state_kernel, 1, 32, st, op, value, dst);
       check_launch(op);
     });
   }

@@ -158,6 +158,11 @@ class HostLaKernels final : public LaKernels {
         op);
   }
 
+  void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
+                 const OpInfo& op) override {
+    stream.host_task([dst, value] { *dst = value; }, op);
+  }
+
   void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) override {
     stream.host_task(
         [A, out] {

@@ -165,7 +165,9 @@ __device__ double warp_combine(m::Combine c, double v) {
 }
 
 /// Combines `acc` over the block into `out` (valid in thread 0). `t` is the linear thread id.
-template <int NS>
+/// kReusable: returns only once thread 0 read its shared memory (no __syncthreads of the
+/// caller's follows before the next call).
+template <int NS, bool kReusable = true>
 __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&out)[NS], int t,
                               int threads) {
   __shared__ double warps[32][NS];
@@ -182,7 +184,7 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
       out[k] = v;
     }
   }
-  __syncthreads();
+  if (kReusable) __syncthreads();
 }
 
 /// Combines the partials of `blocks` blocks (NS sums each, block-major) in block order into
@@ -190,12 +192,24 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
 /// kShared: plain loads, cached in L1 and so shared by the blocks of a multiprocessor, for
 /// partials read after a grid barrier (its acquire orders them after every block's stores and
 /// leaves no stale line in L1); otherwise through L2 alone (`__ldcg`).
-template <int NS, bool kShared = false>
+template <int NS, bool kShared = false, bool kReusable = true>
 __device__ void combine_partials(m::Combine c, const double* partials, int blocks,
                                  double (&total)[NS], int t, int threads) {
   const auto load = [&](int i) { return kShared ? partials[i] : __ldcg(&partials[i]); };
   double part[NS];
   for (int k = 0; k < NS; ++k) part[k] = m::identity_of(c);
+  if (NS == 1 && blocks <= 4 * threads) {
+    // One round, its loads issued together (the same order of sums; an identity where a
+    // block is missing). H200: a CG iteration at 113^3 34.1 against 34.3 us, at 2e5 rows 9.82
+    // against 9.95 (the direction product's 528 partials in cg_block_kernel).
+    double v[4];
+    for (int u = 0; u < 4; ++u) {
+      v[u] = t + u * threads < blocks ? load(t + u * threads) : m::identity_of(c);
+    }
+    for (int u = 0; u < 4; ++u) part[0] = m::combine(c, part[0], v[u]);
+    block_combine<NS, kReusable>(c, part, total, t, threads);
+    return;
+  }
   int b = t;
   // Four blocks' partials per round, their loads issued together (the same order of sums):
   // 1.5 to 4% per CG solve from 3e6 to 1e7 nonzeros on an H200, where every block of the
@@ -212,7 +226,7 @@ __device__ void combine_partials(m::Combine c, const double* partials, int block
   for (; b < blocks; b += threads) {
     for (int k = 0; k < NS; ++k) part[k] = m::combine(c, part[k], load(b * NS + k));
   }
-  block_combine<NS>(c, part, total, t, threads);
+  block_combine<NS, kReusable>(c, part, total, t, threads);
 }
 
 /// Ends a reduction of NS sums: block partials, then the last block combines them in block
@@ -662,8 +676,9 @@ __device__ bool finish_step(const double* partials, unsigned blocks, LaFinalize 
   // L2 a quarter of the requests for these few hot lines. On an H200 (sluice_bench_grid_barrier)
   // a step end with 528 partials took 2.29 against 2.58 us, with 2112 2.69 against 3.25; a CG
   // iteration at 113^3 34.4 against 35.5 us, at 2e5 rows 9.85 against 11.4.
-  combine_partials<NS, true>(m::Combine::sum, partials, static_cast<int>(blocks), total, t,
-                             threads);
+  // Not reusable: the __syncthreads after the solver logic orders the next call.
+  combine_partials<NS, true, false>(m::Combine::sum, partials, static_cast<int>(blocks), total, t,
+                                    threads);
   if (t == 0) {
     double s[m::kMaxSums] = {0, 0, 0};
     for (int k = 0; k < NS; ++k) s[k] = total[k];

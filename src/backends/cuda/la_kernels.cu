@@ -171,7 +171,13 @@ template <int NS, bool kReusable = true>
 __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&out)[NS], int t,
                               int threads) {
   __shared__ double warps[32][NS];
-  const int lane = t % 32, warp = t / 32, nwarps = threads / 32;
+  // Every la kernel's block has kBlock threads: thread 0's loop has a known length, and its
+  // loads are issued together. H200, a CG iteration (cooperative kernel): 33.4 against 34.2 us
+  // at 113^3, 8.9 against 9.84 at 2e5 rows, 44.4 against 45.3 at 2e6.
+  static_assert(kStencilThreads == kBlock);
+  constexpr int nwarps = kBlock / 32;
+  (void)threads;
+  const int lane = t % 32, warp = t / 32;
   for (int k = 0; k < NS; ++k) {
     const double v = warp_combine(c, acc[k]);
     if (lane == 0) warps[warp][k] = v;

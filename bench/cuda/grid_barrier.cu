@@ -21,19 +21,28 @@ __device__ double load(const double* p) {
 }
 
 /// The sum of partials[0, n) in block order, valid in every thread: the shape of la_kernels.cu's
-/// combine_partials followed by block_combine, with the total broadcast through shared memory.
+/// combine_partials followed by block_combine (one round of loads up to 4 x 256 single sums,
+/// else rounds of four), with the total broadcast through shared memory.
 template <bool kShared>
 __device__ double combine(const double* partials, int n, int t) {
   __shared__ double warps[kThreads / 32];
   __shared__ double total;
   double v = 0;
-  int b = t;
-  for (; b + 3 * kThreads < n; b += 4 * kThreads) {
+  if (n <= 4 * kThreads) {
     double u[4];
-    for (int k = 0; k < 4; ++k) u[k] = load<kShared>(&partials[b + k * kThreads]);
+    for (int k = 0; k < 4; ++k) {
+      u[k] = t + k * kThreads < n ? load<kShared>(&partials[t + k * kThreads]) : 0.0;
+    }
     for (int k = 0; k < 4; ++k) v += u[k];
+  } else {
+    int b = t;
+    for (; b + 3 * kThreads < n; b += 4 * kThreads) {
+      double u[4];
+      for (int k = 0; k < 4; ++k) u[k] = load<kShared>(&partials[b + k * kThreads]);
+      for (int k = 0; k < 4; ++k) v += u[k];
+    }
+    for (; b < n; b += kThreads) v += load<kShared>(&partials[b]);
   }
-  for (; b < n; b += kThreads) v += load<kShared>(&partials[b]);
   v = warp_sum(v);
   if (t % 32 == 0) warps[t / 32] = v;
   __syncthreads();

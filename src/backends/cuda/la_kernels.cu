@@ -168,15 +168,13 @@ __device__ double warp_combine(m::Combine c, double v) {
 /// kReusable: returns only once thread 0 read its shared memory (no __syncthreads of the
 /// caller's follows before the next call).
 template <int NS, bool kReusable = true>
-__device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&out)[NS], int t,
-                              int threads) {
+__device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&out)[NS], int t) {
   __shared__ double warps[32][NS];
   // Every la kernel's block has kBlock threads: thread 0's loop has a known length, and its
   // loads are issued together. H200, a CG iteration (cooperative kernel): 33.4 against 34.2 us
   // at 113^3, 8.9 against 9.84 at 2e5 rows, 44.4 against 45.3 at 2e6.
   static_assert(kStencilThreads == kBlock);
   constexpr int nwarps = kBlock / 32;
-  (void)threads;
   const int lane = t % 32, warp = t / 32;
   for (int k = 0; k < NS; ++k) {
     const double v = warp_combine(c, acc[k]);
@@ -213,7 +211,7 @@ __device__ void combine_partials(m::Combine c, const double* partials, int block
       v[u] = t + u * threads < blocks ? load(t + u * threads) : m::identity_of(c);
     }
     for (int u = 0; u < 4; ++u) part[0] = m::combine(c, part[0], v[u]);
-    block_combine<NS, kReusable>(c, part, total, t, threads);
+    block_combine<NS, kReusable>(c, part, total, t);
     return;
   }
   int b = t;
@@ -232,7 +230,7 @@ __device__ void combine_partials(m::Combine c, const double* partials, int block
   for (; b < blocks; b += threads) {
     for (int k = 0; k < NS; ++k) part[k] = m::combine(c, part[k], load(b * NS + k));
   }
-  block_combine<NS, kReusable>(c, part, total, t, threads);
+  block_combine<NS, kReusable>(c, part, total, t);
 }
 
 /// Ends a reduction of NS sums: block partials, then the last block combines them in block
@@ -245,7 +243,7 @@ __device__ void reduce_and_finish(m::Combine c, const double (&acc)[NS], const R
   const int threads = blockDim.x * blockDim.y;
   __shared__ bool last;
   double mine[NS];
-  block_combine<NS>(c, acc, mine, t, threads);
+  block_combine<NS>(c, acc, mine, t);
   if (t == 0) {
     for (int k = 0; k < NS; ++k) red.partials[block * NS + k] = mine[k];
     // Release (this block's partial) and acquire (every earlier block's) in one operation.
@@ -721,7 +719,7 @@ __device__ void cg_update_pair(const LaFusedArgs& f, const double* p, double a, 
   }
   const double mine[4] = {acc[0][0], acc[0][1], acc[1][0], acc[1][1]};
   double sums[4];
-  block_combine<4>(m::Combine::sum, mine, sums, t, threads);
+  block_combine<4>(m::Combine::sum, mine, sums, t);
   if (t == 0) {
     partials[2 * v0] = sums[0];
     partials[2 * v0 + 1] = sums[1];
@@ -796,7 +794,7 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
       const double mine[1] = {
           cg_direction_tiles<K>(mv, shape.tiles, b, p_old, p_new, v, shape.dir_blocks)};
       double sum[1];
-      block_combine<1>(m::Combine::sum, mine, sum, t, threads);
+      block_combine<1>(m::Combine::sum, mine, sum, t);
       if (t == 0) part_dir[v] = sum[0];
     }
     grid.sync();

@@ -489,7 +489,7 @@ class Run {
 
   /// `n` CG iterations as one operation (async mode): the backend may run them as one kernel
   /// (LaKernels::cg_block), with the same arithmetic as n calls of cg_iteration. The block
-  /// leaves the final state in pinned slot `slot` too (true: no snapshot copy needed).
+  /// leaves the final state in pinned slot `slot` too, if one (true: no snapshot copy needed).
   bool cg_iterations(int n, int slot) {
     Vec& p_old = cur_ == 0 ? w_.p : w_.p2;
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
@@ -507,12 +507,13 @@ class Run {
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;
     a.update.sums.finalize = LaFinalize::cg_iter;
-    wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
-    a.mirror = w_.slots.data() + slot;
-    acc.write(w_.slots.object_id(), slot_range(slot));
+    if (slot >= 0) {
+      a.mirror = w_.slots.data() + slot;
+      acc.write(w_.slots.object_id(), slot_range(slot));
+    }
     issue(ctx_, acc, "KSPSolve_CG iterations", loc_,
           [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
-    return true;
+    return slot >= 0;
   }
 
   // ---- TFQMR ----
@@ -644,10 +645,7 @@ class Run {
   /// Queues the device state's current value into pinned slot `slot` (unless the operation
   /// just issued left it there: `mirrored`) and the event the host waits on.
   Snapshot snapshot(int slot, bool mirrored) {
-    if (!mirrored) {
-      wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
-      detail::copy_bytes(ctx_, w_.slots.data() + slot, dst_, sizeof(LaKspState), loc_);
-    }
+    if (!mirrored) detail::copy_bytes(ctx_, w_.slots.data() + slot, dst_, sizeof(LaKspState), loc_);
     Snapshot s;
     s.slot = slot;
     s.event.record(ctx_, loc_);
@@ -665,9 +663,16 @@ class Run {
   static constexpr int kFixedBlock = 64;
 
   /// Issues the loop: `iterate(n, slot)` queues n iterations, and returns whether they leave
-  /// the final state in pinned slot `slot` themselves.
+  /// the final state in pinned slot `slot` themselves (else snapshot copies it there; slot -1:
+  /// no snapshot follows). Either way the slot is written after what accessed it before.
   template <class Iterate>
-  void run_async(Iterate&& iterate) {
+  void run_async(Iterate&& iterate_into) {
+    auto iterate = [&](int n, int slot) {
+      if (slot >= 0) {
+        wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(slot), loc_);
+      }
+      return iterate_into(n, slot);
+    };
     const int total = o_.max_it;
     int issued = 0;
     if (o_.fixed_iterations) {
@@ -675,7 +680,8 @@ class Run {
       // most kFixedBlock iterations (an even number: see cg_iterations).
       bool mirrored = false;
       for (; issued < total; issued += std::min(kFixedBlock, total - issued)) {
-        mirrored = iterate(std::min(kFixedBlock, total - issued), 0);
+        const int n = std::min(kFixedBlock, total - issued);
+        mirrored = iterate(n, issued + n == total ? 0 : -1);  // only the last one snapshots
       }
       auto s = snapshot(0, mirrored);
       read(s);

@@ -165,9 +165,7 @@ __device__ double warp_combine(m::Combine c, double v) {
 }
 
 /// Combines `acc` over the block into `out` (valid in thread 0). `t` is the linear thread id.
-/// kReusable: returns only once thread 0 read its shared memory (no __syncthreads of the
-/// caller's follows before the next call).
-template <int NS, bool kReusable = true>
+template <int NS>
 __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&out)[NS], int t) {
   __shared__ double warps[32][NS];
   // Every la kernel's block has kBlock threads: thread 0's loop has a known length, and its
@@ -188,7 +186,7 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
       out[k] = v;
     }
   }
-  if (kReusable) __syncthreads();
+  __syncthreads();
 }
 
 /// Combines the partials of `blocks` blocks (NS sums each, block-major) in block order into
@@ -196,7 +194,7 @@ __device__ void block_combine(m::Combine c, const double (&acc)[NS], double (&ou
 /// kShared: plain loads, cached in L1 and so shared by the blocks of a multiprocessor, for
 /// partials read after a grid barrier (its acquire orders them after every block's stores and
 /// leaves no stale line in L1); otherwise through L2 alone (`__ldcg`).
-template <int NS, bool kShared = false, bool kReusable = true>
+template <int NS, bool kShared = false>
 __device__ void combine_partials(m::Combine c, const double* partials, int blocks,
                                  double (&total)[NS], int t, int threads) {
   const auto load = [&](int i) { return kShared ? partials[i] : __ldcg(&partials[i]); };
@@ -211,7 +209,7 @@ __device__ void combine_partials(m::Combine c, const double* partials, int block
       v[u] = t + u * threads < blocks ? load(t + u * threads) : m::identity_of(c);
     }
     for (int u = 0; u < 4; ++u) part[0] = m::combine(c, part[0], v[u]);
-    block_combine<NS, kReusable>(c, part, total, t);
+    block_combine<NS>(c, part, total, t);
     return;
   }
   int b = t;
@@ -230,7 +228,7 @@ __device__ void combine_partials(m::Combine c, const double* partials, int block
   for (; b < blocks; b += threads) {
     for (int k = 0; k < NS; ++k) part[k] = m::combine(c, part[k], load(b * NS + k));
   }
-  block_combine<NS, kReusable>(c, part, total, t);
+  block_combine<NS>(c, part, total, t);
 }
 
 /// Ends a reduction of NS sums: block partials, then the last block combines them in block
@@ -680,9 +678,8 @@ __device__ bool finish_step(const double* partials, unsigned blocks, LaFinalize 
   // L2 a quarter of the requests for these few hot lines. On an H200 (sluice_bench_grid_barrier)
   // a step end with 528 partials took 2.29 against 2.58 us, with 2112 2.69 against 3.25; a CG
   // iteration at 113^3 34.4 against 35.5 us, at 2e5 rows 9.85 against 11.4.
-  // Not reusable: the __syncthreads after the solver logic orders the next call.
-  combine_partials<NS, true, false>(m::Combine::sum, partials, static_cast<int>(blocks), total, t,
-                                    threads);
+  combine_partials<NS, true>(m::Combine::sum, partials, static_cast<int>(blocks), total, t,
+                             threads);
   if (t == 0) {
     double s[m::kMaxSums] = {0, 0, 0};
     for (int k = 0; k < NS; ++k) s[k] = total[k];
@@ -829,12 +826,8 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
 /// (an H200 ran the upload, a solve's first kernels and the final read 3 to 4 us sooner).
 __global__ void set_state_kernel(LaKspState value, LaKspState* dst) {
   stream_order_prologue();
-  constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
-  const auto* from = reinterpret_cast<const unsigned long long*>(&value);
-  auto* to = reinterpret_cast<unsigned long long*>(dst);
-  for (int k = static_cast<int>(threadIdx.x); k < kWords; k += static_cast<int>(blockDim.x)) {
-    to[k] = from[k];
-  }
+  store_state(dst, reinterpret_cast<const unsigned long long*>(&value),
+              static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.

@@ -245,6 +245,7 @@ TEST_P(TypedKernelTest, RandomLaunchesMatchSequentialExecution) {
     dev.emplace_back(ctxs[0], n);
     copy(ctxs[0], dev.back(), ref[b]);
   }
+  ctxs[0].synchronize();  // the pageable sources change below
   for (int step = 0; step < 60; ++step) {
     const int src = static_cast<int>(rng() % buffers);
     int dst = static_cast<int>(rng() % buffers);

@@ -199,9 +199,20 @@ class CudaLoader final : public KernelLoader {
     err = cudaLibraryGetKernel(&kernel, library, name.c_str());
     if (err != cudaSuccess) {
       clear_error();
+      // With lazy module loading (the default) the driver parses the image only here: a module
+      // whose kernels cannot be listed did not load at all (malformed PTX, a corrupt cubin).
+      const std::string names = kernel_names(library);
+      std::string jit(log, strnlen(log, sizeof log));
+      if (names.empty()) {
+        throw Error(Errc::invalid_argument,
+                    "kernel " + spec.name() + ": the driver could not load " + where_of(code) +
+                        " on " + device.to_string() + ": " + describe(err) +
+                        (jit.empty() ? std::string("; is it well-formed?") : "; JIT log:\n" + jit),
+                    loc);
+      }
       throw Error(Errc::invalid_argument,
                   "kernel " + spec.name() + ": " + where_of(code) + " has no kernel named '" +
-                      name + "'" + kernel_names(library) +
+                      name + "'" + names +
                       "; check the name given to KernelSpec (a C++ kernel needs extern \"C\" "
                       "unless it comes as CUDA source)",
                   loc);

@@ -55,8 +55,8 @@ bool run(const char* label, const sluice::Context& ctx, const sluice::KernelSpec
       .block_host_until_done();
   const bool ok = host[0] == input + kMystery;
   std::printf("%-28s on %-7s loaded as %-11s: %.1f + %.1f = %.1f (%.3f ms) %s\n", label,
-              ctx.device().to_string().c_str(), sluice::to_string(kernel.format()), input,
-              kMystery, host[0], timer.elapsed_ms(), ok ? "ok" : "WRONG");
+              ctx.device().to_string().c_str(), sluice::to_string(kernel.format()), input, kMystery,
+              host[0], timer.elapsed_ms(), ok ? "ok" : "WRONG");
   return ok;
 }
 

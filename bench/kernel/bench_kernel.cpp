@@ -8,11 +8,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "../cuda/have_gpu.hpp"
 #include "raw_launch.hpp"

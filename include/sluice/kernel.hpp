@@ -84,9 +84,9 @@ class KernelSpec {
   /// One piece of device code.
   struct Code {
     KernelFormat format;
-    std::string bytes;           ///< the code, when in memory
-    std::filesystem::path path;  ///< the file, when on disk (then `bytes` is empty)
-    int arch = 0;                ///< cubin: the SM architecture it was built for (90: sm_90)
+    std::string bytes;                 ///< the code, when in memory
+    std::filesystem::path path;        ///< the file, when on disk (then `bytes` is empty)
+    int arch = 0;                      ///< cubin: the SM architecture it was built for (90: sm_90)
     std::vector<std::string> options;  ///< cuda_source: NVRTC options
   };
 
@@ -181,7 +181,7 @@ template <class B>
 using buffer_element_t = std::remove_pointer_t<decltype(std::declval<const B&>().data())>;
 template <class B>
 concept TrackedBuffer = requires(const B& b) {
-  { b.data() };
+  {b.data()};
   { b.object_id() } -> std::convertible_to<ObjectId>;
   { b.size() } -> std::convertible_to<std::size_t>;
 };
@@ -367,24 +367,22 @@ class TypedKernel {
         [&](auto&... v) {
           std::array<void*, sizeof...(Params) == 0 ? 1 : sizeof...(Params)> pointers{
               static_cast<void*>(&v)...};
-          detail::launch_kernel(
-              ctx, impl_.get(), grid, block, pointers.data(),
-              std::span<const detail::KernelAccess>(accesses.data(), end));
+          detail::launch_kernel(ctx, impl_.get(), grid, block, pointers.data(),
+                                std::span<const detail::KernelAccess>(accesses.data(), end));
         },
         values);
   }
 
  private:
   static detail::KernelSignature signature() {
-    static constexpr std::array<std::size_t, sizeof...(Params) == 0 ? 1 : sizeof...(Params)>
-        sizes{sizeof(Params)...};
+    static constexpr std::array<std::size_t, sizeof...(Params) == 0 ? 1 : sizeof...(Params)> sizes{
+        sizeof(Params)...};
     return {typeid(std::tuple<Params...>), std::span(sizes.data(), sizeof...(Params))};
   }
   template <std::size_t... I, class... Args>
   static constexpr void check_all(std::index_sequence<I...>, std::tuple<Args...>*) {
     static_assert(
-        (detail::check_argument<I, std::tuple_element_t<I, std::tuple<Params...>>, Args>() &&
-         ...));
+        (detail::check_argument<I, std::tuple_element_t<I, std::tuple<Params...>>, Args>() && ...));
   }
 
   std::shared_ptr<const LoadedKernel> impl_;

@@ -6,7 +6,9 @@
 
 namespace sluice {
 
-Fluent Context::then() const { return Fluent(*this); }
+Fluent Context::then() const {
+  return Fluent(*this);
+}
 
 Fluent& Fluent::then_record(Event& event, std::source_location loc) {
   event.record(ctx_, loc);
@@ -34,7 +36,9 @@ Fluent& Fluent::then_host_task(std::function<void()> fn, std::string_view what,
   return *this;
 }
 
-void Fluent::block_host_until_done(std::source_location loc) { ctx_.synchronize(loc); }
+void Fluent::block_host_until_done(std::source_location loc) {
+  ctx_.synchronize(loc);
+}
 
 void Timer::start(const Context& ctx, std::source_location loc) {
   start_.record(ctx, loc);

@@ -55,8 +55,7 @@ void check_parameters(const KernelSpec& spec, const KernelSignature& signature,
     }
     return s + ")";
   };
-  const std::string head =
-      "kernel " + spec.name() + " (" + std::string(where) + "): ";
+  const std::string head = "kernel " + spec.name() + " (" + std::string(where) + "): ";
   if (spec.arity() && *spec.arity() != found.size()) {
     throw Error(Errc::invalid_argument,
                 head + "the spec says " + std::to_string(*spec.arity()) +
@@ -102,8 +101,7 @@ void launch_kernel(const Context& ctx, const LoadedKernel* kernel, const Grid& g
   if (kernel->device() != c.device()) [[unlikely]] {
     throw Error(Errc::invalid_argument,
                 "kernel " + kernel->name() + " was loaded for " + kernel->device().to_string() +
-                    " but launched on context '" + c.name() + "' of " +
-                    c.device().to_string() +
+                    " but launched on context '" + c.name() + "' of " + c.device().to_string() +
                     ": load it for that device too (TypedKernel(ctx, spec))",
                 grid.where);
   }
@@ -138,9 +136,15 @@ void launch_kernel(const Context& ctx, const LoadedKernel* kernel, const Grid& g
   }
 }
 
-const Device& kernel_device(const LoadedKernel& k) noexcept { return k.device(); }
-const std::string& kernel_name(const LoadedKernel& k) noexcept { return k.name(); }
-KernelFormat kernel_format(const LoadedKernel& k) noexcept { return k.format(); }
+const Device& kernel_device(const LoadedKernel& k) noexcept {
+  return k.device();
+}
+const std::string& kernel_name(const LoadedKernel& k) noexcept {
+  return k.name();
+}
+KernelFormat kernel_format(const LoadedKernel& k) noexcept {
+  return k.format();
+}
 
 }  // namespace detail
 }  // namespace sluice

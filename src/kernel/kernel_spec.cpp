@@ -9,11 +9,16 @@ namespace sluice {
 
 const char* to_string(KernelFormat format) noexcept {
   switch (format) {
-    case KernelFormat::cubin: return "cubin";
-    case KernelFormat::fatbin: return "fatbin";
-    case KernelFormat::ptx: return "ptx";
-    case KernelFormat::cuda_source: return "cuda_source";
-    case KernelFormat::host: return "host";
+    case KernelFormat::cubin:
+      return "cubin";
+    case KernelFormat::fatbin:
+      return "fatbin";
+    case KernelFormat::ptx:
+      return "ptx";
+    case KernelFormat::cuda_source:
+      return "cuda_source";
+    case KernelFormat::host:
+      return "host";
   }
   return "unknown";
 }
@@ -21,8 +26,9 @@ const char* to_string(KernelFormat format) noexcept {
 KernelSpec::KernelSpec(std::string name, std::optional<std::size_t> arity)
     : name_(std::move(name)), arity_(arity) {
   if (name_.empty()) {
-    throw Error(Errc::invalid_argument, "KernelSpec: the kernel name is empty; name the kernel "
-                                        "as the module defines it");
+    throw Error(Errc::invalid_argument,
+                "KernelSpec: the kernel name is empty; name the kernel "
+                "as the module defines it");
   }
 }
 

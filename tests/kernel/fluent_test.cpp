@@ -49,7 +49,8 @@ TEST_P(FluentTest, FailureNamesTheFailingStepAndItsLine) {
   int line = 0;
   try {
     line = __LINE__ + 2;
-    ctx.then().then_memset(x, 0)
+    ctx.then()
+        .then_memset(x, 0)
         .then_host_task([] { throw std::runtime_error("step failed"); }, "failing step")
         .then_memset(x, 1)
         .block_host_until_done();

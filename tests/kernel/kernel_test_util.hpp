@@ -38,9 +38,8 @@ inline constexpr float kMystery = 123.0f;
 using MysteryKernel = TypedKernel<float, float*>;
 
 inline void add_mystery_host(KernelSpec& spec) {
-  spec.add_host<float, float*>([](std::size_t, float input, float* output) {
-    *output = input + kMystery;
-  });
+  spec.add_host<float, float*>(
+      [](std::size_t, float input, float* output) { *output = input + kMystery; });
 }
 
 /// y[i] = a * x[i] + y[i] for i < n.

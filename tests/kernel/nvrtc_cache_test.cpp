@@ -61,11 +61,9 @@ TEST_F(KernelCacheTest, CompilesOnceThenMemoryThenDisk) {
   EXPECT_EQ(after.disk_hits - before.disk_hits, 1u);
   EXPECT_EQ(after.disk_writes - before.disk_writes, 1u);
   // Another architecture, other options or another source: another entry.
-  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", {}, 80).origin,
-            kc::Origin::compiled);
+  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", {}, 80).origin, kc::Origin::compiled);
   const std::string opt[] = {"-DUNUSED=1"};
-  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", opt, 90).origin,
-            kc::Origin::compiled);
+  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", opt, 90).origin, kc::Origin::compiled);
 }
 
 TEST_F(KernelCacheTest, TemplatedKernelsGetTheirMangledName) {
@@ -95,8 +93,7 @@ TEST_F(KernelCacheTest, CorruptEntryIsRecompiled) {
   for (const auto& f : std::filesystem::directory_iterator(dir_)) {
     std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "garbage";
   }
-  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", {}, 90).origin,
-            kc::Origin::compiled);
+  EXPECT_EQ(kc::compile(kMysterySource, "add_mystery_value", {}, 90).origin, kc::Origin::compiled);
 }
 
 TEST_F(KernelCacheTest, SecondProcessLoadsFromDisk) {

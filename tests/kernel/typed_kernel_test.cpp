@@ -77,8 +77,9 @@ TEST_P(TypedKernelTest, LoadPicksCubinOfTheDeviceThenPtxThenSource) {
       kernel_cache::compile(kMysterySource, "add_mystery_value", {}, arch).image;
 
   KernelSpec all("add_mystery_value");
-  all.add_cuda_source(kMysterySource).add_ptx_in_memory(kMysteryPtx).add_cubin_in_memory(cubin,
-                                                                                           arch);
+  all.add_cuda_source(kMysterySource)
+      .add_ptx_in_memory(kMysteryPtx)
+      .add_cubin_in_memory(cubin, arch);
   EXPECT_EQ(MysteryKernel(ctx, all).format(), KernelFormat::cubin);
 
   KernelSpec wrong_arch("add_mystery_value");
@@ -93,7 +94,8 @@ TEST_P(TypedKernelTest, LoadPicksCubinOfTheDeviceThenPtxThenSource) {
             std::string::npos);
 
   // On disk: the same cubin and PTX from files.
-  auto dir = std::filesystem::temp_directory_path() / ("sluice-kernel-test-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice-kernel-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "m.cubin", std::ios::binary) << cubin;
   std::ofstream(dir / "m.ptx") << kMysteryPtx;
@@ -138,14 +140,16 @@ TEST_P(TypedKernelTest, EveryMismatchIsAnErrorAtLoad) {
   EXPECT_TRUE(e.find("add_mystery_value") != std::string::npos) << e;  // lists what it has
 
   KernelSpec bad_ptx("add_mystery_value");
-  bad_ptx.add_ptx_in_memory(".version 3.1\n.target sm_20\n.address_size 64\n.visible .entry "
-                            "add_mystery_value( { bogus; }\n");
+  bad_ptx.add_ptx_in_memory(
+      ".version 3.1\n.target sm_20\n.address_size 64\n.visible .entry "
+      "add_mystery_value( { bogus; }\n");
   e = error_of([&] { MysteryKernel k(ctx, bad_ptx); });
   EXPECT_TRUE(e.find("could not load ptx") != std::string::npos) << e;
 
   KernelSpec bad_source("add_mystery_value");
-  bad_source.add_cuda_source("extern \"C\" __global__ void add_mystery_value(float x, float* y) "
-                             "{ *y = x + undefined_thing; }");
+  bad_source.add_cuda_source(
+      "extern \"C\" __global__ void add_mystery_value(float x, float* y) "
+      "{ *y = x + undefined_thing; }");
   e = error_of([&] { MysteryKernel k(ctx, bad_source); });
   EXPECT_TRUE(e.find("NVRTC could not compile") != std::string::npos) << e;
   EXPECT_TRUE(e.find("undefined_thing") != std::string::npos) << e;  // the log
@@ -168,8 +172,8 @@ TEST_P(TypedKernelTest, MisuseIsAClearError) {
     EXPECT_EQ(e.where().line(), __LINE__ - 4);  // the launch's line
   }
   MysteryKernel kernel(ctx, mystery_spec());
-  EXPECT_THROW(kernel.launch(ctx, 0, 1, 1.0f, write(r)), Error);           // empty grid
-  EXPECT_THROW(kernel.launch(ctx, 1, 1, 1.0f, write(r, 1, 1)), Error);     // range past the end
+  EXPECT_THROW(kernel.launch(ctx, 0, 1, 1.0f, write(r)), Error);        // empty grid
+  EXPECT_THROW(kernel.launch(ctx, 1, 1, 1.0f, write(r, 1, 1)), Error);  // range past the end
   // A kernel loaded for one device, launched on another device's context.
   for (const auto& other : devices()) {
     if (other.device == device()) continue;

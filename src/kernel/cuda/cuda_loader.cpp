@@ -53,8 +53,7 @@ std::string where_of(const KernelSpec::Code& c) {
   return s + (c.path.empty() ? " in memory" : " file " + c.path.string());
 }
 
-std::string read_file(const KernelSpec& spec, const KernelSpec::Code& c,
-                      std::source_location loc) {
+std::string read_file(const KernelSpec& spec, const KernelSpec::Code& c, std::source_location loc) {
   std::ifstream in(c.path, std::ios::binary);
   std::string data;
   if (in) data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -77,11 +76,16 @@ std::vector<const KernelSpec::Code*> candidates(const KernelSpec& spec, int majo
   std::vector<const KernelSpec::Code*> out;
   auto rank = [&](const KernelSpec::Code& c) {
     switch (c.format) {
-      case KernelFormat::cubin: return (c.arch / 10 == major && c.arch % 10 <= minor) ? 0 : -1;
-      case KernelFormat::fatbin: return 1;
-      case KernelFormat::ptx: return 2;
-      case KernelFormat::cuda_source: return 3;
-      case KernelFormat::host: return -1;
+      case KernelFormat::cubin:
+        return (c.arch / 10 == major && c.arch % 10 <= minor) ? 0 : -1;
+      case KernelFormat::fatbin:
+        return 1;
+      case KernelFormat::ptx:
+        return 2;
+      case KernelFormat::cuda_source:
+        return 3;
+      case KernelFormat::host:
+        return -1;
     }
     return -1;
   };
@@ -143,8 +147,7 @@ class CudaLoader final : public KernelLoader {
   }
 
  private:
-  static std::shared_ptr<const LoadedKernel> load_one(const Device& device,
-                                                      const KernelSpec& spec,
+  static std::shared_ptr<const LoadedKernel> load_one(const Device& device, const KernelSpec& spec,
                                                       const KernelSignature& signature,
                                                       const KernelSpec::Code& code, int arch,
                                                       std::source_location loc) {

@@ -20,8 +20,8 @@ using Program = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
 
 void check(nvrtcResult r, const char* what, std::source_location loc) {
   if (r != NVRTC_SUCCESS) {
-    throw Error(Errc::backend_failure,
-                std::string(what) + " failed: " + nvrtcGetErrorString(r), loc);
+    throw Error(Errc::backend_failure, std::string(what) + " failed: " + nvrtcGetErrorString(r),
+                loc);
   }
 }
 

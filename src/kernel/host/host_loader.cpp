@@ -34,7 +34,8 @@ class HostKernel final : public LoadedKernel {
   void launch(Stream& stream, const Dims& grid, const Block& block, void** args,
               const OpInfo& op) const override {
     // The arguments travel with the operation: the caller's values are gone when it runs.
-    auto blob = std::make_shared<std::vector<std::max_align_t>>(std::max<std::size_t>(blob_words_, 1));
+    auto blob =
+        std::make_shared<std::vector<std::max_align_t>>(std::max<std::size_t>(blob_words_, 1));
     auto* base = reinterpret_cast<std::byte*>(blob->data());
     const auto& offsets = layout_->offsets;
     for (std::size_t i = 0; i < offsets.size(); ++i) {
@@ -76,7 +77,8 @@ class HostLoader final : public KernelLoader {
     const auto& host = spec.host();
     if (!host) {
       std::string formats;
-      for (const auto& c : spec.code()) formats += std::string(formats.empty() ? "" : ", ") + to_string(c.format);
+      for (const auto& c : spec.code())
+        formats += std::string(formats.empty() ? "" : ", ") + to_string(c.format);
       throw Error(Errc::unsupported,
                   "kernel " + spec.name() + ": the spec has no host implementation (it holds " +
                       (formats.empty() ? std::string("nothing") : formats) +

@@ -46,18 +46,16 @@ TEST_P(FluentTest, ChainOfEveryStep) {
 TEST_P(FluentTest, FailureNamesTheFailingStepAndItsLine) {
   auto ctx = make_context();
   DeviceBuffer<float> x(ctx, 16);
-  int line = 0;
+  auto fail = [] { throw std::runtime_error("step failed"); };
+  unsigned line = 0;
   try {
-    line = __LINE__ + 2;
-    ctx.then()
-        .then_memset(x, 0)
-        .then_host_task([] { throw std::runtime_error("step failed"); }, "failing step")
-        .then_memset(x, 1)
-        .block_host_until_done();
+    Fluent chain = ctx.then().then_memset(x, 0);
+    line = __LINE__ + 1;
+    chain.then_host_task(fail, "failing step").then_memset(x, 1).block_host_until_done();
     FAIL() << "expected WorkFailed";
   } catch (const WorkFailed& e) {
     EXPECT_EQ(e.operation(), "failing step");
-    EXPECT_EQ(e.issued_at().line(), static_cast<unsigned>(line));
+    EXPECT_EQ(e.issued_at().line(), line);
     EXPECT_NE(e.cause().find("step failed"), std::string::npos);
   }
 }

@@ -10,8 +10,9 @@
 ///
 /// An extension interface is a class with a `static constexpr std::string_view extension_name`.
 /// It may also declare `static void register_builtins()`, which the registry calls once, before
-/// the first lookup of that interface, so that the layer that defines an interface registers its
-/// own built-in implementations (no static-initialization order to rely on).
+/// the first lookup or registration of that interface, so that the layer that defines an
+/// interface registers its own built-in implementations (no static-initialization order to rely
+/// on); it registers them with `register_builtin_extension`.
 ///
 /// Thread safety: registration and lookup may happen from any thread at any time.
 ///
@@ -78,6 +79,13 @@ std::size_t extension_slot() noexcept {
 template <ExtensionInterface Ext>
 void register_extension(std::string_view backend, std::shared_ptr<Ext> impl) {
   detail::ensure_builtins<Ext>();
+  detail::register_extension(typeid(Ext), Ext::extension_name, backend, std::move(impl));
+}
+
+/// What `Ext::register_builtins` calls to register a built-in implementation (as
+/// `register_extension`, without first registering the built-ins, which are being registered).
+template <ExtensionInterface Ext>
+void register_builtin_extension(std::string_view backend, std::shared_ptr<Ext> impl) {
   detail::register_extension(typeid(Ext), Ext::extension_name, backend, std::move(impl));
 }
 

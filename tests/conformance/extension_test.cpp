@@ -32,7 +32,7 @@ struct Counter {
   static inline int builtin_registrations = 0;
   static void register_builtins() {
     ++builtin_registrations;
-    sluice::register_extension<Counter>("host", std::make_shared<Counter>());
+    sluice::register_builtin_extension<Counter>("host", std::make_shared<Counter>());
   }
   int value = 7;
 };
@@ -70,6 +70,10 @@ TEST(ExtensionTest, BuiltinsRegisteredOnceOnFirstLookup) {
   EXPECT_EQ(Counter::builtin_registrations, 0);
   EXPECT_EQ(sluice::extension<Counter>("host").value, 7);
   EXPECT_EQ(sluice::extension<Counter>("host").value, 7);
+  EXPECT_EQ(Counter::builtin_registrations, 1);
+  // A user's registration for a backend that has a built-in one is refused, clearly.
+  EXPECT_THROW(sluice::register_extension<Counter>("host", std::make_shared<Counter>()),
+               sluice::Error);
   EXPECT_EQ(Counter::builtin_registrations, 1);
 }
 

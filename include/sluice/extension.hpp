@@ -12,7 +12,7 @@
 /// It may also declare `static void register_builtins()`, which the registry calls once, before
 /// the first lookup or registration of that interface, so that the layer that defines an
 /// interface registers its own built-in implementations (no static-initialization order to rely
-/// on); it registers them with `register_builtin_extension`.
+/// on); it registers them with `register_extension` like anybody else.
 ///
 /// Thread safety: registration and lookup may happen from any thread at any time.
 ///
@@ -60,6 +60,15 @@ void register_extension(std::type_index type, std::string_view extension_name,
 template <class Ext>
 void ensure_builtins() {
   if constexpr (requires { Ext::register_builtins(); }) {
+    // register_builtins itself calls register_extension, which comes back here: on that thread
+    // the registration under way must not wait for its own once-guard.
+    thread_local bool registering = false;
+    if (registering) return;
+    registering = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{registering};
     static const bool once = (Ext::register_builtins(), true);
     (void)once;
   }
@@ -79,13 +88,6 @@ std::size_t extension_slot() noexcept {
 template <ExtensionInterface Ext>
 void register_extension(std::string_view backend, std::shared_ptr<Ext> impl) {
   detail::ensure_builtins<Ext>();
-  detail::register_extension(typeid(Ext), Ext::extension_name, backend, std::move(impl));
-}
-
-/// What `Ext::register_builtins` calls to register a built-in implementation (as
-/// `register_extension`, without first registering the built-ins, which are being registered).
-template <ExtensionInterface Ext>
-void register_builtin_extension(std::string_view backend, std::shared_ptr<Ext> impl) {
   detail::register_extension(typeid(Ext), Ext::extension_name, backend, std::move(impl));
 }
 

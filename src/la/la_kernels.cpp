@@ -19,9 +19,9 @@ std::shared_ptr<LaKernels> unowned(LaKernels& k) {
 }  // namespace
 
 void LaKernels::register_builtins() {
-  register_builtin_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
+  register_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
 #ifdef SLUICE_HAVE_CUDA
-  register_builtin_extension<LaKernels>("cuda", unowned(detail::cuda::la_kernels()));
+  register_extension<LaKernels>("cuda", unowned(detail::cuda::la_kernels()));
 #endif
 }
 

@@ -20,9 +20,9 @@ std::shared_ptr<ScalarKernels> unowned(ScalarKernels& k) {
 }  // namespace
 
 void ScalarKernels::register_builtins() {
-  register_builtin_extension<ScalarKernels>("host", unowned(detail::host::scalar_interpreter()));
+  register_extension<ScalarKernels>("host", unowned(detail::host::scalar_interpreter()));
 #ifdef SLUICE_HAVE_CUDA
-  register_builtin_extension<ScalarKernels>("cuda", unowned(detail::cuda::scalar_interpreter()));
+  register_extension<ScalarKernels>("cuda", unowned(detail::cuda::scalar_interpreter()));
 #endif
 }
 

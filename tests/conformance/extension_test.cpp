@@ -32,7 +32,7 @@ struct Counter {
   static inline int builtin_registrations = 0;
   static void register_builtins() {
     ++builtin_registrations;
-    sluice::register_builtin_extension<Counter>("host", std::make_shared<Counter>());
+    sluice::register_extension<Counter>("host", std::make_shared<Counter>());
   }
   int value = 7;
 };

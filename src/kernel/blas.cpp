@@ -38,8 +38,10 @@ using detail::canned::operand;
 using detail::canned::Operand;
 
 // A column-major matrix of `rows` x `cols` with leading dimension `ld` in `o`.
+// With `first` > 0 it is the last matrix of a batch, starting at element `first`.
 void check_matrix(std::string_view what, const Operand& o, std::size_t rows, std::size_t cols,
-                  std::size_t ld, std::string_view ld_name, std::source_location loc) {
+                  std::size_t ld, std::string_view ld_name, std::source_location loc,
+                  std::size_t first = 0) {
   checked_int(what, ld_name, ld, loc);
   if (ld < std::max<std::size_t>(1, rows)) {
     throw Error(Errc::invalid_argument,
@@ -49,10 +51,12 @@ void check_matrix(std::string_view what, const Operand& o, std::size_t rows, std
                 loc);
   }
   if (rows == 0 || cols == 0) return;
-  const auto needed = detail::canned::checked_mul(what, ld, cols - 1, loc) + rows;
+  const auto needed = first + detail::canned::checked_mul(what, ld, cols - 1, loc) + rows;
   check_size(what, o, needed,
              "a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix with " +
-                 std::string(ld_name) + " " + std::to_string(ld),
+                 std::string(ld_name) + " " + std::to_string(ld) +
+                 (first > 0 ? ", the last of the batch starting at element " + std::to_string(first)
+                            : std::string()),
              loc);
 }
 
@@ -71,15 +75,12 @@ void gemm_impl(std::string_view what, const Context& ctx, Op op_a, Op op_b, std:
   if (batch == 0 || m == 0 || n == 0) return;
   const bool ta = op_a == Op::transpose, tb = op_b == Op::transpose;
   // Each matrix of the batch must fit, the last one starting (batch - 1) strides in.
-  auto last = [&](const Operand& o, std::size_t stride) {
-    Operand shifted = o;
-    const auto skip = detail::canned::checked_mul(what, batch - 1, stride, loc);
-    shifted.elements = o.elements >= skip ? o.elements - skip : 0;
-    return shifted;
+  auto last = [&](std::size_t stride) {
+    return detail::canned::checked_mul(what, batch - 1, stride, loc);
   };
-  check_matrix(what, last(A, stride_a), ta ? k : m, ta ? m : k, lda, "lda", loc);
-  check_matrix(what, last(B, stride_b), tb ? n : k, tb ? k : n, ldb, "ldb", loc);
-  check_matrix(what, last(C, stride_c), m, n, ldc, "ldc", loc);
+  check_matrix(what, A, ta ? k : m, ta ? m : k, lda, "lda", loc, last(stride_a));
+  check_matrix(what, B, tb ? n : k, tb ? k : n, ldb, "ldb", loc, last(stride_b));
+  check_matrix(what, C, m, n, ldc, "ldc", loc, last(stride_c));
   if (batch > 1) {
     for (auto [name, v] : {std::pair{"stride_a", stride_a}, {"stride_b", stride_b},
                            {"stride_c", stride_c}}) {

@@ -47,11 +47,10 @@ void gemm(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n, st
 /// `batch` gemms in one operation: matrix i of A, B and C starts `stride_a`, `stride_b`,
 /// `stride_c` elements after matrix i - 1 (cublas<T>gemmStridedBatched).
 template <CannedReal T>
-void gemm_batched(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n,
-                  std::size_t k, T alpha, const DeviceBuffer<T>& a, std::size_t lda,
-                  std::size_t stride_a, const DeviceBuffer<T>& b, std::size_t ldb,
-                  std::size_t stride_b, T beta, DeviceBuffer<T>& c, std::size_t ldc,
-                  std::size_t stride_c, std::size_t batch,
+void gemm_batched(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n, std::size_t k,
+                  T alpha, const DeviceBuffer<T>& a, std::size_t lda, std::size_t stride_a,
+                  const DeviceBuffer<T>& b, std::size_t ldb, std::size_t stride_b, T beta,
+                  DeviceBuffer<T>& c, std::size_t ldc, std::size_t stride_c, std::size_t batch,
                   std::source_location loc = std::source_location::current());
 
 /// y = alpha * op(A) * x + beta * y, with A m x n (x and y have the lengths op(A) needs).

@@ -11,12 +11,12 @@ using detail::Tracker;
 RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::source_location loc)
     : ctx_(ctx.shared_impl()), bytes_(bytes) {
   if (bytes == 0) return;
-  const auto seq = ctx_->enqueue("allocate", loc,
-                                 [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
+  const auto seq = ctx_->enqueue(
+      "allocate", loc, [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
   try {
     // Work on other contexts waits for the stream-ordered allocation.
-    id_ = Tracker::instance().register_memory(
-        ptr_, {MemoryType::device, bytes, 1, ctx_->device()}, ctx_, seq, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::device, bytes, 1, ctx_->device()},
+                                              ctx_, seq, loc);
   } catch (...) {
     ctx_->deallocate(ptr_, bytes_);
     throw;
@@ -26,9 +26,8 @@ RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::sou
 
 RawDeviceBuffer::~RawDeviceBuffer() {
   if (ptr_ == nullptr) return;
-  Tracker::instance().retire(id_, ctx_, [p = ptr_, n = bytes_](ContextImpl& c) {
-    c.deallocate(p, n);
-  });
+  Tracker::instance().retire(id_, ctx_,
+                             [p = ptr_, n = bytes_](ContextImpl& c) { c.deallocate(p, n); });
 }
 
 RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::source_location loc)
@@ -36,8 +35,8 @@ RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::s
   if (bytes == 0) return;
   ptr_ = backend_->allocate_pinned(bytes);
   try {
-    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device},
-                                              nullptr, 0, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device}, nullptr,
+                                              0, loc);
   } catch (...) {
     backend_->deallocate_pinned(ptr_);
     throw;
@@ -87,8 +86,8 @@ void check_host_reachable(const Context& ctx, const void* dst, const void* src,
     const Device& d = *found->attributes.device;
     if (d.backend == "host" || found->attributes.type != MemoryType::device) continue;
     throw Error(Errc::invalid_argument,
-                "copy: the " + std::string(p == dst ? "destination" : "source") +
-                    " is memory of " + d.to_string() + ", which the host context '" + ctx.name() +
+                "copy: the " + std::string(p == dst ? "destination" : "source") + " is memory of " +
+                    d.to_string() + ", which the host context '" + ctx.name() +
                     "' cannot reach; issue the copy on a context of " + d.to_string() +
                     " (it reads and writes host memory too)",
                 loc);
@@ -116,8 +115,7 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
   Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
-    c.enqueue("memset", loc,
-              [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
+    c.enqueue("memset", loc, [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
   });
 }
 

@@ -82,8 +82,8 @@ void gemm_impl(std::string_view what, const Context& ctx, Op op_a, Op op_b, std:
   check_matrix(what, B, tb ? n : k, tb ? k : n, ldb, "ldb", loc, last(stride_b));
   check_matrix(what, C, m, n, ldc, "ldc", loc, last(stride_c));
   if (batch > 1) {
-    for (auto [name, v] : {std::pair{"stride_a", stride_a}, {"stride_b", stride_b},
-                           {"stride_c", stride_c}}) {
+    for (auto [name, v] :
+         {std::pair{"stride_a", stride_a}, {"stride_b", stride_b}, {"stride_c", stride_c}}) {
       checked_int(what, name, v, loc);
     }
   }
@@ -136,16 +136,16 @@ template <CannedReal T>
 void gemm(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n, std::size_t k,
           T alpha, const DeviceBuffer<T>& a, std::size_t lda, const DeviceBuffer<T>& b,
           std::size_t ldb, T beta, DeviceBuffer<T>& c, std::size_t ldc, std::source_location loc) {
-  gemm_impl<T>("blas::gemm", ctx, op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc,
-               0, 1, loc);
+  gemm_impl<T>("blas::gemm", ctx, op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+               1, loc);
 }
 
 template <CannedReal T>
-void gemm_batched(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n,
-                  std::size_t k, T alpha, const DeviceBuffer<T>& a, std::size_t lda,
-                  std::size_t stride_a, const DeviceBuffer<T>& b, std::size_t ldb,
-                  std::size_t stride_b, T beta, DeviceBuffer<T>& c, std::size_t ldc,
-                  std::size_t stride_c, std::size_t batch, std::source_location loc) {
+void gemm_batched(const Context& ctx, Op op_a, Op op_b, std::size_t m, std::size_t n, std::size_t k,
+                  T alpha, const DeviceBuffer<T>& a, std::size_t lda, std::size_t stride_a,
+                  const DeviceBuffer<T>& b, std::size_t ldb, std::size_t stride_b, T beta,
+                  DeviceBuffer<T>& c, std::size_t ldc, std::size_t stride_c, std::size_t batch,
+                  std::source_location loc) {
   gemm_impl<T>("blas::gemm_batched", ctx, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
                stride_b, beta, c, ldc, stride_c, batch, loc);
 }
@@ -190,8 +190,12 @@ void axpy(const Context& ctx, T alpha, const DeviceBuffer<T>& x, DeviceBuffer<T>
   check_same_length(what, x, y, loc);
   checked_int(what, "n", x.size(), loc);
   if (x.empty()) return;
-  BlasVecArgs args{detail::canned::precision_of<T>(), static_cast<std::int64_t>(x.size()),
-                   static_cast<double>(alpha), x.data(), y.data(), nullptr};
+  BlasVecArgs args{detail::canned::precision_of<T>(),
+                   static_cast<std::int64_t>(x.size()),
+                   static_cast<double>(alpha),
+                   x.data(),
+                   y.data(),
+                   nullptr};
   auto& impl = extension<Blas>(ctx, loc);
   detail::canned::issue(ctx, {X, Y}, what, loc,
                         [&](Stream& s, const OpInfo& op) { impl.axpy(s, args, op); });
@@ -207,8 +211,12 @@ void dot(const Context& ctx, const DeviceBuffer<T>& x, const DeviceBuffer<T>& y,
   check_same_length(what, x, y, loc);
   check_result(what, result, loc);
   checked_int(what, "n", x.size(), loc);
-  BlasVecArgs args{detail::canned::precision_of<T>(), static_cast<std::int64_t>(x.size()), 1,
-                   x.data(), y.data(), result.data()};
+  BlasVecArgs args{detail::canned::precision_of<T>(),
+                   static_cast<std::int64_t>(x.size()),
+                   1,
+                   x.data(),
+                   y.data(),
+                   result.data()};
   auto& impl = extension<Blas>(ctx, loc);
   detail::canned::issue(ctx, {X, Y, R}, what, loc,
                         [&](Stream& s, const OpInfo& op) { impl.dot(s, args, op); });
@@ -222,8 +230,12 @@ void nrm2(const Context& ctx, const DeviceBuffer<T>& x, DeviceBuffer<T>& result,
   check_devices(ctx, what, {X, R}, loc);
   check_result(what, result, loc);
   checked_int(what, "n", x.size(), loc);
-  BlasVecArgs args{detail::canned::precision_of<T>(), static_cast<std::int64_t>(x.size()), 1,
-                   x.data(), nullptr, result.data()};
+  BlasVecArgs args{detail::canned::precision_of<T>(),
+                   static_cast<std::int64_t>(x.size()),
+                   1,
+                   x.data(),
+                   nullptr,
+                   result.data()};
   auto& impl = extension<Blas>(ctx, loc);
   detail::canned::issue(ctx, {X, R}, what, loc,
                         [&](Stream& s, const OpInfo& op) { impl.nrm2(s, args, op); });
@@ -236,31 +248,34 @@ void scal(const Context& ctx, T alpha, DeviceBuffer<T>& x, std::source_location 
   check_devices(ctx, what, {X}, loc);
   checked_int(what, "n", x.size(), loc);
   if (x.empty()) return;
-  BlasVecArgs args{detail::canned::precision_of<T>(), static_cast<std::int64_t>(x.size()),
-                   static_cast<double>(alpha), nullptr, x.data(), nullptr};
+  BlasVecArgs args{detail::canned::precision_of<T>(),
+                   static_cast<std::int64_t>(x.size()),
+                   static_cast<double>(alpha),
+                   nullptr,
+                   x.data(),
+                   nullptr};
   auto& impl = extension<Blas>(ctx, loc);
   detail::canned::issue(ctx, {X}, what, loc,
                         [&](Stream& s, const OpInfo& op) { impl.scal(s, args, op); });
 }
 
-#define SLUICE_BLAS_INSTANTIATE(T)                                                              \
-  template void gemm<T>(const Context&, Op, Op, std::size_t, std::size_t, std::size_t, T,       \
-                        const DeviceBuffer<T>&, std::size_t, const DeviceBuffer<T>&,            \
-                        std::size_t, T, DeviceBuffer<T>&, std::size_t, std::source_location);   \
-  template void gemm_batched<T>(const Context&, Op, Op, std::size_t, std::size_t, std::size_t,  \
-                                T, const DeviceBuffer<T>&, std::size_t, std::size_t,            \
-                                const DeviceBuffer<T>&, std::size_t, std::size_t, T,            \
-                                DeviceBuffer<T>&, std::size_t, std::size_t, std::size_t,        \
-                                std::source_location);                                          \
-  template void gemv<T>(const Context&, Op, std::size_t, std::size_t, T,                        \
-                        const DeviceBuffer<T>&, std::size_t, const DeviceBuffer<T>&, T,         \
-                        DeviceBuffer<T>&, std::source_location);                                \
-  template void axpy<T>(const Context&, T, const DeviceBuffer<T>&, DeviceBuffer<T>&,            \
-                        std::source_location);                                                  \
-  template void dot<T>(const Context&, const DeviceBuffer<T>&, const DeviceBuffer<T>&,          \
-                       DeviceBuffer<T>&, std::source_location);                                 \
-  template void nrm2<T>(const Context&, const DeviceBuffer<T>&, DeviceBuffer<T>&,               \
-                        std::source_location);                                                  \
+#define SLUICE_BLAS_INSTANTIATE(T)                                                                \
+  template void gemm<T>(const Context&, Op, Op, std::size_t, std::size_t, std::size_t, T,         \
+                        const DeviceBuffer<T>&, std::size_t, const DeviceBuffer<T>&, std::size_t, \
+                        T, DeviceBuffer<T>&, std::size_t, std::source_location);                  \
+  template void gemm_batched<T>(                                                                  \
+      const Context&, Op, Op, std::size_t, std::size_t, std::size_t, T, const DeviceBuffer<T>&,   \
+      std::size_t, std::size_t, const DeviceBuffer<T>&, std::size_t, std::size_t, T,              \
+      DeviceBuffer<T>&, std::size_t, std::size_t, std::size_t, std::source_location);             \
+  template void gemv<T>(const Context&, Op, std::size_t, std::size_t, T, const DeviceBuffer<T>&,  \
+                        std::size_t, const DeviceBuffer<T>&, T, DeviceBuffer<T>&,                 \
+                        std::source_location);                                                    \
+  template void axpy<T>(const Context&, T, const DeviceBuffer<T>&, DeviceBuffer<T>&,              \
+                        std::source_location);                                                    \
+  template void dot<T>(const Context&, const DeviceBuffer<T>&, const DeviceBuffer<T>&,            \
+                       DeviceBuffer<T>&, std::source_location);                                   \
+  template void nrm2<T>(const Context&, const DeviceBuffer<T>&, DeviceBuffer<T>&,                 \
+                        std::source_location);                                                    \
   template void scal<T>(const Context&, T, DeviceBuffer<T>&, std::source_location);
 SLUICE_BLAS_INSTANTIATE(float)
 SLUICE_BLAS_INSTANTIATE(double)

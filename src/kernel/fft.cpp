@@ -45,8 +45,7 @@ Sizes sizes_of(std::string_view what, const Shape& shape, std::size_t batch,
   for (int d = 0; d < shape.rank; ++d) {
     if (shape.dims[d] == 0) {
       throw Error(Errc::invalid_argument,
-                  std::string(what) + ": a transform of size 0; every dimension must be >= 1",
-                  loc);
+                  std::string(what) + ": a transform of size 0; every dimension must be >= 1", loc);
     }
     detail::canned::checked_int(what, d == 0 ? "dims[0]" : "dims[1]", shape.dims[d], loc);
   }
@@ -140,13 +139,13 @@ void c2r(const Context& ctx, DeviceBuffer<std::complex<T>>& in, DeviceBuffer<T>&
   run<T>(what, ctx, FftKind::c2r, I, O, in.data(), out.data(), shape, batch, loc);
 }
 
-#define SLUICE_FFT_INSTANTIATE(T)                                                                 \
-  template void c2c<T>(const Context&, const DeviceBuffer<std::complex<T>>&,                      \
-                       DeviceBuffer<std::complex<T>>&, Shape, Direction, std::size_t,             \
-                       std::source_location);                                                     \
-  template void r2c<T>(const Context&, const DeviceBuffer<T>&, DeviceBuffer<std::complex<T>>&,    \
-                       Shape, std::size_t, std::source_location);                                 \
-  template void c2r<T>(const Context&, DeviceBuffer<std::complex<T>>&, DeviceBuffer<T>&, Shape,   \
+#define SLUICE_FFT_INSTANTIATE(T)                                                               \
+  template void c2c<T>(const Context&, const DeviceBuffer<std::complex<T>>&,                    \
+                       DeviceBuffer<std::complex<T>>&, Shape, Direction, std::size_t,           \
+                       std::source_location);                                                   \
+  template void r2c<T>(const Context&, const DeviceBuffer<T>&, DeviceBuffer<std::complex<T>>&,  \
+                       Shape, std::size_t, std::source_location);                               \
+  template void c2r<T>(const Context&, DeviceBuffer<std::complex<T>>&, DeviceBuffer<T>&, Shape, \
                        std::size_t, std::source_location);
 SLUICE_FFT_INSTANTIATE(float)
 SLUICE_FFT_INSTANTIATE(double)

@@ -114,7 +114,7 @@ SLUICE_PHILOX_FN double sqrt_rn(double x) {
 #if defined(__CUDA_ARCH__)
   return __dsqrt_rn(x);
 #else
-  return __builtin_sqrt(x);  // sqrtsd: IEEE correctly rounded
+  return __builtin_sqrt(x);   // sqrtsd: IEEE correctly rounded
 #endif
 }
 
@@ -186,7 +186,7 @@ SLUICE_PHILOX_FN T log_pos(T x) {
 template <class T>
 SLUICE_PHILOX_FN void cos_sin_2pi(T u, T& c, T& s) {
   const int q = static_cast<int>(u * T(4) + T(0.5));  // u * 4 is exact
-  const T r = u - static_cast<T>(q) * T(0.25);          // exact (Sterbenz)
+  const T r = u - static_cast<T>(q) * T(0.25);        // exact (Sterbenz)
   const T x = r * static_cast<T>(6.283185307179586476925286766559);
   const T x2 = x * x;
   T ps, pc;  // sin x = x + x^3 ps, cos x = 1 + x^2 pc
@@ -227,10 +227,22 @@ SLUICE_PHILOX_FN void cos_sin_2pi(T u, T& c, T& s) {
   const T sn = x + x * (x2 * ps);
   const T cs = T(1) + x2 * pc;
   switch (q & 3) {
-    case 0: c = cs; s = sn; break;
-    case 1: c = -sn; s = cs; break;
-    case 2: c = -cs; s = -sn; break;
-    default: c = sn; s = -cs; break;
+    case 0:
+      c = cs;
+      s = sn;
+      break;
+    case 1:
+      c = -sn;
+      s = cs;
+      break;
+    case 2:
+      c = -cs;
+      s = -sn;
+      break;
+    default:
+      c = sn;
+      s = -cs;
+      break;
   }
 }
 

@@ -23,8 +23,8 @@ namespace rng {
 
 std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> counter,
                                            std::array<std::uint32_t, 2> key) noexcept {
-  const auto w = detail::philox_math::philox(counter[0], counter[1], counter[2], counter[3],
-                                             key[0], key[1]);
+  const auto w =
+      detail::philox_math::philox(counter[0], counter[1], counter[2], counter[3], key[0], key[1]);
   return {w.v[0], w.v[1], w.v[2], w.v[3]};
 }
 
@@ -66,8 +66,7 @@ void normal(const Context& ctx, DeviceBuffer<T>& out, Philox& gen, T mean, T std
 }
 
 template void uniform<float>(const Context&, DeviceBuffer<float>&, Philox&, std::source_location);
-template void uniform<double>(const Context&, DeviceBuffer<double>&, Philox&,
-                              std::source_location);
+template void uniform<double>(const Context&, DeviceBuffer<double>&, Philox&, std::source_location);
 template void normal<float>(const Context&, DeviceBuffer<float>&, Philox&, float, float,
                             std::source_location);
 template void normal<double>(const Context&, DeviceBuffer<double>&, Philox&, double, double,

@@ -43,8 +43,8 @@ void check_gemm(const Context& ctx, std::size_t batch) {
       if (batch == 1) {
         blas::gemm<T>(ctx, oa, ob, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       } else {
-        blas::gemm_batched<T>(ctx, oa, ob, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc,
-                              sc, batch);
+        blas::gemm_batched<T>(ctx, oa, ob, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                              batch);
       }
       const auto got = to_host(ctx, c);
       for (std::size_t p = 0; p < batch; ++p) {
@@ -113,7 +113,8 @@ void check_level2_and_1(const Context& ctx) {
   EXPECT_NEAR(to_host(ctx, r)[0], std::sqrt(sq), tol<T>() * len);
   blas::axpy<T>(ctx, T(-3), x, y);
   auto gy = to_host(ctx, y);
-  for (std::size_t i = 0; i < len; ++i) ASSERT_NEAR(gy[i], -3 * double(hx[i]) + hy[i], tol<T>() * 4);
+  for (std::size_t i = 0; i < len; ++i)
+    ASSERT_NEAR(gy[i], -3 * double(hx[i]) + hy[i], tol<T>() * 4);
   blas::scal<T>(ctx, T(0.25), y);
   const auto gs = to_host(ctx, y);
   for (std::size_t i = 0; i < len; ++i) ASSERT_EQ(gs[i], gy[i] * T(0.25));  // exact: a power of 2
@@ -163,10 +164,13 @@ TEST_P(BlasTest, MisuseIsAClearErrorAndIssuesNothing) {
                "buffer A has 10 elements but a 4 x 3 matrix with lda 4 needs 12");
   expect_error([&] { blas::gemm(ctx, Op::none, Op::none, 3, 3, 3, 1.0, a, 2, b, 3, 0.0, c, 3); },
                "lda = 2");
-  expect_error([&] {
-    blas::gemm_batched(ctx, Op::none, Op::none, 2, 2, 2, 1.0, a, 2, 4, b, 2, 4, 0.0, c, 2, 4, 3);
-  }, "buffer A has 10 elements but a 2 x 2 matrix with lda 2, the last of the batch starting at "
-     "element 8 needs 12");
+  expect_error(
+      [&] {
+        blas::gemm_batched(ctx, Op::none, Op::none, 2, 2, 2, 1.0, a, 2, 4, b, 2, 4, 0.0, c, 2, 4,
+                           3);
+      },
+      "buffer A has 10 elements but a 2 x 2 matrix with lda 2, the last of the batch starting at "
+      "element 8 needs 12");
   DeviceBuffer<double> shorter(ctx, 9);
   expect_error([&] { blas::axpy(ctx, 1.0, a, shorter); }, "x has 10 elements but y has 9");
   expect_error([&] { blas::dot(ctx, a, b, empty); }, "result buffer is empty");

@@ -69,7 +69,7 @@ TEST_P(DevicesTest, DataTravelsAcrossEveryDeviceInTrackerOrder) {
   const DeviceBuffer<double>* last = &origin;
   for (auto& c : ctxs) {
     hops.emplace_back(c, n);
-    copy(c, hops.back(), *last);   // host -> device, then device -> device
+    copy(c, hops.back(), *last);      // host -> device, then device -> device
     blas::scal(c, 2.0, hops.back());  // each device changes the data before passing it on
     last = &hops.back();
   }

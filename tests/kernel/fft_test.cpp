@@ -40,8 +40,9 @@ std::vector<cd> naive_dft(const std::vector<std::complex<T>>& x, std::size_t off
       cd acc = 0;
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t c = 0; c < cols; ++c) {
-          const double ph = sign * 2 * std::numbers::pi *
-                            (double(kr * r % rows) / double(rows) + double(kc * c % cols) / double(cols));
+          const double ph =
+              sign * 2 * std::numbers::pi *
+              (double(kr * r % rows) / double(rows) + double(kc * c % cols) / double(cols));
           acc += cd(x[off + r * cols + c]) * cd(std::cos(ph), std::sin(ph));
         }
       }

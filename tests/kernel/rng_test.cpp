@@ -88,8 +88,8 @@ TEST_P(RngTest, ConsecutiveFillsContinueTheStream) {
 }
 
 template <class T>
-std::vector<T> reference_fill(std::uint64_t seed, std::uint64_t counter, std::size_t n,
-                              bool normal, T mean, T stddev) {
+std::vector<T> reference_fill(std::uint64_t seed, std::uint64_t counter, std::size_t n, bool normal,
+                              T mean, T stddev) {
   constexpr std::size_t per = detail::philox_math::kValuesPerBlock<T>;
   std::vector<T> v(n);
   T block[per];
@@ -104,8 +104,8 @@ template <class T>
 void expect_same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(T)), 0) << "value " << i << ": " << a[i] << " vs "
-                                                       << b[i];
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(T)), 0)
+        << "value " << i << ": " << a[i] << " vs " << b[i];
   }
 }
 

@@ -75,8 +75,8 @@ std::string describe_device(int i, int driver, int runtime, DeviceInfo& d) {
   // Double data rate: two transfers per clock over the whole bus.
   d.memory_bandwidth_gbs = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_bits / 8.0) / 1e9;
   d.l2_cache_bytes = static_cast<std::size_t>(p.l2CacheSize);
-  d.shared_memory_per_block = p.sharedMemPerBlockOptin > 0 ? p.sharedMemPerBlockOptin
-                                                            : p.sharedMemPerBlock;
+  d.shared_memory_per_block =
+      p.sharedMemPerBlockOptin > 0 ? p.sharedMemPerBlockOptin : p.sharedMemPerBlock;
   d.shared_memory_per_multiprocessor = p.sharedMemPerMultiprocessor;
   d.max_threads_per_block = p.maxThreadsPerBlock;
   d.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;

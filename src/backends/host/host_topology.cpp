@@ -31,10 +31,14 @@ std::size_t parse_size(const std::string& s) {
   char* end = nullptr;
   const auto v = std::strtoull(s.c_str(), &end, 10);
   switch (*end) {
-    case 'K': return v * 1024;
-    case 'M': return v * 1024 * 1024;
-    case 'G': return v * 1024 * 1024 * 1024;
-    default: return v;
+    case 'K':
+      return v * 1024;
+    case 'M':
+      return v * 1024 * 1024;
+    case 'G':
+      return v * 1024 * 1024 * 1024;
+    default:
+      return v;
   }
 }
 
@@ -84,7 +88,8 @@ void describe_topology(DeviceInfo& info) {
       info.shared_memory_per_block = size;
       info.shared_memory_per_multiprocessor = size;
     }
-    if (type != "Instruction" && level >= 2) info.l2_cache_bytes = std::max(info.l2_cache_bytes, size);
+    if (type != "Instruction" && level >= 2)
+      info.l2_cache_bytes = std::max(info.l2_cache_bytes, size);
   }
   info.peer_access = {true};
 }

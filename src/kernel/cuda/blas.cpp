@@ -59,8 +59,8 @@ class CudaBlas final : public Blas {
              "cublasSgemm", op);
         } else {
           ok(cublasSgemmStridedBatched(h, ta, tb, i32(a.m), i32(a.n), i32(a.k), &alpha, A,
-                                       i32(a.lda), a.stride_a, B, i32(a.ldb), a.stride_b, &beta,
-                                       C, i32(a.ldc), a.stride_c, i32(a.batch)),
+                                       i32(a.lda), a.stride_a, B, i32(a.ldb), a.stride_b, &beta, C,
+                                       i32(a.ldc), a.stride_c, i32(a.batch)),
              "cublasSgemmStridedBatched", op);
         }
       } else {
@@ -94,8 +94,8 @@ class CudaBlas final : public Blas {
            "cublasSgemv", op);
       } else {
         ok(cublasDgemv(h, trans(a.trans), i32(a.m), i32(a.n), &a.alpha,
-                       static_cast<const double*>(a.a), i32(a.lda),
-                       static_cast<const double*>(a.x), 1, &a.beta, static_cast<double*>(a.y), 1),
+                       static_cast<const double*>(a.a), i32(a.lda), static_cast<const double*>(a.x),
+                       1, &a.beta, static_cast<double*>(a.y), 1),
            "cublasDgemv", op);
       }
     };

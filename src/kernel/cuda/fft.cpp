@@ -36,14 +36,16 @@ struct Plans {
 cufftType type_of(Precision p, FftKind k) {
   const bool f = p == Precision::f32;
   switch (k) {
-    case FftKind::r2c: return f ? CUFFT_R2C : CUFFT_D2Z;
-    case FftKind::c2r: return f ? CUFFT_C2R : CUFFT_Z2D;
-    default: return f ? CUFFT_C2C : CUFFT_Z2Z;
+    case FftKind::r2c:
+      return f ? CUFFT_R2C : CUFFT_D2Z;
+    case FftKind::c2r:
+      return f ? CUFFT_C2R : CUFFT_Z2D;
+    default:
+      return f ? CUFFT_C2C : CUFFT_Z2Z;
   }
 }
 
-cufftHandle plan_for(std::shared_ptr<void>& slot, int device, const FftArgs& a,
-                     const OpInfo& op) {
+cufftHandle plan_for(std::shared_ptr<void>& slot, int device, const FftArgs& a, const OpInfo& op) {
   if (!slot) {
     auto p = std::make_shared<Plans>();
     p->device = device;

@@ -65,11 +65,11 @@ void launch(const RngFillArgs& a, cudaStream_t s, const OpInfo& op) {
   T* out = static_cast<T*>(a.out);
   const T mean = static_cast<T>(a.mean), stddev = static_cast<T>(a.stddev);
   if (reinterpret_cast<std::uintptr_t>(out) % 16 == 0) {
-    fill_kernel<T, Normal, true><<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean,
-                                                           stddev);
+    fill_kernel<T, Normal, true>
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
   } else {
-    fill_kernel<T, Normal, false><<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter,
-                                                            mean, stddev);
+    fill_kernel<T, Normal, false>
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
   }
   check(cudaGetLastError(), "rng fill kernel launch", op.where);
 }

@@ -31,9 +31,8 @@ class HostBlas final : public Blas {
             } else {
               cblas_dgemm(CblasColMajor, trans(a.trans_a), trans(a.trans_b), i32(a.m), i32(a.n),
                           i32(a.k), a.alpha, static_cast<const double*>(a.a) + i * a.stride_a,
-                          i32(a.lda), static_cast<const double*>(a.b) + i * a.stride_b,
-                          i32(a.ldb), a.beta, static_cast<double*>(a.c) + i * a.stride_c,
-                          i32(a.ldc));
+                          i32(a.lda), static_cast<const double*>(a.b) + i * a.stride_b, i32(a.ldb),
+                          a.beta, static_cast<double*>(a.c) + i * a.stride_c, i32(a.ldc));
             }
           }
         },
@@ -75,13 +74,11 @@ class HostBlas final : public Blas {
     stream.host_task(
         [a = args] {
           if (a.precision == Precision::f32) {
-            *static_cast<float*>(a.result) =
-                cblas_sdot(i32(a.n), static_cast<const float*>(a.x), 1,
-                           static_cast<const float*>(a.y), 1);
+            *static_cast<float*>(a.result) = cblas_sdot(i32(a.n), static_cast<const float*>(a.x), 1,
+                                                        static_cast<const float*>(a.y), 1);
           } else {
-            *static_cast<double*>(a.result) =
-                cblas_ddot(i32(a.n), static_cast<const double*>(a.x), 1,
-                           static_cast<const double*>(a.y), 1);
+            *static_cast<double*>(a.result) = cblas_ddot(i32(a.n), static_cast<const double*>(a.x),
+                                                         1, static_cast<const double*>(a.y), 1);
           }
         },
         op);
@@ -91,7 +88,8 @@ class HostBlas final : public Blas {
     stream.host_task(
         [a = args] {
           if (a.precision == Precision::f32) {
-            *static_cast<float*>(a.result) = cblas_snrm2(i32(a.n), static_cast<const float*>(a.x), 1);
+            *static_cast<float*>(a.result) =
+                cblas_snrm2(i32(a.n), static_cast<const float*>(a.x), 1);
           } else {
             *static_cast<double*>(a.result) =
                 cblas_dnrm2(i32(a.n), static_cast<const double*>(a.x), 1);

@@ -73,8 +73,8 @@ template <>
 struct Fftw<float, fftwf_complex, fftwf_plan> {
   static fftwf_plan c2c(int rank, const int* n, int howmany, void* in, int dist, void* out,
                         int sign) {
-    return fftwf_plan_many_dft(rank, n, howmany, static_cast<fftwf_complex*>(in), nullptr, 1,
-                               dist, static_cast<fftwf_complex*>(out), nullptr, 1, dist, sign,
+    return fftwf_plan_many_dft(rank, n, howmany, static_cast<fftwf_complex*>(in), nullptr, 1, dist,
+                               static_cast<fftwf_complex*>(out), nullptr, 1, dist, sign,
                                FFTW_ESTIMATE | FFTW_UNALIGNED);
   }
   static fftwf_plan r2c(int rank, const int* n, int howmany, void* in, int idist, void* out,
@@ -101,16 +101,19 @@ void* make_plan(const FftArgs& a) {
   const int howmany = static_cast<int>(a.batch);
   void* in = const_cast<void*>(a.in);
   switch (a.kind) {
-    case FftKind::c2c_forward: return F::c2c(a.rank, n, howmany, in, real, a.out, FFTW_FORWARD);
-    case FftKind::c2c_inverse: return F::c2c(a.rank, n, howmany, in, real, a.out, FFTW_BACKWARD);
-    case FftKind::r2c: return F::r2c(a.rank, n, howmany, in, real, a.out, half);
-    case FftKind::c2r: return F::c2r(a.rank, n, howmany, in, half, a.out, real);
+    case FftKind::c2c_forward:
+      return F::c2c(a.rank, n, howmany, in, real, a.out, FFTW_FORWARD);
+    case FftKind::c2c_inverse:
+      return F::c2c(a.rank, n, howmany, in, real, a.out, FFTW_BACKWARD);
+    case FftKind::r2c:
+      return F::r2c(a.rank, n, howmany, in, real, a.out, half);
+    case FftKind::c2r:
+      return F::c2r(a.rank, n, howmany, in, half, a.out, real);
   }
   return nullptr;
 }
 
-std::shared_ptr<Plan> plan_for(std::shared_ptr<void>& slot, const FftArgs& a,
-                               const OpInfo& op) {
+std::shared_ptr<Plan> plan_for(std::shared_ptr<void>& slot, const FftArgs& a, const OpInfo& op) {
   if (!slot) slot = std::make_shared<Plans>();
   auto& plans = *static_cast<Plans*>(slot.get());
   const Key key{a.precision, a.kind, a.rank, a.dims[0], a.dims[1], a.batch, a.in == a.out};

@@ -140,6 +140,9 @@ SLUICE_PHILOX_FN double split(double x, int& e) {
   return m;
 }
 
+// Coefficients are written static_cast<T>(a / b): the quotient is folded in double by every
+// compiler (correctly rounded), then rounded once to T, so host and device use the same constants.
+
 /// Natural logarithm of a positive normal x: ln x = e ln 2 + 2 atanh(s), s = (m - 1) / (m + 1),
 /// the odd series of atanh to s^9 (float) or s^21 (double); |s| < 0.172.
 template <class T>
@@ -151,21 +154,21 @@ SLUICE_PHILOX_FN T log_pos(T x) {
   const T s2 = s * s;
   T p;
   if constexpr (sizeof(T) == sizeof(float)) {
-    p = T(2) / T(9);
-    p = T(2) / T(7) + s2 * p;
-    p = T(2) / T(5) + s2 * p;
-    p = T(2) / T(3) + s2 * p;
+    p = static_cast<T>(2.0 / 9.0);
+    p = static_cast<T>(2.0 / 7.0) + s2 * p;
+    p = static_cast<T>(2.0 / 5.0) + s2 * p;
+    p = static_cast<T>(2.0 / 3.0) + s2 * p;
   } else {
-    p = T(2) / T(21);
-    p = T(2) / T(19) + s2 * p;
-    p = T(2) / T(17) + s2 * p;
-    p = T(2) / T(15) + s2 * p;
-    p = T(2) / T(13) + s2 * p;
-    p = T(2) / T(11) + s2 * p;
-    p = T(2) / T(9) + s2 * p;
-    p = T(2) / T(7) + s2 * p;
-    p = T(2) / T(5) + s2 * p;
-    p = T(2) / T(3) + s2 * p;
+    p = static_cast<T>(2.0 / 21.0);
+    p = static_cast<T>(2.0 / 19.0) + s2 * p;
+    p = static_cast<T>(2.0 / 17.0) + s2 * p;
+    p = static_cast<T>(2.0 / 15.0) + s2 * p;
+    p = static_cast<T>(2.0 / 13.0) + s2 * p;
+    p = static_cast<T>(2.0 / 11.0) + s2 * p;
+    p = static_cast<T>(2.0 / 9.0) + s2 * p;
+    p = static_cast<T>(2.0 / 7.0) + s2 * p;
+    p = static_cast<T>(2.0 / 5.0) + s2 * p;
+    p = static_cast<T>(2.0 / 3.0) + s2 * p;
   }
   const T log_m = T(2) * s + s * (s2 * p);
   // ln 2 split so that e * ln2_hi is exact for |e| < 2^9 (float) or 2^20 (double).
@@ -191,38 +194,38 @@ SLUICE_PHILOX_FN void cos_sin_2pi(T u, T& c, T& s) {
   const T x2 = x * x;
   T ps, pc;  // sin x = x + x^3 ps, cos x = 1 + x^2 pc
   if constexpr (sizeof(T) == sizeof(float)) {
-    ps = T(1) / T(362880);
-    ps = T(-1) / T(5040) + x2 * ps;
-    ps = T(1) / T(120) + x2 * ps;
-    ps = T(-1) / T(6) + x2 * ps;
-    pc = T(-1) / T(3628800);
-    pc = T(1) / T(40320) + x2 * pc;
-    pc = T(-1) / T(720) + x2 * pc;
-    pc = T(1) / T(24) + x2 * pc;
-    pc = T(-1) / T(2) + x2 * pc;
+    ps = static_cast<T>(1.0 / 362880.0);
+    ps = static_cast<T>(-1.0 / 5040.0) + x2 * ps;
+    ps = static_cast<T>(1.0 / 120.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 6.0) + x2 * ps;
+    pc = static_cast<T>(-1.0 / 3628800.0);
+    pc = static_cast<T>(1.0 / 40320.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 720.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 24.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 2.0) + x2 * pc;
   } else {
     // 1 / k! for the odd (sine) and even (cosine) terms, highest first.
-    ps = T(-1) / T(51090942171709440000.0);  // -1/21!
-    ps = T(1) / T(121645100408832000.0) + x2 * ps;
-    ps = T(-1) / T(355687428096000.0) + x2 * ps;
-    ps = T(1) / T(1307674368000.0) + x2 * ps;
-    ps = T(-1) / T(6227020800.0) + x2 * ps;
-    ps = T(1) / T(39916800.0) + x2 * ps;
-    ps = T(-1) / T(362880.0) + x2 * ps;
-    ps = T(1) / T(5040.0) + x2 * ps;
-    ps = T(-1) / T(120.0) + x2 * ps;
-    ps = T(1) / T(6.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 51090942171709440000.0);  // -1/21!
+    ps = static_cast<T>(1.0 / 121645100408832000.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 355687428096000.0) + x2 * ps;
+    ps = static_cast<T>(1.0 / 1307674368000.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 6227020800.0) + x2 * ps;
+    ps = static_cast<T>(1.0 / 39916800.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 362880.0) + x2 * ps;
+    ps = static_cast<T>(1.0 / 5040.0) + x2 * ps;
+    ps = static_cast<T>(-1.0 / 120.0) + x2 * ps;
+    ps = static_cast<T>(1.0 / 6.0) + x2 * ps;
     ps = -ps;  // the series above carries -sin's signs; sin x = x - x^3/6 + ...
-    pc = T(1) / T(2432902008176640000.0);  // 1/20!
-    pc = T(-1) / T(6402373705728000.0) + x2 * pc;
-    pc = T(1) / T(20922789888000.0) + x2 * pc;
-    pc = T(-1) / T(87178291200.0) + x2 * pc;
-    pc = T(1) / T(479001600.0) + x2 * pc;
-    pc = T(-1) / T(3628800.0) + x2 * pc;
-    pc = T(1) / T(40320.0) + x2 * pc;
-    pc = T(-1) / T(720.0) + x2 * pc;
-    pc = T(1) / T(24.0) + x2 * pc;
-    pc = T(-1) / T(2.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 2432902008176640000.0);  // 1/20!
+    pc = static_cast<T>(-1.0 / 6402373705728000.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 20922789888000.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 87178291200.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 479001600.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 3628800.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 40320.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 720.0) + x2 * pc;
+    pc = static_cast<T>(1.0 / 24.0) + x2 * pc;
+    pc = static_cast<T>(-1.0 / 2.0) + x2 * pc;
   }
   const T sn = x + x * (x2 * ps);
   const T cs = T(1) + x2 * pc;

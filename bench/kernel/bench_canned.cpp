@@ -39,17 +39,6 @@ void timed(benchmark::State& state, F&& f) {
   }
 }
 
-bool have_cuda(benchmark::State& state) {
-  for (const auto& b : sluice::backends()) {
-    if (b.name == "cuda" && b.device_count > 0) return true;
-    if (b.name == "cuda") state.SkipWithError(("no CUDA device: " + b.unavailable_reason).c_str());
-  }
-#ifndef SLUICE_BENCH_CUDA
-  state.SkipWithError("built without the cuda backend");
-#endif
-  return false;
-}
-
 // --- host BLAS ---
 
 template <class T>
@@ -66,7 +55,7 @@ void host_gemm(benchmark::State& state) {
     ctx.synchronize();
   });
   state.counters["GFLOP"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) / 1e9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(host_gemm<double>)
     ->Name("host/dgemm")
@@ -81,6 +70,14 @@ BENCHMARK(host_gemm<float>)
     ->Unit(benchmark::kMillisecond);
 
 #ifdef SLUICE_BENCH_CUDA
+
+bool have_cuda(benchmark::State& state) {
+  for (const auto& b : sluice::backends()) {
+    if (b.name == "cuda" && b.device_count > 0) return true;
+    if (b.name == "cuda") state.SkipWithError(("no CUDA device: " + b.unavailable_reason).c_str());
+  }
+  return false;
+}
 
 sluice::Context& gpu() {
   static sluice::Context ctx(sluice::Device{"cuda", 0});
@@ -146,7 +143,7 @@ void gemm(benchmark::State& state, bool direct) {
   }
   cublasDestroy(h);
   state.counters["TFLOP"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) / 1e12,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 const bool cuda_dgemm_sluice = reg(
     "cuda/dgemm/sluice", [](benchmark::State& s) { gemm<double>(s, false); }, 8192);
@@ -283,7 +280,7 @@ void rng(benchmark::State& state, Impl impl) {
   }
   curandDestroyGenerator(g);
   state.counters["GB"] = benchmark::Counter(double(n * sizeof(T)) / 1e9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
+                                            benchmark::Counter::kIsIterationInvariantRate);
 }
 constexpr std::int64_t kRngN = std::int64_t{1} << 28;
 const bool cuda_rng_uniform_f32_sluice = reg(

@@ -19,20 +19,14 @@
 /// sluice::blas::nrm2(ctx, C, r);   // r[0] = |C|, still on the device
 /// @endcode
 
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <source_location>
 
+#include "sluice/canned.hpp"
 #include "sluice/memory.hpp"
 
-namespace sluice {
-
-/// float or double: the types the canned operations take.
-template <class T>
-concept CannedReal = std::same_as<T, float> || std::same_as<T, double>;
-
-namespace blas {
+namespace sluice::blas {
 
 /// op(X): X itself or its transpose.
 enum class Op : std::uint8_t { none, transpose };
@@ -79,5 +73,4 @@ template <CannedReal T>
 void scal(const Context& ctx, T alpha, DeviceBuffer<T>& x,
           std::source_location loc = std::source_location::current());
 
-}  // namespace blas
-}  // namespace sluice
+}  // namespace sluice::blas

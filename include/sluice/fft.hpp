@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <source_location>
 
-#include "sluice/blas.hpp"
+#include "sluice/canned.hpp"
 #include "sluice/memory.hpp"
 
 namespace sluice::fft {

@@ -367,12 +367,14 @@ inline void reductions(const Device& d) {
   *mx = 0;
   q.submit([&](df::Handler& h) {
     h.parallel_for(df::range<1>(n), df::reduction(sum, df::plus<long long>()),
-                   [=] SLUICE_KERNEL(df::id<1> i, auto& r) { r += static_cast<long long>(i); });
+                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<long long, df::plus<long long>>& r) {
+                     r += static_cast<long long>(i);
+                   });
   });
   q.submit([&](df::Handler& h) {
     h.parallel_for(df::range<1>(n),
                    df::reduction(mx, df::maximum<double>(), {.initialize_to_identity = true}),
-                   [=] SLUICE_KERNEL(df::id<1> i, auto& r) {
+                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<double, df::maximum<double>>& r) {
                      r.combine(-double((i * 7919) % n) + 10.0);
                    });
   });
@@ -386,7 +388,9 @@ inline void reductions(const Device& d) {
     q.submit([&](df::Handler& h) {
       auto red = df::reduction(b, h, df::plus<int>());
       h.parallel_for(df::range<2>(10, 20), red,
-                     [=] SLUICE_KERNEL(df::item<2> it, auto& r) { r += int(it.get_linear_id() % 3); });
+                     [=] SLUICE_KERNEL(df::item<2> it, decltype(red)::reducer_type& r) {
+                       r += int(it.get_linear_id() % 3);
+                     });
     });
   }
   int expect = 100;

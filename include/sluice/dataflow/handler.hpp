@@ -270,6 +270,8 @@ class local_accessor {
 /// A sum or max reduction into one value (SYCL 2020's reduction objects); see `reduction`.
 template <class T, class Op>
 struct Reduction {
+  /// What the kernel receives (nvcc's device lambdas cannot be generic: name this type there).
+  using reducer_type = Reducer<T, Op>;
   T* out = nullptr;
   T identity{};
   bool initialize_to_identity = false;

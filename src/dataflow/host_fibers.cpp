@@ -10,8 +10,10 @@
 #include "sluice/dataflow/kernel.hpp"
 #include "sluice/error.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define SLUICE_TSAN_FIBERS 1
+// Under ThreadSanitizer this file is compiled without instrumentation (src/CMakeLists.txt) and
+// with SLUICE_TSAN_FIBERS: Boost.Context's own code runs after a work-item's last switch
+// announcement, and instrumented function exits there would corrupt the sanitizer's shadow stack.
+#if defined(SLUICE_TSAN_FIBERS)
 extern "C" {
 void* __tsan_get_current_fiber();
 void* __tsan_create_fiber(unsigned flags);
@@ -25,7 +27,7 @@ namespace bc = boost::context;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_TSAN_FIBERS) || defined(__SANITIZE_ADDRESS__)
 constexpr std::size_t kStackBytes = 512 * 1024;  // sanitizers grow frames a lot
 #else
 constexpr std::size_t kStackBytes = 128 * 1024;
@@ -35,12 +37,21 @@ constexpr std::size_t kStackBytes = 128 * 1024;
 class StackPool {
  public:
   bc::stack_context allocate() {
+#if defined(SLUICE_TSAN_FIBERS)
+    // ThreadSanitizer keeps the history of reused stack memory: a stack reused by a new fiber
+    // would race with the last one's frames. Fresh memory each time resets it.
+    return base_.allocate();
+#endif
     if (free_.empty()) return base_.allocate();
     auto s = free_.back();
     free_.pop_back();
     return s;
   }
   void deallocate(bc::stack_context& s) noexcept {
+#if defined(SLUICE_TSAN_FIBERS)
+    base_.deallocate(s);
+    return;
+#endif
     try {
       free_.push_back(s);
     } catch (...) {

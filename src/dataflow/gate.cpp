@@ -7,6 +7,7 @@
 
 #include "dataflow/state.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 
 namespace sluice::dataflow::detail {
 namespace {
@@ -24,10 +25,10 @@ Registry& registry() {
 
 }  // namespace
 
-Gate::Gate(const Device& device) : cuda_(device.backend == "cuda") {
-  if (cuda_) {
-    // A cuda gate is a kernel spinning on mapped pinned memory: host tasks of every cuda context
-    // share one thread, so a blocked host task would stall all of them.
+Gate::Gate(const Device& device) : ops_(find_extension<DeviceOps>(device.backend)) {
+  if (ops_ != nullptr) {
+    // On cuda the gate is a kernel spinning on mapped pinned memory: host tasks of every cuda
+    // context share one thread, so a blocked host task would stall all of them.
     device_flag_.emplace(device, 1);
     *device_flag_->data() = 0;
   }
@@ -42,10 +43,10 @@ void Gate::issue(const Context& ctx, std::source_location loc) {
     }
   }
   std::uint64_t seq = 0;
-  if (cuda_) {
+  if (ops_ != nullptr) {
     const volatile int* flag = device_flag_->data();
     ctx.impl().issue("host accessor gate", loc, [&](Stream& s, const OpInfo& op) {
-      launch_cuda_gate(s.native_handle(), flag);
+      ops_->launch_gate(s, flag);
       seq = op.seq;
     });
   } else {
@@ -60,7 +61,7 @@ void Gate::issue(const Context& ctx, std::source_location loc) {
 }
 
 void Gate::open() noexcept {
-  if (cuda_) __atomic_store_n(device_flag_->data(), 1, __ATOMIC_RELEASE);
+  if (device_flag_) __atomic_store_n(device_flag_->data(), 1, __ATOMIC_RELEASE);
   flag_->store(1, std::memory_order_release);
   flag_->notify_all();
 }

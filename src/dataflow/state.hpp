@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/context_impl.hpp"
-#include "dataflow/cuda_hooks.hpp"
+#include "dataflow/device_ops.hpp"
 #include "deps/tracker.hpp"
 #include "sluice/dataflow.hpp"
 #include "sluice/memory.hpp"
@@ -59,7 +59,7 @@ class Gate {
 
  private:
   std::vector<std::thread::id> holders_;
-  bool cuda_;
+  DeviceOps* ops_;  // the backend's gate, or null: a blocking host task
   std::shared_ptr<std::atomic<int>> flag_ = std::make_shared<std::atomic<int>>(0);
   std::optional<PinnedBuffer<int>> device_flag_;
   mutable std::mutex mutex_;

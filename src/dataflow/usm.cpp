@@ -12,6 +12,7 @@
 #include "dataflow/state.hpp"
 #include "deps/tracker.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 
 namespace sluice::dataflow::detail {
 namespace {
@@ -19,12 +20,14 @@ namespace {
 struct Managed {
   void* ptr = nullptr;
   ObjectId id = 0;
+  DeviceOps* ops = nullptr;
   Managed() = default;
-  Managed(void* p, ObjectId i) : ptr(p), id(i) {}
-  Managed(Managed&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)), id(o.id) {}
+  Managed(void* p, ObjectId i, DeviceOps* o) : ptr(p), id(i), ops(o) {}
+  Managed(Managed&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)), id(o.id), ops(o.ops) {}
   Managed& operator=(Managed&& o) noexcept {
     std::swap(ptr, o.ptr);
     std::swap(id, o.id);
+    std::swap(ops, o.ops);
     return *this;
   }
   ~Managed() {
@@ -34,7 +37,7 @@ struct Managed {
       unregister_memory(id);
     } catch (...) {
     }
-    cuda_free_managed(ptr);
+    ops->free_shared(ptr);
   }
 };
 
@@ -58,6 +61,9 @@ void* usm_allocate(const Queue& q, std::size_t bytes, UsmKind kind, std::source_
   const QueueState& s = q.state();
   Allocation a;
   void* ptr = nullptr;
+  // Shared memory is the backend's managed memory if it has any, else pinned host memory.
+  DeviceOps* shared_ops =
+      kind == UsmKind::shared ? find_extension<DeviceOps>(s.device.backend) : nullptr;
   if (kind == UsmKind::device) {
     const Context& home = s.contexts.front();
     sluice::detail::RawDeviceBuffer b(home, bytes, loc);
@@ -65,13 +71,14 @@ void* usm_allocate(const Queue& q, std::size_t bytes, UsmKind kind, std::source_
     home.synchronize(loc);
     ptr = b.data();
     a = std::move(b);
-  } else if (kind == UsmKind::host || s.backend != BackendKind::cuda) {
+  } else if (shared_ops == nullptr) {
     sluice::detail::RawPinnedBuffer b(s.device, bytes, loc);
     ptr = b.data();
     a = std::move(b);
   } else {
+    DeviceOps& ops = *shared_ops;
     std::string why;
-    ptr = cuda_malloc_managed(s.device.index, bytes, why);
+    ptr = ops.allocate_shared(s.device.index, bytes, why);
     if (ptr == nullptr) {
       throw OutOfMemory(bytes,
                         "malloc_shared: " + std::to_string(bytes) + " bytes of managed memory on " +
@@ -80,9 +87,9 @@ void* usm_allocate(const Queue& q, std::size_t bytes, UsmKind kind, std::source_
     }
     try {
       const ObjectId id = register_memory(ptr, {MemoryType::managed, bytes, 1, s.device}, loc);
-      a.emplace<Managed>(ptr, id);
+      a.emplace<Managed>(ptr, id, &ops);
     } catch (...) {
-      cuda_free_managed(ptr);
+      ops.free_shared(ptr);
       throw;
     }
   }

@@ -63,7 +63,8 @@ int main() {
   e4.wait();
   std::printf("USM:     a[0] = %.0f (expected %zu)\n", a[0], n);
 
-  const bool ok = a_data[0] == double(n) && a_data[n - 1] == 3 && b_data[0] == 2 && a[0] == double(n);
+  const bool ok =
+      a_data[0] == double(n) && a_data[n - 1] == 3 && b_data[0] == 2 && a[0] == double(n);
   df::free(a, q);
   df::free(b, q);
   std::printf("%s\n", ok ? "ok" : "MISMATCH");

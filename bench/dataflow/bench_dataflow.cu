@@ -48,7 +48,8 @@ __global__ void empty_kernel(int* p) {
 
 std::string json;
 void emit(const std::string& name, const std::string& fields) {
-  json += (json.empty() ? "" : ",\n") + std::string("  {\"name\": \"") + name + "\", " + fields + "}";
+  json +=
+      (json.empty() ? "" : ",\n") + std::string("  {\"name\": \"") + name + "\", " + fields + "}";
 }
 
 constexpr int kBatch = 200;  // submits per timed batch
@@ -63,8 +64,9 @@ Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, Access
       q.submit([&](df::Handler& h) {
         int* p[4] = {nullptr, nullptr, nullptr, nullptr};
         for (int a = 0; a < k; ++a) {
-          p[a] = mode == AccessMode::read ? const_cast<int*>(bufs[a].get_access<AccessMode::read>(h).get_pointer())
-                                          : bufs[a].get_access<AccessMode::read_write>(h).get_pointer();
+          p[a] = mode == AccessMode::read
+                     ? const_cast<int*>(bufs[a].get_access<AccessMode::read>(h).get_pointer())
+                     : bufs[a].get_access<AccessMode::read_write>(h).get_pointer();
         }
         h.single_task([=] SLUICE_KERNEL() {
           if (p[0] != nullptr && p[1] == p[0]) p[0][0] = 0;  // never true
@@ -96,8 +98,8 @@ void bench_submit(const sluice::Device& dev) {
   std::printf("submit host cost, us per command group (median / min of %d batches of %d)\n",
               kBatches, kBatch);
   std::printf("  raw context launch                 %7.2f / %7.2f\n", raw.median, raw.min);
-  emit("raw_launch", "\"median_us\": " + std::to_string(raw.median) + ", \"min_us\": " +
-                         std::to_string(raw.min));
+  emit("raw_launch",
+       "\"median_us\": " + std::to_string(raw.median) + ", \"min_us\": " + std::to_string(raw.min));
   for (bool in_order : {true, false}) {
     df::Queue q(df::QueueOptions{.device = dev, .in_order = in_order});
     std::vector<df::Buffer<int>> bufs;
@@ -126,8 +128,7 @@ void bench_submit(const sluice::Device& dev) {
 }
 
 /// The Y pattern with kernels of `blocks` x 256 threads that each spin through `iters` steps.
-double y_pattern_ms(const sluice::Device& dev, bool in_order, std::size_t blocks,
-                    unsigned iters) {
+double y_pattern_ms(const sluice::Device& dev, bool in_order, std::size_t blocks, unsigned iters) {
   df::Queue q(df::QueueOptions{.device = dev, .in_order = in_order});
   const std::size_t n = blocks * 256;
   df::Buffer<float> A{df::range<1>(n)}, B{df::range<1>(n)};
@@ -171,8 +172,7 @@ void bench_y(const sluice::Device& dev) {
     std::printf("  %7u steps: in-order %8.3f   out-of-order %8.3f   speed-up %.2fx\n", iters, io,
                 ooo, io / ooo);
     emit("y_pattern_" + std::to_string(iters), "\"in_order_ms\": " + std::to_string(io) +
-                                                   ", \"out_of_order_ms\": " +
-                                                   std::to_string(ooo));
+                                                   ", \"out_of_order_ms\": " + std::to_string(ooo));
   }
 }
 
@@ -229,8 +229,8 @@ void bench_matmul(const sluice::Device& dev, std::size_t n) {
   const float one = 1, zero = 0;
   auto gemm = [&] {
     sluice::cuda::enqueue(ctx, "sgemm", [&](CUstream_st*) {
-      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, db.data(),
-                  int(n), da.data(), int(n), &zero, dc.data(), int(n));
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, db.data(), int(n),
+                  da.data(), int(n), &zero, dc.data(), int(n));
     });
   };
   gemm();
@@ -248,18 +248,19 @@ void bench_matmul(const sluice::Device& dev, std::size_t n) {
   double worst = 0;
   {
     df::HostAccessor<float, 2, AccessMode::read> hc(C);
-    for (std::size_t i = 0; i < n * n; ++i) worst = std::max(worst, double(std::abs(hc.data()[i] - ref[i])));
+    for (std::size_t i = 0; i < n * n; ++i)
+      worst = std::max(worst, double(std::abs(hc.data()[i] - ref[i])));
   }
-  std::printf("\ntiled matmul %zux%zu float, 16x16 tiles: %8.3f ms (min %8.3f) = %7.0f GFLOP/s;"
-              " cuBLAS SGEMM %8.3f ms = %7.0f GFLOP/s; max |diff| %.2e\n",
-              n, n, s.median, s.min, flops / s.median / 1e6, bs.median, flops / bs.median / 1e6,
-              worst);
+  std::printf(
+      "\ntiled matmul %zux%zu float, 16x16 tiles: %8.3f ms (min %8.3f) = %7.0f GFLOP/s;"
+      " cuBLAS SGEMM %8.3f ms = %7.0f GFLOP/s; max |diff| %.2e\n",
+      n, n, s.median, s.min, flops / s.median / 1e6, bs.median, flops / bs.median / 1e6, worst);
   emit("matmul_" + std::to_string(n),
-       "\"dataflow_ms\": " + std::to_string(s.median) + ", \"dataflow_gflops\": " +
-           std::to_string(flops / s.median / 1e6) + ", \"cublas_ms\": " +
-           std::to_string(bs.median) + ", \"cublas_gflops\": " +
-           std::to_string(flops / bs.median / 1e6) + ", \"max_abs_diff\": " +
-           std::to_string(worst));
+       "\"dataflow_ms\": " + std::to_string(s.median) +
+           ", \"dataflow_gflops\": " + std::to_string(flops / s.median / 1e6) +
+           ", \"cublas_ms\": " + std::to_string(bs.median) +
+           ", \"cublas_gflops\": " + std::to_string(flops / bs.median / 1e6) +
+           ", \"max_abs_diff\": " + std::to_string(worst));
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ BufferState::BufferState(std::size_t n, void* user, bool wb, std::source_locatio
     if (off + bytes > region->attributes.size) {
       throw Error(Errc::invalid_argument,
                   "Buffer: " + std::to_string(bytes) + " bytes from the given pointer run past " +
-                      "the end of its allocation (" + std::to_string(region->attributes.size - off) +
+                      "the end of its allocation (" +
+                      std::to_string(region->attributes.size - off) +
                       " bytes left); make the buffer smaller",
                   loc);
     }
@@ -123,8 +124,8 @@ BufferState::Copy& BufferState::copy_for(QueueState& q, std::source_location loc
   }
   if (bound) {
     throw Error(Errc::invalid_argument,
-                "Buffer made over device memory of " + bound->to_string() +
-                    " used on queue '" + q.name + "' of " + q.device.to_string() +
+                "Buffer made over device memory of " + bound->to_string() + " used on queue '" +
+                    q.name + "' of " + q.device.to_string() +
                     ": it has no host copy to move the data through; submit to a queue on " +
                     bound->to_string() + ", or make the buffer over host memory",
                 loc);

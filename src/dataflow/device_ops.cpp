@@ -15,8 +15,8 @@ DeviceOps& cuda_device_ops();  // cuda/dataflow_cuda.cu
 void DeviceOps::register_builtins() {
 #ifdef SLUICE_HAVE_CUDA
   // The registry owns what it is given; the built-in is a process-lifetime static.
-  register_extension<DeviceOps>("cuda",
-                                std::shared_ptr<DeviceOps>(std::shared_ptr<void>(), &cuda_device_ops()));
+  register_extension<DeviceOps>(
+      "cuda", std::shared_ptr<DeviceOps>(std::shared_ptr<void>(), &cuda_device_ops()));
 #endif
 }
 

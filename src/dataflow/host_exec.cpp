@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "backends/host/host_parallel.hpp"
@@ -51,9 +51,9 @@ void host_groups(std::size_t groups, std::size_t group_items, std::size_t local_
     // Local memory of the groups this thread runs, one after another; 16-byte aligned as on
     // the device.
     std::unique_ptr<std::byte[], void (*)(std::byte*)> local(
-        local_bytes == 0 ? nullptr
-                         : static_cast<std::byte*>(::operator new[](
-                               local_bytes, std::align_val_t{16})),
+        local_bytes == 0
+            ? nullptr
+            : static_cast<std::byte*>(::operator new[](local_bytes, std::align_val_t{16})),
         [](std::byte* p) { ::operator delete[](p, std::align_val_t{16}); });
     const std::size_t lo = groups * c / chunks, hi = groups * (c + 1) / chunks;
     for (std::size_t g = lo; g < hi; ++g) {

@@ -76,7 +76,7 @@ struct PooledStack {
 };
 
 struct Item {
-  bc::fiber fiber;   // the suspended work-item (empty once it finished)
+  bc::fiber fiber;            // the suspended work-item (empty once it finished)
   bc::fiber* sink = nullptr;  // inside the work-item: the way back to the scheduler
 #if defined(SLUICE_TSAN_FIBERS)
   void* tsan = nullptr;
@@ -118,7 +118,9 @@ void host_barrier() {
   yield_to_scheduler(*g, it);
 }
 
-std::byte* host_local_memory() noexcept { return t_local; }
+std::byte* host_local_memory() noexcept {
+  return t_local;
+}
 
 void run_group_fibers(std::size_t group, std::size_t n, std::byte* local,
                       void (*item)(void*, std::size_t, std::size_t), void* state) {

@@ -11,7 +11,6 @@ namespace sluice::dataflow::detail {
 /// group's local memory. Rethrows the first exception a work-item threw. Throws Error if some
 /// work-items finished while others wait at a barrier.
 void run_group_fibers(std::size_t group, std::size_t items, std::byte* local,
-                      void (*item)(void* state, std::size_t group, std::size_t local),
-                      void* state);
+                      void (*item)(void* state, std::size_t group, std::size_t local), void* state);
 
 }  // namespace sluice::dataflow::detail

@@ -38,7 +38,8 @@ QueueState::QueueState(const QueueOptions& options, std::source_location loc)
                     std::to_string(options.contexts) + "; drop `contexts` or `in_order`",
                 loc);
   }
-  const std::size_t n = in_order ? 1 : (options.contexts == 0 ? kDefaultContexts : options.contexts);
+  const std::size_t n =
+      in_order ? 1 : (options.contexts == 0 ? kDefaultContexts : options.contexts);
   contexts.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     contexts.emplace_back(ContextOptions{.device = device, .name = name + "/" + std::to_string(i)});
@@ -105,7 +106,9 @@ Event end_submit(SubmitState& s, std::source_location loc) {
   return e;
 }
 
-void abandon_submit(SubmitState& s) noexcept { release(s); }
+void abandon_submit(SubmitState& s) noexcept {
+  release(s);
+}
 
 }  // namespace detail
 
@@ -116,9 +119,15 @@ void Queue::wait(std::source_location loc) const {
   for (const auto& c : state_->contexts) c.synchronize(loc);
 }
 
-const Device& Queue::device() const noexcept { return state_->device; }
-bool Queue::in_order() const noexcept { return state_->in_order; }
-std::span<const Context> Queue::contexts() const noexcept { return state_->contexts; }
+const Device& Queue::device() const noexcept {
+  return state_->device;
+}
+bool Queue::in_order() const noexcept {
+  return state_->in_order;
+}
+std::span<const Context> Queue::contexts() const noexcept {
+  return state_->contexts;
+}
 
 void Event::wait(std::source_location loc) const {
   if (!point_.recorded()) return;
@@ -126,7 +135,9 @@ void Event::wait(std::source_location loc) const {
   point_.synchronize(loc);
 }
 
-bool Event::complete() const { return point_.query(); }
+bool Event::complete() const {
+  return point_.query();
+}
 
 void Event::wait(const std::vector<Event>& events, std::source_location loc) {
   for (const auto& e : events) {

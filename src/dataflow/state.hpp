@@ -110,7 +110,7 @@ class BufferState {
   std::shared_ptr<Gate> gate;  // while host accessors live
   int host_accessors = 0;
   std::vector<std::thread::id> holders;  // threads holding the host accessors
-  std::optional<Device> bound;  // made over this device's memory: no host copy
+  std::optional<Device> bound;           // made over this device's memory: no host copy
 
  private:
   std::unique_ptr<std::byte[]> own_host_;

@@ -39,8 +39,10 @@ void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMo
                                             static_cast<const std::byte*>(region->base));
   if (off + bytes > region->attributes.size) {
     throw Error(Errc::invalid_argument,
-                "Handler::use: " + std::to_string(bytes) + " bytes run past the end of the "
-                    "allocation (" + std::to_string(region->attributes.size - off) +
+                "Handler::use: " + std::to_string(bytes) +
+                    " bytes run past the end of the "
+                    "allocation (" +
+                    std::to_string(region->attributes.size - off) +
                     " bytes left); pass the element count actually used",
                 loc);
   }

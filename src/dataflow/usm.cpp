@@ -4,9 +4,9 @@
 
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 
 #include "dataflow/state.hpp"

@@ -135,8 +135,8 @@ inline void y_pattern_usm(const Device& d, bool in_order) {
   double* b = df::malloc_shared<double>(n, q);
   auto e1 = q.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = 1; });
   auto e2 = q.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { b[i] = 2; });
-  auto e3 = q.parallel_for(df::range<1>(n), {e1, e2},
-                           [=] SLUICE_KERNEL(df::id<1> i) { a[i] += b[i]; });
+  auto e3 =
+      q.parallel_for(df::range<1>(n), {e1, e2}, [=] SLUICE_KERNEL(df::id<1> i) { a[i] += b[i]; });
   auto e4 = q.single_task(e3, [=] SLUICE_KERNEL() {
     for (std::size_t i = 1; i < n; ++i) a[0] += a[i];
     a[0] /= 3;
@@ -172,20 +172,19 @@ inline void random_dag(const Device& d, bool in_order, unsigned seed) {
       const int kind = static_cast<int>(rng() % 4);
       const int k = step + 1;
       auto& r = ref[dst];
-      const auto s = ref[src];  // the source as it was before this step
+      const auto s = ref[src];                       // the source as it was before this step
       if (kind == 0 || (kind == 1 && src == dst)) {  // dst[range] = 3 * dst + src + k
         for (std::size_t i = lo; i < lo + len; ++i) r[i] = 3 * r[i] + s[i] + k;
         events.push_back(q.submit([&](df::Handler& h) {
-          auto o = bufs[dst].get_access<AccessMode::read_write>(h, df::range<1>(len), df::id<1>(lo));
+          auto o =
+              bufs[dst].get_access<AccessMode::read_write>(h, df::range<1>(len), df::id<1>(lo));
           if (src == dst) {
-            h.parallel_for(df::range<1>(len), [=] SLUICE_KERNEL(df::id<1> i) {
-              o[i] = 3 * o[i] + o[i] + k;
-            });
+            h.parallel_for(df::range<1>(len),
+                           [=] SLUICE_KERNEL(df::id<1> i) { o[i] = 3 * o[i] + o[i] + k; });
           } else {
             auto in = bufs[src].get_access<AccessMode::read>(h, df::range<1>(len), df::id<1>(lo));
-            h.parallel_for(df::range<1>(len), [=] SLUICE_KERNEL(df::id<1> i) {
-              o[i] = 3 * o[i] + in[i] + k;
-            });
+            h.parallel_for(df::range<1>(len),
+                           [=] SLUICE_KERNEL(df::id<1> i) { o[i] = 3 * o[i] + in[i] + k; });
           }
         }));
       } else if (kind == 1) {  // discard the whole dst: dst = src ^ k
@@ -212,7 +211,8 @@ inline void random_dag(const Device& d, bool in_order, unsigned seed) {
     df::wait_all(events);
   }
   for (int b = 0; b < kBuffers; ++b) {
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(host[b][i], ref[b][i]) << "buffer " << b << " " << i;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(host[b][i], ref[b][i]) << "buffer " << b << " " << i;
   }
 }
 
@@ -244,9 +244,8 @@ inline void write_back(const Device& d) {
     df::Buffer<float, 2> b(m.data(), df::range<2>(6, 8));
     q.submit([&](df::Handler& h) {
       auto a = b.get_access<AccessMode::write>(h, df::range<2>(2, 3), df::id<2>(1, 4));
-      h.parallel_for(df::range<2>(2, 3), [=] SLUICE_KERNEL(df::id<2> i) {
-        a[i] = float(10 * i[0] + i[1] + 1);
-      });
+      h.parallel_for(df::range<2>(2, 3),
+                     [=] SLUICE_KERNEL(df::id<2> i) { a[i] = float(10 * i[0] + i[1] + 1); });
     });
   }
   for (std::size_t r = 0; r < 6; ++r) {
@@ -338,7 +337,8 @@ inline void tiled_matmul(const Device& d, std::size_t M, std::size_t N, std::siz
       auto pa = A.get_access<AccessMode::read>(h);
       auto pb = B.get_access<AccessMode::read>(h);
       auto pc = C.get_access<AccessMode::discard_write>(h);
-      df::local_accessor<double, 2> ta(df::range<2>(tile, tile), h), tb(df::range<2>(tile, tile), h);
+      df::local_accessor<double, 2> ta(df::range<2>(tile, tile), h),
+          tb(df::range<2>(tile, tile), h);
       h.parallel_for(df::nd_range<2>(df::range<2>(M, N), df::range<2>(tile, tile)),
                      [=] SLUICE_KERNEL(df::nd_item<2> it) {
                        const std::size_t i = it.get_global_id(0), j = it.get_global_id(1);
@@ -367,14 +367,14 @@ inline void reductions(const Device& d) {
   *mx = 0;
   q.submit([&](df::Handler& h) {
     h.parallel_for(df::range<1>(n), df::reduction(sum, df::plus<long long>()),
-                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<long long, df::plus<long long>>& r) {
+                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<long long, df::plus<long long>> & r) {
                      r += static_cast<long long>(i);
                    });
   });
   q.submit([&](df::Handler& h) {
     h.parallel_for(df::range<1>(n),
                    df::reduction(mx, df::maximum<double>(), {.initialize_to_identity = true}),
-                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<double, df::maximum<double>>& r) {
+                   [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<double, df::maximum<double>> & r) {
                      r.combine(-double((i * 7919) % n) + 10.0);
                    });
   });
@@ -388,7 +388,7 @@ inline void reductions(const Device& d) {
     q.submit([&](df::Handler& h) {
       auto red = df::reduction(b, h, df::plus<int>());
       h.parallel_for(df::range<2>(10, 20), red,
-                     [=] SLUICE_KERNEL(df::item<2> it, decltype(red)::reducer_type& r) {
+                     [=] SLUICE_KERNEL(df::item<2> it, decltype(red)::reducer_type & r) {
                        r += int(it.get_linear_id() % 3);
                      });
     });
@@ -436,7 +436,9 @@ inline void misuse(const Device& d) {
   };
   expect_error(
       [&] {
-        q.submit([&](df::Handler& h) { (void)b.get_access<AccessMode::read>(h, df::range<1>(5), df::id<1>(6)); });
+        q.submit([&](df::Handler& h) {
+          (void)b.get_access<AccessMode::read>(h, df::range<1>(5), df::id<1>(6));
+        });
       },
       "accessor out of bounds");
   expect_error(
@@ -486,8 +488,12 @@ namespace sluice::test {
 
 class Dataflow : public BackendTest {};
 
-TEST_P(Dataflow, YPatternBuffersOverlapOutOfOrder) { dataflow_cases::y_pattern_buffers(device(), false); }
-TEST_P(Dataflow, YPatternBuffersSerialInOrder) { dataflow_cases::y_pattern_buffers(device(), true); }
+TEST_P(Dataflow, YPatternBuffersOverlapOutOfOrder) {
+  dataflow_cases::y_pattern_buffers(device(), false);
+}
+TEST_P(Dataflow, YPatternBuffersSerialInOrder) {
+  dataflow_cases::y_pattern_buffers(device(), true);
+}
 TEST_P(Dataflow, YPatternUsmEvents) {
   dataflow_cases::y_pattern_usm(device(), false);
   dataflow_cases::y_pattern_usm(device(), true);
@@ -498,16 +504,28 @@ TEST_P(Dataflow, RandomDagMatchesSequential) {
     dataflow_cases::random_dag(device(), seed % 3 == 0, seed);
   }
 }
-TEST_P(Dataflow, WriteBack) { dataflow_cases::write_back(device()); }
-TEST_P(Dataflow, HostAccessorBlocksAndHoldsDeviceBack) { dataflow_cases::host_accessor_blocks(device()); }
-TEST_P(Dataflow, NdRangeBarrierLocalMemory) { dataflow_cases::nd_range_local_memory(device()); }
+TEST_P(Dataflow, WriteBack) {
+  dataflow_cases::write_back(device());
+}
+TEST_P(Dataflow, HostAccessorBlocksAndHoldsDeviceBack) {
+  dataflow_cases::host_accessor_blocks(device());
+}
+TEST_P(Dataflow, NdRangeBarrierLocalMemory) {
+  dataflow_cases::nd_range_local_memory(device());
+}
 TEST_P(Dataflow, TiledMatmul) {
   dataflow_cases::tiled_matmul(device(), 32, 48, 64, 8);
   dataflow_cases::tiled_matmul(device(), 16, 16, 16, 16);
 }
-TEST_P(Dataflow, Reductions) { dataflow_cases::reductions(device()); }
-TEST_P(Dataflow, TrackedUsm) { dataflow_cases::tracked_usm(device()); }
-TEST_P(Dataflow, MisuseIsAnError) { dataflow_cases::misuse(device()); }
+TEST_P(Dataflow, Reductions) {
+  dataflow_cases::reductions(device());
+}
+TEST_P(Dataflow, TrackedUsm) {
+  dataflow_cases::tracked_usm(device());
+}
+TEST_P(Dataflow, MisuseIsAnError) {
+  dataflow_cases::misuse(device());
+}
 
 SLUICE_INSTANTIATE_BACKENDS(Dataflow);
 

@@ -21,7 +21,9 @@ bool has_cuda() {
   return false;
 }
 
-df::Queue host_queue() { return df::Queue(df::QueueOptions{.device = Device{"host", 0}}); }
+df::Queue host_queue() {
+  return df::Queue(df::QueueOptions{.device = Device{"host", 0}});
+}
 
 TEST(DataflowMisuse, KernelWithoutDeviceCodeOnCudaIsAnError) {
   if (!has_cuda()) GTEST_SKIP() << "no cuda device";

@@ -119,8 +119,7 @@ template <class T, int D = 1, AccessMode Mode = AccessMode::read_write>
 class HostAccessor {
  public:
   using value_type = std::conditional_t<Mode == AccessMode::read, const T, T>;
-  explicit HostAccessor(Buffer<T, D>& b,
-                        std::source_location loc = std::source_location::current())
+  explicit HostAccessor(Buffer<T, D>& b, std::source_location loc = std::source_location::current())
       : state_(b.state()),
         data_(static_cast<value_type*>(detail::host_access_begin(*state_, Mode, loc))),
         range_(b.get_range()) {}
@@ -128,9 +127,7 @@ class HostAccessor {
   HostAccessor& operator=(const HostAccessor&) = delete;
   ~HostAccessor() { detail::host_access_end(*state_, Mode); }
 
-  value_type& operator[](id<D> i) const noexcept {
-    return data_[detail::linearize<D>(i, range_)];
-  }
+  value_type& operator[](id<D> i) const noexcept { return data_[detail::linearize<D>(i, range_)]; }
   [[nodiscard]] value_type* data() const noexcept { return data_; }
   [[nodiscard]] value_type* begin() const noexcept { return data_; }
   [[nodiscard]] value_type* end() const noexcept { return data_ + range_.size(); }

@@ -85,8 +85,8 @@ struct KernelDesc {
   std::size_t group_items = 0;  ///< nd_range: work-items per group
 };
 
-void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& b, AccessMode mode, std::size_t offset,
-                     std::size_t bytes, std::source_location loc);
+void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& b, AccessMode mode,
+                     std::size_t offset, std::size_t bytes, std::source_location loc);
 void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMode mode,
                     std::source_location loc);
 std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,

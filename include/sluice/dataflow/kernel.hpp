@@ -128,9 +128,7 @@ class Reducer {
   /// Combines `x` into this work-item's partial result.
   SLUICE_HD void combine(const T& x) { value_ = Op{}(value_, x); }
   /// `combine(x)`, for sums.
-  SLUICE_HD Reducer& operator+=(const T& x)
-    requires std::is_same_v<Op, plus<T>>
-  {
+  SLUICE_HD Reducer& operator+=(const T& x) requires std::is_same_v<Op, plus<T>> {
     combine(x);
     return *this;
   }

@@ -132,9 +132,7 @@ class Queue {
   /// Internal: the shared state.
   [[nodiscard]] detail::QueueState& state() const noexcept { return *state_; }
 
-  friend bool operator==(const Queue& a, const Queue& b) noexcept {
-    return a.state_ == b.state_;
-  }
+  friend bool operator==(const Queue& a, const Queue& b) noexcept { return a.state_ == b.state_; }
 
  private:
   std::shared_ptr<detail::QueueState> state_;

@@ -34,20 +34,12 @@ struct Extents {
 template <int D = 1>
 struct range : detail::Extents<D> {
   constexpr range() = default;
-  SLUICE_HD constexpr explicit(false) range(std::size_t n0)
-    requires(D == 1)
-  {
-    this->v[0] = n0;
-  }
-  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1)
-    requires(D == 2)
-  {
+  SLUICE_HD constexpr explicit(false) range(std::size_t n0) requires(D == 1) { this->v[0] = n0; }
+  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1) requires(D == 2) {
     this->v[0] = n0;
     this->v[1] = n1;
   }
-  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1, std::size_t n2)
-    requires(D == 3)
-  {
+  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1, std::size_t n2) requires(D == 3) {
     this->v[0] = n0;
     this->v[1] = n1;
     this->v[2] = n2;
@@ -65,43 +57,31 @@ struct range : detail::Extents<D> {
     return true;
   }
 };
-range(std::size_t) -> range<1>;
-range(std::size_t, std::size_t) -> range<2>;
-range(std::size_t, std::size_t, std::size_t) -> range<3>;
+range(std::size_t)->range<1>;
+range(std::size_t, std::size_t)->range<2>;
+range(std::size_t, std::size_t, std::size_t)->range<3>;
 
 /// A point of a D-dimensional index space.
 template <int D = 1>
 struct id : detail::Extents<D> {
   constexpr id() = default;
-  SLUICE_HD constexpr explicit(false) id(std::size_t i0)
-    requires(D == 1)
-  {
-    this->v[0] = i0;
-  }
-  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1)
-    requires(D == 2)
-  {
+  SLUICE_HD constexpr explicit(false) id(std::size_t i0) requires(D == 1) { this->v[0] = i0; }
+  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1) requires(D == 2) {
     this->v[0] = i0;
     this->v[1] = i1;
   }
-  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1, std::size_t i2)
-    requires(D == 3)
-  {
+  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1, std::size_t i2) requires(D == 3) {
     this->v[0] = i0;
     this->v[1] = i1;
     this->v[2] = i2;
   }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get(int i) const noexcept { return this->v[i]; }
   /// A one-dimensional id converts to its index, so `a[i]` and `p[i]` read naturally.
-  SLUICE_HD constexpr operator std::size_t() const noexcept
-    requires(D == 1)
-  {
-    return this->v[0];
-  }
+  SLUICE_HD constexpr operator std::size_t() const noexcept requires(D == 1) { return this->v[0]; }
 };
-id(std::size_t) -> id<1>;
-id(std::size_t, std::size_t) -> id<2>;
-id(std::size_t, std::size_t, std::size_t) -> id<3>;
+id(std::size_t)->id<1>;
+id(std::size_t, std::size_t)->id<2>;
+id(std::size_t, std::size_t, std::size_t)->id<3>;
 
 namespace detail {
 /// Row-major linear index of `i` in `r`.
@@ -139,11 +119,7 @@ class item {
   }
   [[nodiscard]] SLUICE_HD constexpr std::size_t operator[](int d) const noexcept { return id_[d]; }
   SLUICE_HD constexpr operator id<D>() const noexcept { return id_; }
-  SLUICE_HD constexpr operator std::size_t() const noexcept
-    requires(D == 1)
-  {
-    return id_[0];
-  }
+  SLUICE_HD constexpr operator std::size_t() const noexcept requires(D == 1) { return id_[0]; }
 
  private:
   id<D> id_;

@@ -131,7 +131,7 @@ std::span<const Context> Queue::contexts() const noexcept {
 
 void Event::wait(std::source_location loc) const {
   if (!point_.recorded()) return;
-  detail::check_gates(ctx_.impl().timeline(), seq_, "Event::wait", loc);
+  detail::check_gates(ctx_->timeline(), seq_, "Event::wait", loc);
   point_.synchronize(loc);
 }
 
@@ -141,7 +141,7 @@ bool Event::complete() const {
 
 void Event::wait(const std::vector<Event>& events, std::source_location loc) {
   for (const auto& e : events) {
-    if (e.point_.recorded()) detail::check_gates(e.ctx_.impl().timeline(), e.seq_, "wait", loc);
+    if (e.point_.recorded()) detail::check_gates(e.ctx_->timeline(), e.seq_, "wait", loc);
   }
   for (const auto& e : events) e.wait(loc);
 }

@@ -143,12 +143,11 @@ class EventAccess {
  public:
   static Event make(const Context& ctx, sluice::Event point, std::uint64_t seq) {
     Event e;
-    e.ctx_ = ctx;
+    e.ctx_ = ctx.shared_impl();
     e.point_ = std::move(point);
     e.seq_ = seq;
     return e;
   }
-  static const Context& context(const Event& e) { return e.ctx_; }
   static const sluice::Event& point(const Event& e) { return e.point_; }
   static std::uint64_t seq(const Event& e) { return e.seq_; }
 };

@@ -57,7 +57,8 @@ class Event {
 
  private:
   friend class detail::EventAccess;
-  Context ctx_;
+  // The context it was recorded on (a nullable handle: a default Event has none).
+  std::shared_ptr<sluice::detail::ContextImpl> ctx_;
   sluice::Event point_;
   std::uint64_t seq_ = 0;
 };

@@ -256,6 +256,50 @@ inline void write_back(const Device& d) {
   }
 }
 
+/// Data moves only when the side that needs it is stale: counted through the tracker's marks (a
+/// copy marks its source and destination, a kernel each accessor).
+inline void moves_only_when_stale(const Device& d) {
+  auto q = make_queue(d, true);
+  constexpr std::size_t n = 64;
+  std::vector<int> v(n, 3);
+  int* out = df::malloc_shared<int>(1, q);
+  df::Buffer<int> b(v.data(), df::range<1>(n));
+  auto marks = [] { return sluice::deps::stats().marks; };
+  auto read_kernel = [&] {
+    q.submit([&](df::Handler& h) {
+      auto a = b.get_access<AccessMode::read>(h);
+      h.single_task([=] SLUICE_KERNEL() { *out = a[5]; });
+    });
+  };
+  auto m0 = marks();
+  read_kernel();  // the first use copies the host data in
+  EXPECT_EQ(marks() - m0, 3u);
+  m0 = marks();
+  read_kernel();  // still current on the device: no copy
+  read_kernel();
+  EXPECT_EQ(marks() - m0, 2u);
+  q.submit([&](df::Handler& h) {
+    auto a = b.get_access<AccessMode::discard_write>(h);  // nothing copied in
+    h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = int(i); });
+  });
+  m0 = marks();
+  {
+    df::HostAccessor<int, 1, AccessMode::read> h(b);  // one copy back
+    EXPECT_EQ(h[9], 9);
+  }
+  EXPECT_EQ(marks() - m0, 2u);
+  m0 = marks();
+  {
+    df::HostAccessor<int, 1, AccessMode::read> h(b);  // the host copy is current
+    EXPECT_EQ(h[10], 10);
+  }
+  read_kernel();  // and so is the device's (the host only read)
+  EXPECT_EQ(marks() - m0, 1u);
+  q.wait();
+  EXPECT_EQ(*out, 5);
+  df::free(out, q);
+}
+
 inline void host_accessor_blocks(const Device& d) {
   auto q = make_queue(d, false);
   constexpr std::size_t n = 512;
@@ -506,6 +550,9 @@ TEST_P(Dataflow, RandomDagMatchesSequential) {
 }
 TEST_P(Dataflow, WriteBack) {
   dataflow_cases::write_back(device());
+}
+TEST_P(Dataflow, MovesOnlyWhenStale) {
+  dataflow_cases::moves_only_when_stale(device());
 }
 TEST_P(Dataflow, HostAccessorBlocksAndHoldsDeviceBack) {
   dataflow_cases::host_accessor_blocks(device());

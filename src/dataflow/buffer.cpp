@@ -97,10 +97,12 @@ void BufferState::ensure_host(std::source_location loc) {
                     "host memory",
                 loc);
   }
-  own_host_.reset(new std::byte[bytes]);
-  host_id = register_memory(own_host_.get(), {MemoryType::host, bytes, 1, std::nullopt}, loc);
-  registered_host_ = true;
-  host = own_host_.get();
+  // Pinned, so that moving the data never goes through a staging copy (on cuda a staging
+  // buffer may synchronize the device while a host-accessor gate holds it).
+  const Device device = copies.empty() ? Device{"host", 0} : copies.front()->device;
+  own_host_ = sluice::detail::RawPinnedBuffer(device, bytes, loc);
+  host = static_cast<std::byte*>(own_host_.data());
+  host_id = own_host_.id();
 }
 
 void BufferState::refresh_host(std::source_location loc) {

@@ -113,7 +113,7 @@ class BufferState {
   std::optional<Device> bound;           // made over this device's memory: no host copy
 
  private:
-  std::unique_ptr<std::byte[]> own_host_;
+  sluice::detail::RawPinnedBuffer own_host_;  // host memory for a buffer made without any
   bool registered_host_ = false;
 };
 

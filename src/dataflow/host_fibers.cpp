@@ -34,7 +34,7 @@ namespace bc = boost::context;
 namespace {
 
 #if defined(SLUICE_TSAN_FIBERS) || defined(SLUICE_ASAN_FIBERS)
-constexpr std::size_t kStackBytes = 512 * 1024;  // sanitizers grow frames a lot
+constexpr std::size_t kStackBytes = 256 * 1024;  // sanitizers grow frames a lot
 #else
 constexpr std::size_t kStackBytes = 128 * 1024;
 #endif

@@ -334,7 +334,7 @@ inline void host_accessor_blocks(const Device& d) {
 /// Sum of each work-group's values by a tree in local memory, with barriers.
 inline void nd_range_local_memory(const Device& d) {
   auto q = make_queue(d, false);
-  constexpr std::size_t groups = 37, local = 64, n = groups * local;
+  constexpr std::size_t groups = 13, local = 64, n = groups * local;
   std::vector<int> in(n), sums(groups, -1);
   std::iota(in.begin(), in.end(), 0);
   {
@@ -563,7 +563,7 @@ TEST_P(Dataflow, NdRangeBarrierLocalMemory) {
   dataflow_cases::nd_range_local_memory(device());
 }
 TEST_P(Dataflow, TiledMatmul) {
-  dataflow_cases::tiled_matmul(device(), 32, 48, 64, 8);
+  dataflow_cases::tiled_matmul(device(), 16, 24, 32, 8);
   dataflow_cases::tiled_matmul(device(), 16, 16, 16, 16);
 }
 TEST_P(Dataflow, Reductions) {

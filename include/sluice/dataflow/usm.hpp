@@ -4,6 +4,7 @@
 /// events as in SYCL, or by the tracker when a command group declares them with `Handler::use`.
 
 #include <cstddef>
+#include <cstdint>
 #include <source_location>
 
 #include "sluice/dataflow/queue.hpp"

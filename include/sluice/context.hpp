@@ -20,6 +20,9 @@ namespace sluice {
 
 class Event;
 class Stream;
+class Fluent;
+struct Grid;
+struct Block;
 namespace detail {
 class ContextImpl;
 }
@@ -107,6 +110,13 @@ class Context {
   /// line that called host_task. On cuda, `fn` must not call CUDA.
   void host_task(std::function<void()> fn, std::string_view what = "host_task",
                  std::source_location loc = std::source_location::current()) const;
+
+  /// A fluent handle issuing on this context (`then_copy(...).then_launch(...)...`); declared
+  /// here, defined by the kernel layer (sluice/kernel.hpp), which the caller includes.
+  [[nodiscard]] Fluent then() const;
+  /// Launches a `TypedKernel` and returns the fluent handle (sluice/kernel.hpp defines it).
+  template <class Kernel, class... Args>
+  Fluent then_launch(const Kernel& kernel, Grid grid, Block block, Args&&... args) const;
 
   /// The native stream (`cudaStream_t` on cuda, nullptr on host). Do not destroy it, do not
   /// issue to it while sluice work may be pending without ordering with `synchronize`.

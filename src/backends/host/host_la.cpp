@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
+#include "backends/host/host_stencil.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 
@@ -24,7 +25,8 @@ std::size_t chunks_of(std::size_t n) {
 }
 
 /// Runs `body(lo, hi, acc)` over [0, n) in chunks, combining each chunk's `acc` (nsums values,
-/// started at `identity`) in chunk order. Small loops run on the calling worker alone.
+/// started at `identity`) in chunk order. A loop of one chunk runs on the calling worker alone;
+/// two chunks already gain from the pool, whose threads wait for work spinning (spin_wait.hpp).
 template <class Body>
 Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
   Sums total;
@@ -39,11 +41,7 @@ Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
     partial[c].fill(identity);
     body(c * kChunk, std::min(n, (c + 1) * kChunk), partial[c].data());
   };
-  if (chunks <= 2) {
-    for (std::size_t c = 0; c < chunks; ++c) run(c);
-  } else {
-    parallel_chunks(chunks, run);
-  }
+  parallel_chunks(chunks, run);
   for (const auto& p : partial) {
     for (int k = 0; k < m::kMaxSums; ++k) total[k] = m::combine(combine, total[k], p[k]);
   }
@@ -58,32 +56,13 @@ void finish(const LaSums& sums, const Sums& values, int count) {
   if (sums.state != nullptr) ksp_logic::finalize(sums.finalize, *sums.state, values.data());
 }
 
-/// Rows [lo, hi) of a matrix-vector product; returns the epilogue's sum.
-double matvec_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
-                   std::size_t hi) {
+/// Rows [lo, hi) of a CSR product; returns the epilogue's sum.
+double csr_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
+                std::size_t hi) {
   double acc = 0;
-  if (!a.A.is_stencil) {
-    for (std::size_t i = lo; i < hi; ++i) {
-      const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
-      acc += m::finish_row(a, in, v, scalar, i);
-    }
-    return acc;
-  }
-  const auto& s = a.A.stencil;
-  const auto first = static_cast<std::int64_t>(lo);
-  std::int64_t ix = first % s.nx;
-  std::int64_t iy = (first / s.nx) % s.ny;
-  std::int64_t iz = first / (s.nx * s.ny);
   for (std::size_t i = lo; i < hi; ++i) {
-    const double v = m::stencil_row(s, in, ix, iy, iz, static_cast<std::int64_t>(i));
+    const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
     acc += m::finish_row(a, in, v, scalar, i);
-    if (++ix == s.nx) {
-      ix = 0;
-      if (++iy == s.ny) {
-        iy = 0;
-        ++iz;
-      }
-    }
   }
   return acc;
 }
@@ -91,6 +70,50 @@ double matvec_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scala
 std::size_t rows_of(const LaOperator& A) {
   return static_cast<std::size_t>(A.is_stencil ? A.stencil.nx * A.stencil.ny * A.stencil.nz
                                                : A.csr.rows);
+}
+
+/// A matrix-vector product, run by the calling thread and the pool.
+void run_matvec(const LaMatvecArgs& a) {
+  if (!ksp_logic::guard_runs(a.sums.state, false)) return;
+  const double scalar = m::value(a.a);
+  const std::size_t n = rows_of(a.A);
+  Sums sums;
+  if (a.A.is_stencil) {
+    sums = m::with_stencil_kind(a.A.stencil.kind, [&](auto kind) {
+      return with_fixed_input(a, [&](const auto& in) {
+        return chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+          acc[0] += stencil_rows<decltype(kind)::value>(a, in, scalar, lo, hi);
+        });
+      });
+    });
+  } else {
+    const auto in = m::input_of(a);
+    sums = chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      acc[0] += csr_rows(a, in, scalar, lo, hi);
+    });
+  }
+  finish(a.sums, sums, m::matvec_sums(a.epilogue));
+}
+
+/// A fused solver step, run by the calling thread and the pool.
+void run_fused(const LaFusedArgs& f) {
+  const bool dx = f.op == LaFusedOp::tf_dx;
+  if (!ksp_logic::guard_runs(f.sums.state, dx)) return;
+  const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
+  double s[4];
+  for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
+  const auto sums = m::with_fused_op(f.op, [&](auto o) {
+    return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      // The sums in locals: through `acc`, which may alias the vectors for all the compiler
+      // knows, every element would store and reload them.
+      double local[m::kMaxSums] = {acc[0], acc[1], acc[2]};
+      for (std::size_t i = lo; i < hi; ++i) {
+        m::fused_elem<decltype(o)::value>(f, s, steps, i, local);
+      }
+      for (int k = 0; k < m::kMaxSums; ++k) acc[k] = local[k];
+    });
+  });
+  finish(f.sums, sums, m::fused_sums(f.op));
 }
 
 class HostLaKernels final : public LaKernels {
@@ -123,37 +146,26 @@ class HostLaKernels final : public LaKernels {
   }
 
   void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) override {
-    stream.host_task(
-        [a = args] {
-          if (!ksp_logic::guard_runs(a.sums.state, false)) return;
-          const double scalar = m::value(a.a);
-          const auto in = m::input_of(a);
-          const auto sums = chunked(rows_of(a.A), m::Combine::sum, 0.0,
-                                    [&](std::size_t lo, std::size_t hi, double* acc) {
-                                      acc[0] += matvec_rows(a, in, scalar, lo, hi);
-                                    });
-          finish(a.sums, sums, m::matvec_sums(a.epilogue));
-        },
-        op);
+    stream.host_task([a = args] { run_matvec(a); }, op);
   }
 
   void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) override {
+    stream.host_task([f = args] { run_fused(f); }, op);
+  }
+
+  // A block as one host task: its steps follow each other on the worker without a hand-off
+  // through the queue, as the cuda backend runs a block as one cooperative kernel.
+  void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
     stream.host_task(
-        [f = args] {
-          const bool dx = f.op == LaFusedOp::tf_dx;
-          if (!ksp_logic::guard_runs(f.sums.state, dx)) return;
-          const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
-          double s[4];
-          for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
-          const auto sums = m::with_fused_op(f.op, [&](auto o) {
-            return chunked(f.n, m::Combine::sum, 0.0,
-                           [&](std::size_t lo, std::size_t hi, double* acc) {
-                             for (std::size_t i = lo; i < hi; ++i) {
-                               m::fused_elem<decltype(o)::value>(f, s, steps, i, acc);
-                             }
-                           });
-          });
-          finish(f.sums, sums, m::fused_sums(f.op));
+        [a = args] {
+          LaMatvecArgs direction;
+          LaFusedArgs update;
+          for (std::int32_t k = 0; k < a.iterations; ++k) {
+            cg_block_step(a, k, direction, update);
+            run_matvec(direction);
+            run_fused(update);
+          }
+          if (a.mirror != nullptr) *a.mirror = *a.direction.sums.state;
         },
         op);
   }

@@ -10,6 +10,7 @@
 
 #include "backends/host/faults.hpp"
 #include "backends/host/host_pool.hpp"
+#include "backends/host/spin_wait.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
@@ -17,32 +18,45 @@ namespace sluice::detail::host {
 std::uint64_t Queue::push(Op op) {
   std::lock_guard lock(mutex);
   ops.push_back(std::move(op));
-  work_cv.notify_one();
-  return ++pushed;
+  const std::uint64_t n = pushed.load(std::memory_order_relaxed) + 1;
+  pushed.store(n, std::memory_order_release);
+  if (worker_sleeps) work_cv.notify_one();
+  return n;
 }
 
 void Queue::wait_done(std::uint64_t target) {
+  if (spin_until([&] { return done.load(std::memory_order_acquire) >= target; })) return;
   std::unique_lock lock(mutex);
-  if (done >= target) return;
+  if (done.load(std::memory_order_relaxed) >= target) return;
   if (std::this_thread::get_id() == worker) {
     throw Error(Errc::invalid_state,
                 "a host task waited for work queued after it on its own context; this would "
                 "deadlock. Wait only from the issuing thread or from another context");
   }
-  done_cv.wait(lock, [&] { return done >= target; });
+  ++sleepers;
+  done_cv.wait(lock, [&] { return done.load(std::memory_order_relaxed) >= target; });
+  --sleepers;
 }
 
 bool Queue::is_done(std::uint64_t target) {
-  std::lock_guard lock(mutex);
-  return done >= target;
+  return done.load(std::memory_order_acquire) >= target;
 }
 
 void Queue::run_worker() {
   for (;;) {
+    // Between two operations done is the number popped, so pushed > done means work is queued.
+    (void)spin_until([&] {
+      return pushed.load(std::memory_order_acquire) > done.load(std::memory_order_relaxed) ||
+             stop.load(std::memory_order_relaxed);
+    });
     Op op;
     {
       std::unique_lock lock(mutex);
-      work_cv.wait(lock, [&] { return stop || !ops.empty(); });
+      if (ops.empty() && !stop.load(std::memory_order_relaxed)) {
+        worker_sleeps = true;
+        work_cv.wait(lock, [&] { return stop.load(std::memory_order_relaxed) || !ops.empty(); });
+        worker_sleeps = false;
+      }
       if (ops.empty()) return;
       op = std::move(ops.front());
       ops.pop_front();
@@ -59,12 +73,14 @@ void Queue::run_worker() {
     }
     op.fn = nullptr;  // release captures before completion becomes visible
     std::lock_guard lock(mutex);
-    ++done;
-    done_cv.notify_all();
+    done.store(done.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (sleepers > 0) done_cv.notify_all();
   }
 }
 
-void HostEvent::synchronize() { queue_->wait_done(target_); }
+void HostEvent::synchronize() {
+  queue_->wait_done(target_);
+}
 
 double HostEvent::elapsed_ms_since(const EventImpl& start) {
   const auto* s = dynamic_cast<const HostEvent*>(&start);
@@ -100,7 +116,7 @@ HostStream::HostStream(const StreamConfig& config, HostPool& pool)
 HostStream::~HostStream() {
   {
     std::lock_guard lock(queue_->mutex);
-    queue_->stop = true;
+    queue_->stop.store(true, std::memory_order_relaxed);
     queue_->work_cv.notify_one();
   }
   // The last handle of a context may be dropped by one of its own host tasks; the worker then
@@ -117,7 +133,9 @@ void HostStream::push(std::function<void()> fn, const OpInfo& op, bool essential
   queue_->push({std::move(fn), op.seq, std::string(op.what), op.where, essential});
 }
 
-void HostStream::host_task(std::function<void()> fn, const OpInfo& op) { push(std::move(fn), op); }
+void HostStream::host_task(std::function<void()> fn, const OpInfo& op) {
+  push(std::move(fn), op);
+}
 
 void HostStream::copy(void* dst, const void* src, std::size_t bytes, const OpInfo& op) {
   push([=] { std::memmove(dst, src, bytes); }, op);
@@ -181,10 +199,7 @@ void HostStream::deallocate(void* ptr, std::size_t) noexcept {
 }
 
 std::shared_ptr<EventImpl> HostStream::record(bool timing, const OpInfo& op) {
-  if (!timing) {
-    std::lock_guard lock(queue_->mutex);
-    return std::make_shared<HostEvent>(queue_, queue_->pushed);
-  }
+  if (!timing) return std::make_shared<HostEvent>(queue_, queue_->pushed.load());
   auto stamp = std::make_shared<std::chrono::steady_clock::time_point>();
   auto target = queue_->push(
       {[stamp] { *stamp = std::chrono::steady_clock::now(); }, op.seq, "record", op.where, true});
@@ -206,17 +221,11 @@ void HostStream::wait(const std::shared_ptr<EventImpl>& event, const OpInfo& op)
 }
 
 bool HostStream::query() {
-  std::lock_guard lock(queue_->mutex);
-  return queue_->done == queue_->pushed;
+  return queue_->done.load(std::memory_order_acquire) == queue_->pushed.load();
 }
 
 void HostStream::synchronize() {
-  std::uint64_t target;
-  {
-    std::lock_guard lock(queue_->mutex);
-    target = queue_->pushed;
-  }
-  queue_->wait_done(target);
+  queue_->wait_done(queue_->pushed.load());
 }
 
 }  // namespace sluice::detail::host

@@ -1,6 +1,7 @@
 #pragma once
 // A host-backend stream: one worker thread draining a FIFO of operations.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -28,13 +29,17 @@ struct Queue {
     bool essential = false;  // runs even after a failure (frees, waits, timing); never injected
   };
 
+  // pushed, done and stop change under `mutex` only; they are atomic so that the worker (waiting
+  // for work) and waiters (waiting for completion) can spin on them before they sleep.
   std::mutex mutex;
   std::condition_variable work_cv;
   std::condition_variable done_cv;
   std::deque<Op> ops;
-  std::uint64_t pushed = 0;  // ops ever pushed
-  std::uint64_t done = 0;    // ops completed, in order
-  bool stop = false;
+  std::atomic<std::uint64_t> pushed{0};  // ops ever pushed
+  std::atomic<std::uint64_t> done{0};    // ops completed, in order
+  std::atomic<bool> stop{false};
+  bool worker_sleeps = false;  // the worker waits on work_cv
+  int sleepers = 0;            // threads waiting on done_cv
   std::thread::id worker;
   std::shared_ptr<FailureState> failures;
 
@@ -46,7 +51,8 @@ struct Queue {
 
 class HostEvent final : public EventImpl {
  public:
-  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target) : queue_(std::move(queue)), target_(target) {}
+  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target)
+      : queue_(std::move(queue)), target_(target) {}
   bool query() override { return queue_->is_done(target_); }
   void synchronize() override;
   double elapsed_ms_since(const EventImpl& start) override;

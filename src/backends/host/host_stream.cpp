@@ -27,15 +27,15 @@ std::uint64_t Queue::push(Op op) {
 void Queue::wait_done(std::uint64_t target) {
   if (spin_until([&] { return done.load(std::memory_order_acquire) >= target; })) return;
   std::unique_lock lock(mutex);
-  if (done.load(std::memory_order_relaxed) >= target) return;
+  if (done.load() >= target) return;
   if (std::this_thread::get_id() == worker) {
     throw Error(Errc::invalid_state,
                 "a host task waited for work queued after it on its own context; this would "
                 "deadlock. Wait only from the issuing thread or from another context");
   }
-  ++sleepers;
-  done_cv.wait(lock, [&] { return done.load(std::memory_order_relaxed) >= target; });
-  --sleepers;
+  sleepers.fetch_add(1);
+  done_cv.wait(lock, [&] { return done.load() >= target; });
+  sleepers.fetch_sub(1);
 }
 
 bool Queue::is_done(std::uint64_t target) {
@@ -43,14 +43,15 @@ bool Queue::is_done(std::uint64_t target) {
 }
 
 void Queue::run_worker() {
+  std::deque<Op> batch;
   for (;;) {
-    // Between two operations done is the number popped, so pushed > done means work is queued.
+    // Between two batches done is the number popped, so pushed > done means work is queued.
     (void)spin_until([&] {
       return pushed.load(std::memory_order_acquire) > done.load(std::memory_order_relaxed) ||
              stop.load(std::memory_order_relaxed);
     });
-    Op op;
     {
+      // Everything queued at once: one lock for the batch, less contention with the issuer.
       std::unique_lock lock(mutex);
       if (ops.empty() && !stop.load(std::memory_order_relaxed)) {
         worker_sleeps = true;
@@ -58,23 +59,28 @@ void Queue::run_worker() {
         worker_sleeps = false;
       }
       if (ops.empty()) return;
-      op = std::move(ops.front());
-      ops.pop_front();
+      batch.swap(ops);
     }
-    if (op.essential || !failures->skip(op.seq)) {
-      try {
-        if (!op.essential) maybe_fail_operation();
-        op.fn();
-      } catch (const std::exception& e) {
-        failures->fail({op.seq, op.what, op.where}, e.what());
-      } catch (...) {
-        failures->fail({op.seq, op.what, op.where}, "an exception not derived from std::exception");
+    while (!batch.empty()) {
+      Op& op = batch.front();
+      if (op.essential || !failures->skip(op.seq)) {
+        try {
+          if (!op.essential) maybe_fail_operation();
+          op.fn();
+        } catch (const std::exception& e) {
+          failures->fail({op.seq, op.what, op.where}, e.what());
+        } catch (...) {
+          failures->fail({op.seq, op.what, op.where},
+                         "an exception not derived from std::exception");
+        }
+      }
+      batch.pop_front();  // release captures before completion becomes visible
+      done.fetch_add(1);
+      if (sleepers.load() > 0) {
+        std::lock_guard lock(mutex);
+        done_cv.notify_all();
       }
     }
-    op.fn = nullptr;  // release captures before completion becomes visible
-    std::lock_guard lock(mutex);
-    done.store(done.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    if (sleepers > 0) done_cv.notify_all();
   }
 }
 

@@ -29,8 +29,10 @@ struct Queue {
     bool essential = false;  // runs even after a failure (frees, waits, timing); never injected
   };
 
-  // pushed, done and stop change under `mutex` only; they are atomic so that the worker (waiting
-  // for work) and waiters (waiting for completion) can spin on them before they sleep.
+  // pushed and stop change under `mutex`; done only by the worker. All three are atomic so that
+  // the worker (waiting for work) and waiters (waiting for completion) can spin on them before
+  // they sleep; `sleepers` and `done` pair up as in Dekker's protocol (both sequentially
+  // consistent) so that the worker locks the mutex to wake waiters only when one sleeps.
   std::mutex mutex;
   std::condition_variable work_cv;
   std::condition_variable done_cv;
@@ -38,8 +40,8 @@ struct Queue {
   std::atomic<std::uint64_t> pushed{0};  // ops ever pushed
   std::atomic<std::uint64_t> done{0};    // ops completed, in order
   std::atomic<bool> stop{false};
-  bool worker_sleeps = false;  // the worker waits on work_cv
-  int sleepers = 0;            // threads waiting on done_cv
+  bool worker_sleeps = false;    // the worker waits on work_cv
+  std::atomic<int> sleepers{0};  // threads waiting on done_cv
   std::thread::id worker;
   std::shared_ptr<FailureState> failures;
 

@@ -18,7 +18,7 @@ using Sums = std::array<double, m::kMaxSums>;
 // Elements (or matrix rows) per chunk. Reductions sum within a chunk in index order and then the
 // chunks' partial sums in chunk order, so a result depends on the length only, never on how
 // many threads took part.
-constexpr std::size_t kChunk = 16384;
+constexpr std::size_t kChunk = 4096;
 
 std::size_t chunks_of(std::size_t n) {
   return (n + kChunk - 1) / kChunk;

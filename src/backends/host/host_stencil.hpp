@@ -45,7 +45,7 @@ inline constexpr std::int64_t kPiece = 512;
 
 /// out[k] = row (i0 + k) of stencil K for the points ix0 + k of one x line at (iy, iz), k < len.
 template <LaStencilKind K, class In>
-void stencil_line(const LaStencil& s, const In& in, std::int64_t ix0, std::int64_t len,
+void stencil_line(const LaStencil& s, const In in, std::int64_t ix0, std::int64_t len,
                   std::int64_t iy, std::int64_t iz, std::int64_t i0, double* out) {
   const std::int64_t sy = s.nx, sz = s.nx * s.ny;
   const bool five = K == LaStencilKind::d2p5, seven = K == LaStencilKind::d3p7;
@@ -74,6 +74,59 @@ void stencil_line(const LaStencil& s, const In& in, std::int64_t ix0, std::int64
   for (; k < len; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
 }
 
+/// la_math::finish_row over out[0, len) = rows [i0, i0 + len), with the epilogue E, whether
+/// the left scaling is a vector (LV) and whether the input is stored (XO) fixed at compile time
+/// and the arguments in locals (through `a`, every store might change them for all the compiler
+/// knows). The same expressions as finish_row and la_math::epilogue; returns `acc` with the
+/// rows' terms added in order.
+template <LaEpilogue E, bool LV, bool XO, class In>
+double finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double* out,
+                   std::int64_t len, std::int64_t i0, double acc) {
+  double* const x_out = a.x_out;
+  double* const y = a.y;
+  const double* const z = a.z;
+  const double* const lv = a.left.v;
+  const double lc = a.left.c;
+  for (std::int64_t k = 0; k < len; ++k) {
+    const std::int64_t i = i0 + k;
+    if constexpr (XO) x_out[i] = in.raw(i);
+    const double v = (LV ? lv[i] : lc) * out[k];
+    if constexpr (E == LaEpilogue::store) {
+      y[i] = v;
+      acc += 0;
+    } else if constexpr (E == LaEpilogue::add) {
+      y[i] = v + z[i];
+      acc += 0;
+    } else if constexpr (E == LaEpilogue::sub) {
+      y[i] = z[i] - v;
+      acc += 0;
+    } else if constexpr (E == LaEpilogue::store_dot) {
+      y[i] = v;
+      acc += v * z[i];
+    } else {
+      const double r = y[i] - scalar * v;
+      y[i] = r;
+      acc += r * r;
+    }
+  }
+  return acc;
+}
+
+/// finish_rows for the product's epilogue, left scaling and input store.
+template <class In>
+double finish_piece(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
+                    std::int64_t len, std::int64_t i0, double acc) {
+  return la_math::with_value<LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub,
+                             LaEpilogue::store_dot, LaEpilogue::residual>(a.epilogue, [&](auto e) {
+    constexpr LaEpilogue E = decltype(e)::value;
+    const bool lv = a.left.v != nullptr, xo = a.x_out != nullptr;
+    if (lv && xo) return finish_rows<E, true, true>(a, in, scalar, out, len, i0, acc);
+    if (lv) return finish_rows<E, true, false>(a, in, scalar, out, len, i0, acc);
+    if (xo) return finish_rows<E, false, true>(a, in, scalar, out, len, i0, acc);
+    return finish_rows<E, false, false>(a, in, scalar, out, len, i0, acc);
+  });
+}
+
 /// Rows [lo, hi) of the stencil product `a` with input `in`; returns the epilogue's sum (rows
 /// added in index order).
 template <LaStencilKind K, class In>
@@ -90,9 +143,7 @@ double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::siz
   while (i < end) {
     const std::int64_t len = std::min({end - i, s.nx - ix, kPiece});
     stencil_line<K>(s, in, ix, len, iy, iz, i, out);
-    for (std::int64_t k = 0; k < len; ++k) {
-      acc += la_math::finish_row(a, in, out[k], scalar, static_cast<std::size_t>(i + k));
-    }
+    acc = finish_piece(a, in, scalar, out, len, i, acc);
     i += len;
     ix += len;
     if (ix == s.nx) {

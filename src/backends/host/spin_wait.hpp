@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -37,15 +38,22 @@ inline void cpu_relax() noexcept {
   return budget;
 }
 
-/// Spins until `ready()` holds or spin_budget() has passed; returns ready().
+/// Spins until `ready()` holds or spin_budget() has passed; returns ready(). After the first
+/// microseconds it yields between checks: where more threads are runnable than there are cores
+/// (a busy machine, or more contexts than cores), the thread it waits for may need this core.
 template <class Ready>
 bool spin_until(Ready&& ready) {
   if (ready()) return true;
   const auto budget = spin_budget();
   if (budget.count() == 0) return false;
+  for (int i = 0; i < 256; ++i) {
+    cpu_relax();
+    if (ready()) return true;
+  }
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    for (int i = 0; i < 32; ++i) {
+    std::this_thread::yield();
+    for (int i = 0; i < 16; ++i) {
       cpu_relax();
       if (ready()) return true;
     }

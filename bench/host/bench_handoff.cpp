@@ -1,8 +1,10 @@
 // The hand-offs of the host backend against oneTBB's (issue 18):
 //   issue/*      the host cost of issuing one empty operation (synchronized every 256)
 //   latency/*    from issue to the operation running on the other thread (one at a time: the
-//                worker is idle, spinning or asleep, when it comes), as a manual time
-//   roundtrip/*  issue one empty operation and wait for it (what a sync solve pays per reduction)
+//                worker is idle, spinning or asleep, when it comes; the issuer polls for the
+//                end without taking part), as a manual time
+//   roundtrip/*  issue one empty operation and wait for it (what a sync solve pays per reduction;
+//                sluice's waiting thread runs the operation itself when the worker has not)
 //   fork_join/*  one parallel loop of 2 chunks of about 0.3 us each from a worker thread (the
 //                pool's part; the time of one chunk is the least it can take)
 // sluice's are a host context (its worker thread) and detail::host::parallel_chunks; oneTBB's a
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <thread>
 
 #include "backends/host/host_parallel.hpp"
 #include "backends/host/spin_wait.hpp"
@@ -57,7 +60,7 @@ void latency_sluice(benchmark::State& state) {
     auto ran = std::make_shared<Clock::time_point>();
     const auto start = Clock::now();
     ctx.host_task([ran] { *ran = Clock::now(); });
-    ctx.synchronize();
+    while (!ctx.idle()) std::this_thread::yield();
     state.SetIterationTime(std::chrono::duration<double>(*ran - start).count());
   }
 }
@@ -121,7 +124,7 @@ void latency_tbb(benchmark::State& state) {
       ran = Clock::now();
       done.store(true, std::memory_order_release);
     });
-    while (!done.load(std::memory_order_acquire)) sluice::detail::host::cpu_relax();
+    while (!done.load(std::memory_order_acquire)) std::this_thread::yield();
     state.SetIterationTime(std::chrono::duration<double>(ran - start).count());
   }
 }

@@ -99,9 +99,9 @@ TEST(HostStencilRows, SameBitsAsPerRowCode) {
     a.x_out = out ? out_new.data() : nullptr;
     const double sum_new = fixed_rows(a, scalar, lo, hi);
 
-    SCOPED_TRACE(testing::Message() << "trial " << trial << " kind " << static_cast<int>(s.kind)
-                                    << " grid " << s.nx << "x" << s.ny << "x" << s.nz << " rows ["
-                                    << lo << ", " << hi << ")");
+    SCOPED_TRACE(testing::Message()
+                 << "trial " << trial << " kind " << static_cast<int>(s.kind) << " grid " << s.nx
+                 << "x" << s.ny << "x" << s.nz << " rows [" << lo << ", " << hi << ")");
     ASSERT_EQ(std::bit_cast<std::uint64_t>(sum_ref), std::bit_cast<std::uint64_t>(sum_new));
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_EQ(std::bit_cast<std::uint64_t>(y_ref[i]), std::bit_cast<std::uint64_t>(y_new[i]))

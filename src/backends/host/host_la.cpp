@@ -17,8 +17,10 @@ using Sums = std::array<double, m::kMaxSums>;
 
 // Elements (or matrix rows) per chunk. Reductions sum within a chunk in index order and then the
 // chunks' partial sums in chunk order, so a result depends on the length only, never on how
-// many threads took part.
-constexpr std::size_t kChunk = 4096;
+// many threads took part (tests/la/la_reference.hpp, SumOrder::host_chunks, sums the same way).
+// Small enough that both cores share a loop of 2e3 elements (the pool's hand-off costs well
+// under a microsecond when its threads spin): a CG iteration at 1e4 nonzeros runs on two cores.
+constexpr std::size_t kChunk = 1024;
 
 std::size_t chunks_of(std::size_t n) {
   return (n + kChunk - 1) / kChunk;

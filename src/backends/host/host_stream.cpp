@@ -24,11 +24,64 @@ std::uint64_t Queue::push(Op op) {
   return n;
 }
 
+namespace {
+// Operations of any queue the calling thread is running (nested: a helping waiter inside one).
+thread_local int t_running_ops = 0;
+}  // namespace
+
+void Queue::run_op(Op& op) {
+  ++t_running_ops;
+  if (op.essential || !failures->skip(op.seq)) {
+    try {
+      if (!op.essential) maybe_fail_operation();
+      op.fn();
+    } catch (const std::exception& e) {
+      failures->fail({op.seq, op.what, op.where}, e.what());
+    } catch (...) {
+      failures->fail({op.seq, op.what, op.where}, "an exception not derived from std::exception");
+    }
+  }
+  op.fn = nullptr;  // release captures before completion becomes visible
+  --t_running_ops;
+}
+
+void Queue::complete_one() {
+  done.fetch_add(1);
+  if (sleepers.load() > 0) {
+    std::lock_guard lock(mutex);
+    done_cv.notify_all();
+  }
+}
+
+bool Queue::runs_here() {
+  std::lock_guard lock(mutex);
+  return running && runner == std::this_thread::get_id();
+}
+
+void Queue::help(std::uint64_t target) {
+  std::unique_lock lock(mutex);
+  if (running || ops.empty()) return;
+  running = true;
+  runner = std::this_thread::get_id();
+  while (done.load() < target && !ops.empty()) {
+    Op op = std::move(ops.front());
+    ops.pop_front();
+    lock.unlock();
+    run_op(op);
+    complete_one();
+    lock.lock();
+  }
+  running = false;
+  if (worker_sleeps) work_cv.notify_one();  // it may run what is left, or stop
+}
+
 void Queue::wait_done(std::uint64_t target) {
+  if (done.load(std::memory_order_acquire) >= target) return;
+  if (t_running_ops == 0) help(target);
   if (spin_until([&] { return done.load(std::memory_order_acquire) >= target; })) return;
   std::unique_lock lock(mutex);
   if (done.load() >= target) return;
-  if (std::this_thread::get_id() == worker) {
+  if (running && runner == std::this_thread::get_id()) {
     throw Error(Errc::invalid_state,
                 "a host task waited for work queued after it on its own context; this would "
                 "deadlock. Wait only from the issuing thread or from another context");
@@ -45,7 +98,8 @@ bool Queue::is_done(std::uint64_t target) {
 void Queue::run_worker() {
   std::deque<Op> batch;
   for (;;) {
-    // Between two batches done is the number popped, so pushed > done means work is queued.
+    // Between two batches done is the number popped, so pushed > done means work is queued (or
+    // being run by a helping waiter).
     (void)spin_until([&] {
       return pushed.load(std::memory_order_acquire) > done.load(std::memory_order_relaxed) ||
              stop.load(std::memory_order_relaxed);
@@ -53,34 +107,26 @@ void Queue::run_worker() {
     {
       // Everything queued at once: one lock for the batch, less contention with the issuer.
       std::unique_lock lock(mutex);
-      if (ops.empty() && !stop.load(std::memory_order_relaxed)) {
+      auto may_run = [&] {
+        return !running && (!ops.empty() || stop.load(std::memory_order_relaxed));
+      };
+      if (!may_run()) {
         worker_sleeps = true;
-        work_cv.wait(lock, [&] { return stop.load(std::memory_order_relaxed) || !ops.empty(); });
+        work_cv.wait(lock, may_run);
         worker_sleeps = false;
       }
       if (ops.empty()) return;
+      running = true;
+      runner = std::this_thread::get_id();
       batch.swap(ops);
     }
     while (!batch.empty()) {
-      Op& op = batch.front();
-      if (op.essential || !failures->skip(op.seq)) {
-        try {
-          if (!op.essential) maybe_fail_operation();
-          op.fn();
-        } catch (const std::exception& e) {
-          failures->fail({op.seq, op.what, op.where}, e.what());
-        } catch (...) {
-          failures->fail({op.seq, op.what, op.where},
-                         "an exception not derived from std::exception");
-        }
-      }
-      batch.pop_front();  // release captures before completion becomes visible
-      done.fetch_add(1);
-      if (sleepers.load() > 0) {
-        std::lock_guard lock(mutex);
-        done_cv.notify_all();
-      }
+      run_op(batch.front());
+      batch.pop_front();
+      complete_one();
     }
+    std::lock_guard lock(mutex);
+    running = false;
   }
 }
 
@@ -125,9 +171,9 @@ HostStream::~HostStream() {
     queue_->stop.store(true, std::memory_order_relaxed);
     queue_->work_cv.notify_one();
   }
-  // The last handle of a context may be dropped by one of its own host tasks; the worker then
-  // finishes the queue on its own.
-  if (worker_.get_id() == std::this_thread::get_id()) {
+  // The last handle of a context may be dropped by one of its own host tasks (on the worker, or
+  // on a waiter running the queue's operations); the worker then finishes the queue on its own.
+  if (worker_.get_id() == std::this_thread::get_id() || queue_->runs_here()) {
     worker_.detach();
   } else {
     worker_.join();

@@ -29,10 +29,11 @@ struct Queue {
     bool essential = false;  // runs even after a failure (frees, waits, timing); never injected
   };
 
-  // pushed and stop change under `mutex`; done only by the worker. All three are atomic so that
-  // the worker (waiting for work) and waiters (waiting for completion) can spin on them before
-  // they sleep; `sleepers` and `done` pair up as in Dekker's protocol (both sequentially
-  // consistent) so that the worker locks the mutex to wake waiters only when one sleeps.
+  // pushed and stop change under `mutex`; done only by the thread running operations (the
+  // worker, or a waiter helping). All three are atomic so that the worker (waiting for work) and
+  // waiters (waiting for completion) can spin on them before they sleep; `sleepers` and `done`
+  // pair up as in Dekker's protocol (both sequentially consistent) so that the runner locks the
+  // mutex to wake waiters only when one sleeps.
   std::mutex mutex;
   std::condition_variable work_cv;
   std::condition_variable done_cv;
@@ -42,13 +43,27 @@ struct Queue {
   std::atomic<bool> stop{false};
   bool worker_sleeps = false;    // the worker waits on work_cv
   std::atomic<int> sleepers{0};  // threads waiting on done_cv
+  bool running = false;          // a thread runs operations: the worker, or a waiter helping
+  std::thread::id runner;        // which one, while running
   std::thread::id worker;
   std::shared_ptr<FailureState> failures;
 
   std::uint64_t push(Op op);
+  /// Waits until `target` operations completed. A thread that runs no operation itself (the
+  /// issuing thread of a sync solve) runs the queued ones up to `target` when nobody else does:
+  /// no hand-off at all, and no dependence on the worker being scheduled.
   void wait_done(std::uint64_t target);
   [[nodiscard]] bool is_done(std::uint64_t target);
   void run_worker();
+  /// True if the calling thread is running one of this queue's operations.
+  [[nodiscard]] bool runs_here();
+
+ private:
+  void run_op(Op& op);
+  /// Marks one more operation complete and wakes sleeping waiters (lock held or not).
+  void complete_one();
+  /// Runs queued operations on the calling thread until `target` completed or none is left.
+  void help(std::uint64_t target);
 };
 
 class HostEvent final : public EventImpl {

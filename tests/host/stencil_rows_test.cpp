@@ -1,6 +1,6 @@
 // The host's line-at-a-time stencil products (src/backends/host/host_stencil.hpp) against the
 // per-row arithmetic of kernel_math.hpp: the same bits for every stencil, input form, epilogue,
-// grid shape and row range, randomized.
+// grid shape and row range (one chunk), randomized.
 
 #include <gtest/gtest.h>
 
@@ -17,17 +17,18 @@ namespace {
 namespace m = la_math;
 using detail::host::FixedInput;
 
-/// What the backend ran before: row by row through MatvecInput and stencil_row.
+/// Row by row through MatvecInput and stencil_row, the sum in the host's lanes (row k of the
+/// chunk [lo, hi) in lane k % 4; host_lanes.hpp).
 double reference_rows(const LaMatvecArgs& a, double scalar, std::size_t lo, std::size_t hi) {
   const auto in = m::input_of(a);
   const auto& s = a.A.stencil;
-  double acc = 0;
+  double lane[4] = {0, 0, 0, 0};
   for (std::size_t i = lo; i < hi; ++i) {
     const auto j = static_cast<std::int64_t>(i);
     const double v = m::stencil_row(s, in, j % s.nx, (j / s.nx) % s.ny, j / (s.nx * s.ny), j);
-    acc += m::finish_row(a, in, v, scalar, i);
+    lane[(i - lo) % 4] += m::finish_row(a, in, v, scalar, i);
   }
-  return acc;
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
 double fixed_rows(const LaMatvecArgs& a, double scalar, std::size_t lo, std::size_t hi) {

@@ -50,11 +50,12 @@ enum class SumOrder {
   reversed,     // last to first
   pairwise,     // recursive halving: sum(first half) + sum(second half)
   blocked,      // the cuda backend's reductions: blocks of 256 terms, then the block partials
-  host_chunks,  // the host backend's: chunks of kHostChunk terms, each first to last, then the
+  host_chunks,  // the host backend's: chunks of kHostChunk terms, each in four interleaved
+                // lanes ((l0 + l1) + (l2 + l3), term k of a chunk in lane k % 4), then the
                 // chunks' partials first to last
 };
-/// The host backend's chunk length (kChunk in its la kernels): sums of up to this many terms
-/// run first to last there.
+/// The host backend's chunk length (kChunk in its la kernels, src/backends/host/host_lanes.hpp
+/// for the lanes).
 inline constexpr std::size_t kHostChunk = 1024;
 inline constexpr std::array<SumOrder, 4> kSumOrders = {SumOrder::sequential, SumOrder::reversed,
                                                        SumOrder::pairwise, SumOrder::blocked};
@@ -135,9 +136,10 @@ double sum(std::size_t n, const Term& term, SumOrder order) {
     case SumOrder::host_chunks: {
       double s = 0;
       for (std::size_t lo = 0; lo < n; lo += kHostChunk) {
-        double part = 0;
-        for (std::size_t k = lo; k < std::min(n, lo + kHostChunk); ++k) part += term(k);
-        s += part;
+        double lane[4] = {0, 0, 0, 0};
+        for (std::size_t k = lo; k < std::min(n, lo + kHostChunk); ++k)
+          lane[(k - lo) % 4] += term(k);
+        s += (lane[0] + lane[1]) + (lane[2] + lane[3]);
       }
       return s;
     }

@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "backends/host/host_lanes.hpp"
 #include "backends/host/host_parallel.hpp"
 #include "backends/host/host_stencil.hpp"
 #include "la/kernel_math.hpp"
@@ -15,11 +16,12 @@ namespace {
 namespace m = la_math;
 using Sums = std::array<double, m::kMaxSums>;
 
-// Elements (or matrix rows) per chunk. Reductions sum within a chunk in index order and then the
-// chunks' partial sums in chunk order, so a result depends on the length only, never on how
-// many threads took part (tests/la/la_reference.hpp, SumOrder::host_chunks, sums the same way).
-// Small enough that both cores share a loop of 2e3 elements (the pool's hand-off costs well
-// under a microsecond when its threads spin): a CG iteration at 1e4 nonzeros runs on two cores.
+// Elements (or matrix rows) per chunk. Reductions sum within a chunk in four lanes
+// (host_lanes.hpp) and then the chunks' partial sums in chunk order, so a result depends on the
+// length only, never on how many threads took part (tests/la/la_reference.hpp,
+// SumOrder::host_chunks, sums the same way). Small enough that both cores share a loop of 2e3
+// elements (the pool's hand-off costs well under a microsecond when its threads spin): a CG
+// iteration at 1e4 nonzeros runs on two cores.
 constexpr std::size_t kChunk = 1024;
 
 std::size_t chunks_of(std::size_t n) {
@@ -58,15 +60,15 @@ void finish(const LaSums& sums, const Sums& values, int count) {
   if (sums.state != nullptr) ksp_logic::finalize(sums.finalize, *sums.state, values.data());
 }
 
-/// Rows [lo, hi) of a CSR product; returns the epilogue's sum.
+/// Rows [lo, hi) (one chunk) of a CSR product; returns the epilogue's sum (in lanes).
 double csr_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
                 std::size_t hi) {
-  double acc = 0;
-  for (std::size_t i = lo; i < hi; ++i) {
+  Lanes lanes;
+  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* acc) {
     const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
-    acc += m::finish_row(a, in, v, scalar, i);
-  }
-  return acc;
+    acc[0] += m::finish_row(a, in, v, scalar, i);
+  });
+  return lanes.total(0);
 }
 
 std::size_t rows_of(const LaOperator& A) {
@@ -106,13 +108,13 @@ void run_fused(const LaFusedArgs& f) {
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-      // The sums in locals: through `acc`, which may alias the vectors for all the compiler
-      // knows, every element would store and reload them.
-      double local[m::kMaxSums] = {acc[0], acc[1], acc[2]};
-      for (std::size_t i = lo; i < hi; ++i) {
-        m::fused_elem<decltype(o)::value>(f, s, steps, i, local);
-      }
-      for (int k = 0; k < m::kMaxSums; ++k) acc[k] = local[k];
+      // The sums in local lanes: through `acc`, which may alias the vectors for all the
+      // compiler knows, every element would store and reload them.
+      Lanes lanes;
+      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) {
+        m::fused_elem<decltype(o)::value>(f, s, steps, i, sums);
+      });
+      for (int k = 0; k < m::kMaxSums; ++k) acc[k] += lanes.total(k);
     });
   });
   finish(f.sums, sums, m::fused_sums(f.op));
@@ -138,6 +140,13 @@ class HostLaKernels final : public LaKernels {
           const auto c = m::combine_of(a.op);
           const auto sums =
               chunked(a.n, c, m::identity_of(c), [&](std::size_t lo, std::size_t hi, double* acc) {
+                if (c == m::Combine::sum) {  // in lanes, as every host sum
+                  Lanes lanes;
+                  over_lanes(lo, lo, hi, lanes,
+                             [&](std::size_t i, double* l) { l[0] += m::reduce_elem(a, i); });
+                  acc[0] += lanes.total(0);
+                  return;
+                }
                 double v = acc[0];
                 for (std::size_t i = lo; i < hi; ++i) v = m::combine(c, v, m::reduce_elem(a, i));
                 acc[0] = v;

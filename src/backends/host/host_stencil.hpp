@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/host/host_lanes.hpp"
 #include "la/kernel_math.hpp"
 
 namespace sluice::detail::host {
@@ -74,67 +75,68 @@ void stencil_line(const LaStencil& s, const In in, std::int64_t ix0, std::int64_
   for (; k < len; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
 }
 
-/// la_math::finish_row over out[0, len) = rows [i0, i0 + len), with the epilogue E, whether
-/// the left scaling is a vector (LV) and whether the input is stored (XO) fixed at compile time
-/// and the arguments in locals (through `a`, every store might change them for all the compiler
-/// knows). The same expressions as finish_row and la_math::epilogue; returns `acc` with the
-/// rows' terms added in order.
+/// la_math::finish_row over out[0, len) = rows [i0, i0 + len) of the chunk starting at row
+/// `lo`, with the epilogue E, whether the left scaling is a vector (LV) and whether the input is
+/// stored (XO) fixed at compile time and the arguments in locals (through `a`, every store might
+/// change them for all the compiler knows). The same expressions as finish_row and
+/// la_math::epilogue; each row's term is added to its lane of `lanes` (host_lanes.hpp).
 template <LaEpilogue E, bool LV, bool XO, class In>
-double finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double* out,
-                   std::int64_t len, std::int64_t i0, double acc) {
+void finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double* out,
+                 std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
   double* const x_out = a.x_out;
   double* const y = a.y;
   const double* const z = a.z;
   const double* const lv = a.left.v;
   const double lc = a.left.c;
-  for (std::int64_t k = 0; k < len; ++k) {
-    const std::int64_t i = i0 + k;
-    if constexpr (XO) x_out[i] = in.raw(i);
-    const double v = (LV ? lv[i] : lc) * out[k];
-    if constexpr (E == LaEpilogue::store) {
-      y[i] = v;
-      acc += 0;
-    } else if constexpr (E == LaEpilogue::add) {
-      y[i] = v + z[i];
-      acc += 0;
-    } else if constexpr (E == LaEpilogue::sub) {
-      y[i] = z[i] - v;
-      acc += 0;
-    } else if constexpr (E == LaEpilogue::store_dot) {
-      y[i] = v;
-      acc += v * z[i];
-    } else {
-      const double r = y[i] - scalar * v;
-      y[i] = r;
-      acc += r * r;
-    }
-  }
-  return acc;
+  const auto first = static_cast<std::size_t>(i0);
+  over_lanes(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len), lanes,
+             [&](std::size_t u, double* acc) {
+               const auto i = static_cast<std::int64_t>(u);
+               if constexpr (XO) x_out[i] = in.raw(i);
+               const double v = (LV ? lv[i] : lc) * out[i - i0];
+               if constexpr (E == LaEpilogue::store) {
+                 y[i] = v;
+                 acc[0] += 0;
+               } else if constexpr (E == LaEpilogue::add) {
+                 y[i] = v + z[i];
+                 acc[0] += 0;
+               } else if constexpr (E == LaEpilogue::sub) {
+                 y[i] = z[i] - v;
+                 acc[0] += 0;
+               } else if constexpr (E == LaEpilogue::store_dot) {
+                 y[i] = v;
+                 acc[0] += v * z[i];
+               } else {
+                 const double r = y[i] - scalar * v;
+                 y[i] = r;
+                 acc[0] += r * r;
+               }
+             });
 }
 
 /// finish_rows for the product's epilogue, left scaling and input store.
 template <class In>
-double finish_piece(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
-                    std::int64_t len, std::int64_t i0, double acc) {
-  return la_math::with_value<LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub,
-                             LaEpilogue::store_dot, LaEpilogue::residual>(a.epilogue, [&](auto e) {
+void finish_piece(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
+                  std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
+  la_math::with_value<LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub, LaEpilogue::store_dot,
+                      LaEpilogue::residual>(a.epilogue, [&](auto e) {
     constexpr LaEpilogue E = decltype(e)::value;
     const bool lv = a.left.v != nullptr, xo = a.x_out != nullptr;
-    if (lv && xo) return finish_rows<E, true, true>(a, in, scalar, out, len, i0, acc);
-    if (lv) return finish_rows<E, true, false>(a, in, scalar, out, len, i0, acc);
-    if (xo) return finish_rows<E, false, true>(a, in, scalar, out, len, i0, acc);
-    return finish_rows<E, false, false>(a, in, scalar, out, len, i0, acc);
+    if (lv && xo) return finish_rows<E, true, true>(a, in, scalar, out, len, i0, lo, lanes);
+    if (lv) return finish_rows<E, true, false>(a, in, scalar, out, len, i0, lo, lanes);
+    if (xo) return finish_rows<E, false, true>(a, in, scalar, out, len, i0, lo, lanes);
+    return finish_rows<E, false, false>(a, in, scalar, out, len, i0, lo, lanes);
   });
 }
 
-/// Rows [lo, hi) of the stencil product `a` with input `in`; returns the epilogue's sum (rows
-/// added in index order).
+/// Rows [lo, hi) (one chunk) of the stencil product `a` with input `in`; returns the epilogue's
+/// sum in the chunk's lane order (host_lanes.hpp).
 template <LaStencilKind K, class In>
 double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::size_t lo,
                     std::size_t hi) {
   const auto& s = a.A.stencil;
   double out[kPiece];
-  double acc = 0;
+  Lanes lanes;
   auto i = static_cast<std::int64_t>(lo);
   const auto end = static_cast<std::int64_t>(hi);
   std::int64_t ix = i % s.nx;
@@ -143,7 +145,7 @@ double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::siz
   while (i < end) {
     const std::int64_t len = std::min({end - i, s.nx - ix, kPiece});
     stencil_line<K>(s, in, ix, len, iy, iz, i, out);
-    acc = finish_piece(a, in, scalar, out, len, i, acc);
+    finish_piece(a, in, scalar, out, len, i, static_cast<std::int64_t>(lo), lanes);
     i += len;
     ix += len;
     if (ix == s.nx) {
@@ -154,7 +156,7 @@ double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::siz
       }
     }
   }
-  return acc;
+  return lanes.total(0);
 }
 
 /// Calls `fn(in)` with the input of product `a` in its fixed form.

@@ -2,16 +2,18 @@
 // The state behind a Context handle. Other sluice layers issue work through `issue`, which
 // numbers each operation, applies the blocking-kind rules and keeps issue order.
 
-#include <memory>
+#include <array>
 #include <atomic>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 
 namespace sluice::detail {
 
@@ -84,6 +86,16 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   }
   void note_completed(std::uint64_t seq) noexcept;
 
+  /// This context's backend's implementation of extension `Ext` (sluice/extension.hpp), cached.
+  template <ExtensionInterface Ext>
+  [[nodiscard]] Ext& extension(std::source_location loc = std::source_location::current()) {
+    return cached_extension<Ext>(extension_cache_slot(extension_slot<Ext>()), device_.backend, loc);
+  }
+  /// The cache entry for extension slot `slot`, or null beyond the cache's size.
+  [[nodiscard]] void** extension_cache_slot(std::size_t slot) noexcept {
+    return slot < extension_cache_.size() ? &extension_cache_[slot] : nullptr;
+  }
+
  private:
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {
@@ -104,6 +116,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::atomic<std::uint64_t> completed_{0};
   // Vector clock: per other timeline, the highest operation this context already waits for.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;
+  // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
+  std::array<void*, 16> extension_cache_{};
 };
 
 }  // namespace sluice::detail

@@ -3,8 +3,6 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_stream.hpp"
-#include "backends/cuda/la_kernels.hpp"
-#include "backends/cuda/scalar_kernels.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::cuda {
@@ -47,9 +45,6 @@ class CudaBackend final : public Backend {
     require_device(device);
     return cuda::pool_reserved(device);
   }
-
-  ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
-  LaKernels* la_kernels() override { return &cuda::la_kernels(); }
 };
 
 }  // namespace

@@ -6,9 +6,7 @@
 #include <thread>
 
 #include "backends/host/faults.hpp"
-#include "backends/host/host_la.hpp"
 #include "backends/host/host_pool.hpp"
-#include "backends/host/host_scalar.hpp"
 #include "backends/host/host_stream.hpp"
 #include "sluice/error.hpp"
 
@@ -87,8 +85,6 @@ class HostBackend final : public Backend {
     return pool_.reserved();
   }
 
-  ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
-  LaKernels* la_kernels() override { return &host::la_kernels(); }
 
  private:
   static void check_device(int device) {

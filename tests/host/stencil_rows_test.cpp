@@ -1,4 +1,4 @@
-// The host's line-at-a-time stencil products (src/backends/host/host_stencil.hpp) against the
+// The host's line-at-a-time stencil products (src/la/host/stencil.hpp) against the
 // per-row arithmetic of kernel_math.hpp: the same bits for every stencil, input form, epilogue,
 // grid shape and row range (one chunk), randomized.
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/host/host_stencil.hpp"
+#include "la/host/stencil.hpp"
 
 namespace sluice::test {
 namespace {
@@ -18,7 +18,7 @@ namespace m = la_math;
 using detail::host::FixedInput;
 
 /// Row by row through MatvecInput and stencil_row, the sum in the host's lanes (row k of the
-/// chunk [lo, hi) in lane k % 4; host_lanes.hpp).
+/// chunk [lo, hi) in lane k % 4; lanes.hpp).
 double reference_rows(const LaMatvecArgs& a, double scalar, std::size_t lo, std::size_t hi) {
   const auto in = m::input_of(a);
   const auto& s = a.A.stencil;

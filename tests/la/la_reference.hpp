@@ -54,7 +54,7 @@ enum class SumOrder {
                 // lanes ((l0 + l1) + (l2 + l3), term k of a chunk in lane k % 4), then the
                 // chunks' partials first to last
 };
-/// The host backend's chunk length (kChunk in its la kernels, src/backends/host/host_lanes.hpp
+/// The host backend's chunk length (kChunk in its la kernels, src/la/host/lanes.hpp
 /// for the lanes).
 inline constexpr std::size_t kHostChunk = 1024;
 inline constexpr std::array<SumOrder, 4> kSumOrders = {SumOrder::sequential, SumOrder::reversed,

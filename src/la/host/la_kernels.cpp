@@ -4,9 +4,9 @@
 #include <array>
 #include <vector>
 
-#include "backends/host/host_lanes.hpp"
 #include "backends/host/host_parallel.hpp"
-#include "backends/host/host_stencil.hpp"
+#include "la/host/lanes.hpp"
+#include "la/host/stencil.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 
@@ -17,7 +17,7 @@ namespace m = la_math;
 using Sums = std::array<double, m::kMaxSums>;
 
 // Elements (or matrix rows) per chunk. Reductions sum within a chunk in four lanes
-// (host_lanes.hpp) and then the chunks' partial sums in chunk order, so a result depends on the
+// (lanes.hpp) and then the chunks' partial sums in chunk order, so a result depends on the
 // length only, never on how many threads took part (tests/la/la_reference.hpp,
 // SumOrder::host_chunks, sums the same way). Small enough that both cores share a loop of 2e3
 // elements (the pool's hand-off costs well under a microsecond when its threads spin): a CG

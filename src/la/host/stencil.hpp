@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/host/host_lanes.hpp"
+#include "la/host/lanes.hpp"
 #include "la/kernel_math.hpp"
 
 namespace sluice::detail::host {
@@ -79,7 +79,7 @@ void stencil_line(const LaStencil& s, const In in, std::int64_t ix0, std::int64_
 /// `lo`, with the epilogue E, whether the left scaling is a vector (LV) and whether the input is
 /// stored (XO) fixed at compile time and the arguments in locals (through `a`, every store might
 /// change them for all the compiler knows). The same expressions as finish_row and
-/// la_math::epilogue; each row's term is added to its lane of `lanes` (host_lanes.hpp).
+/// la_math::epilogue; each row's term is added to its lane of `lanes` (lanes.hpp).
 template <LaEpilogue E, bool LV, bool XO, class In>
 void finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double* out,
                  std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
@@ -130,7 +130,7 @@ void finish_piece(const LaMatvecArgs& a, const In& in, double scalar, const doub
 }
 
 /// Rows [lo, hi) (one chunk) of the stencil product `a` with input `in`; returns the epilogue's
-/// sum in the chunk's lane order (host_lanes.hpp).
+/// sum in the chunk's lane order (lanes.hpp).
 template <LaStencilKind K, class In>
 double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::size_t lo,
                     std::size_t hi) {

@@ -64,7 +64,7 @@ void finish(const LaSums& sums, const Sums& values, int count) {
 double csr_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
                 std::size_t hi) {
   Lanes lanes;
-  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* acc) {
+  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* acc) SLUICE_LANE_BODY {
     const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
     acc[0] += m::finish_row(a, in, v, scalar, i);
   });
@@ -108,11 +108,14 @@ void run_fused(const LaFusedArgs& f) {
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-      // The sums in local lanes: through `acc`, which may alias the vectors for all the
-      // compiler knows, every element would store and reload them.
+      // The sums in local lanes and the arguments in a local copy: through `acc` and `f`, which
+      // may alias the vectors for all the compiler knows, every element would store and reload
+      // them.
       Lanes lanes;
-      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) {
-        m::fused_elem<decltype(o)::value>(f, s, steps, i, sums);
+      const LaFusedArgs g = f;
+      const double t[4] = {s[0], s[1], s[2], s[3]};
+      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) SLUICE_LANE_BODY {
+        m::fused_elem<decltype(o)::value>(g, t, steps, i, sums);
       });
       for (int k = 0; k < m::kMaxSums; ++k) acc[k] += lanes.total(k);
     });
@@ -142,8 +145,10 @@ class HostLaKernels final : public LaKernels {
               chunked(a.n, c, m::identity_of(c), [&](std::size_t lo, std::size_t hi, double* acc) {
                 if (c == m::Combine::sum) {  // in lanes, as every host sum
                   Lanes lanes;
-                  over_lanes(lo, lo, hi, lanes,
-                             [&](std::size_t i, double* l) { l[0] += m::reduce_elem(a, i); });
+                  const LaReduceArgs r = a;
+                  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* l) SLUICE_LANE_BODY {
+                    l[0] += m::reduce_elem(r, i);
+                  });
                   acc[0] += lanes.total(0);
                   return;
                 }

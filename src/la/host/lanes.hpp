@@ -10,6 +10,15 @@
 
 #include "la/kernel_math.hpp"
 
+/// On the lambdas handed to over_lanes: inlined into each of its call sites, so that the lane
+/// sums stay in registers (GCC otherwise calls the body once per element, its sums in memory:
+/// 3x slower).
+#if defined(__GNUC__)
+#define SLUICE_LANE_BODY __attribute__((always_inline))
+#else
+#define SLUICE_LANE_BODY
+#endif
+
 namespace sluice::detail::host {
 
 /// Four lanes of up to kMaxSums sums each.
@@ -25,7 +34,7 @@ struct Lanes {
 template <class Body>
 inline void over_lanes(std::size_t lo, std::size_t first, std::size_t last, Lanes& lanes,
                        Body&& body) {
-  auto one = [&](std::size_t i) {
+  auto one = [&](std::size_t i) SLUICE_LANE_BODY {
     switch ((i - lo) & 3) {
       case 0:
         body(i, lanes.v[0]);

@@ -89,8 +89,10 @@ void finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double
   const double* const lv = a.left.v;
   const double lc = a.left.c;
   const auto first = static_cast<std::size_t>(i0);
-  over_lanes(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len), lanes,
-             [&](std::size_t u, double* acc) {
+  // The lanes in a local copy too: through the reference, each store to y might change them.
+  Lanes mine = lanes;
+  over_lanes(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len), mine,
+             [&](std::size_t u, double* acc) SLUICE_LANE_BODY {
                const auto i = static_cast<std::int64_t>(u);
                if constexpr (XO) x_out[i] = in.raw(i);
                const double v = (LV ? lv[i] : lc) * out[i - i0];
@@ -112,6 +114,7 @@ void finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double
                  acc[0] += r * r;
                }
              });
+  lanes = mine;
 }
 
 /// finish_rows for the product's epilogue, left scaling and input store.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Plots of `sluice bench` and its peers (bench/peers/jax_cupy_cg.py): any number of JSON files of
-the schema "sluice-bench-la/1" drawn together.
+"""Plots of `sluice bench` and its peers (bench/peers/jax_cupy_cg.py on a GPU,
+bench/peers/host_peers.py on the host: PETSc and SciPy): any number of JSON files of the schema
+"sluice-bench-la/1" drawn together.
 
     python3 bench/plot.py out/bench_la.json out/peers.json --out out/plots
 
@@ -12,7 +13,7 @@ Writes, per solver (cg, tfqmr):
   gbps_<ksp>.png    achieved bandwidth (bytes of sluice's kernels / time) against NNZ, with the
                     measured copy bandwidth
 and check_sweep.png if the file has a check-interval sweep. Prints the goals of issue 6 as a
-table. Without matplotlib it prints the table only.
+table (issue 6's on a GPU, issue 18's on the host). Without matplotlib it prints the table only.
 """
 
 import argparse
@@ -44,19 +45,26 @@ def series_key(r):
 
 
 def goals(rows, meta):
-    """The goals of issue 6: async >= 1.8x sync for NNZ <= 1e6 (2d5, 3d7), matrix-free within
-    1.25x of the bandwidth floor for NNZ >= 1e7, both modes ahead of CuPy everywhere. "ratio" is
-    sync / async (both fused); "unfused" is the PETSc-style synchronous CG / async."""
+    """The goals of the run's device. cuda (issue 6): async >= 1.8x sync for NNZ <= 1e6 (2d5,
+    3d7), matrix-free within 1.25x of the bandwidth floor for NNZ >= 1e7, both modes ahead of
+    CuPy everywhere. host (issue 18): both modes ahead of PETSc and SciPy everywhere, matrix-free
+    within 1.3x of the floor (STREAM triad) for NNZ >= 1e6. "ratio" is sync / async (both fused);
+    "unfused" is the PETSc-style synchronous CG / async."""
+    host = str(meta.get("device", "")).startswith("host")
     by = collections.defaultdict(dict)
     for r in rows:
         by[(r["ksp"], r["stencil"], r["nnz"], r["operator"])][r["impl"]] = r
     peers = collections.defaultdict(dict)
     for r in rows:
-        if not r["impl"].startswith("sluice"):
+        if not r["impl"].startswith("sluice") and r["impl"] != "petsc-style-sync":
             peers[(r["ksp"], r["stencil"], tuple(r["grid"]))][r["impl"]] = r
+    names = ["petsc", "scipy-cg"] if host else ["cupy-cg", "jax-jit"]
+    short = {"petsc": "petsc", "scipy-cg": "scipy", "cupy-cg": "cupy", "jax-jit": "jax"}
     lines = ["goal check (min times):",
              f"{'ksp':<6}{'stencil':<8}{'operator':<12}{'nnz':>10} {'sync ms':>9} {'async ms':>9} "
-             f"{'ratio':>6} {'unfused':>8} {'floor x':>8} {'cupy ms':>9} {'jax ms':>8}  verdict"]
+             f"{'ratio':>6} {'unfused':>8} {'floor x':>8} "
+             + " ".join(f"{short[n] + ' ms':>9}" for n in names) + "  verdict"]
+    fmt = lambda v, scale=1e3, w=9: f"{v * scale:>{w}.3f}" if v is not None else " " * (w - 1) + "-"
     for key in sorted(by, key=lambda k: (k[0], k[1], k[3], k[2])):
         ksp, stencil, nnz, op = key
         d = by[key]
@@ -68,19 +76,25 @@ def goals(rows, meta):
         unfused = f"{u['min_s'] / a['min_s']:8.2f}" if u else "       -"
         floor = a.get("floor_ratio")
         p = peers.get((ksp, stencil, tuple(a["grid"])), {})
-        cupy = p.get("cupy-cg", {}).get("min_s")
-        jax = p.get("jax-jit", {}).get("min_s")
+        times = {n: p.get(n, {}).get("min_s") for n in names}
+        slowest = max(s["min_s"], a["min_s"])
         verdict = []
-        if stencil in ("2d5", "3d7") and nnz <= 1e6:
-            verdict.append("ratio ok" if ratio >= 1.8 else "RATIO < 1.8")
-        if op == "matrix-free" and nnz >= 1e7 and floor is not None:
-            verdict.append("floor ok" if floor <= 1.25 else "FLOOR > 1.25")
-        if cupy is not None:
-            verdict.append("beats cupy" if max(s["min_s"], a["min_s"]) < cupy else "CUPY FASTER")
-        fmt = lambda v, scale=1e3, w=9: f"{v * scale:>{w}.3f}" if v is not None else " " * (w - 1) + "-"
+        if host:
+            if op == "matrix-free" and nnz >= 1e6 and floor is not None:
+                verdict.append("floor ok" if floor <= 1.3 else "FLOOR > 1.3")
+            for n in names:
+                if times[n] is not None:
+                    verdict.append(f"beats {short[n]}" if slowest < times[n] else f"{short[n].upper()} FASTER")
+        else:
+            if stencil in ("2d5", "3d7") and nnz <= 1e6:
+                verdict.append("ratio ok" if ratio >= 1.8 else "RATIO < 1.8")
+            if op == "matrix-free" and nnz >= 1e7 and floor is not None:
+                verdict.append("floor ok" if floor <= 1.25 else "FLOOR > 1.25")
+            if times["cupy-cg"] is not None:
+                verdict.append("beats cupy" if slowest < times["cupy-cg"] else "CUPY FASTER")
         lines.append(f"{ksp:<6}{stencil:<8}{op:<12}{nnz:>10.3g} {fmt(s['min_s'])} {fmt(a['min_s'])} "
-                     f"{ratio:>6.2f} {unfused} {(f'{floor:8.2f}' if floor else '       -')} {fmt(cupy)} "
-                     f"{fmt(jax, w=8)}  {', '.join(verdict)}")
+                     f"{ratio:>6.2f} {unfused} {(f'{floor:8.2f}' if floor else '       -')} "
+                     + " ".join(fmt(times[n]) for n in names) + f"  {', '.join(verdict)}")
     return "\n".join(lines)
 
 
@@ -162,7 +176,9 @@ def main():
                     if pts:
                         ax.semilogx([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
                                     ls="-" if r_impl.endswith("async") else ":", label=f"{r_impl} {st} {op}")
-        if meta.get("copy_bandwidth_gbps"):
+        if meta.get("triad_bandwidth_gbps"):
+            ax.axhline(meta["triad_bandwidth_gbps"], color="k", lw=0.8, ls="--", label="STREAM triad (floor)")
+        elif meta.get("copy_bandwidth_gbps"):
             ax.axhline(meta["copy_bandwidth_gbps"], color="k", lw=0.8, ls="--", label="device copy")
         ax.set_xlabel("NNZ")
         ax.set_ylabel("GB/s (bytes of sluice's kernels)")

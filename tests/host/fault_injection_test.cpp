@@ -57,10 +57,10 @@ TEST_F(FaultInjection, FailedOperationIsReportedOnceAndTheContextRecovers) {
   std::vector<int> src(n, 5), back(n, 0);
   DeviceBuffer<int> d(ctx, n);
   host::fail_nth_operation(2);
-  memset(ctx, d, 0);         // 1st: runs
+  memset(ctx, d, 0);  // 1st: runs
   const int line = __LINE__ + 1;
-  copy(ctx, d, src);         // 2nd: fails
-  copy(ctx, back, d);        // skipped
+  copy(ctx, d, src);   // 2nd: fails
+  copy(ctx, back, d);  // skipped
   try {
     ctx.synchronize();
     FAIL() << "injected operation failure was lost";

@@ -46,11 +46,17 @@ inline Csr from_mat(const Mat& A) {
 
 /// The order in which a sum of n terms is formed.
 enum class SumOrder {
-  sequential,  // first to last (the host backend's order)
-  reversed,    // last to first
-  pairwise,    // recursive halving: sum(first half) + sum(second half)
-  blocked,     // the cuda backend's reductions: blocks of 256 terms, then the block partials
+  sequential,   // first to last (the host backend's order)
+  reversed,     // last to first
+  pairwise,     // recursive halving: sum(first half) + sum(second half)
+  blocked,      // the cuda backend's reductions: blocks of 256 terms, then the block partials
+  host_chunks,  // the host backend's: chunks of kHostChunk terms, each in four interleaved
+                // lanes ((l0 + l1) + (l2 + l3), term k of a chunk in lane k % 4), then the
+                // chunks' partials first to last
 };
+/// The host backend's chunk length (kChunk in its la kernels, src/la/host/lanes.hpp
+/// for the lanes).
+inline constexpr std::size_t kHostChunk = 1024;
 inline constexpr std::array<SumOrder, 4> kSumOrders = {SumOrder::sequential, SumOrder::reversed,
                                                        SumOrder::pairwise, SumOrder::blocked};
 inline const char* to_string(SumOrder o) {
@@ -63,6 +69,8 @@ inline const char* to_string(SumOrder o) {
       return "pairwise";
     case SumOrder::blocked:
       return "blocked";
+    case SumOrder::host_chunks:
+      return "host chunks";
   }
   return "?";
 }
@@ -125,6 +133,16 @@ double sum(std::size_t n, const Term& term, SumOrder order) {
       }
       return detail::block_combine(last);
     }
+    case SumOrder::host_chunks: {
+      double s = 0;
+      for (std::size_t lo = 0; lo < n; lo += kHostChunk) {
+        double lane[4] = {0, 0, 0, 0};
+        for (std::size_t k = lo; k < std::min(n, lo + kHostChunk); ++k)
+          lane[(k - lo) % 4] += term(k);
+        s += (lane[0] + lane[1]) + (lane[2] + lane[3]);
+      }
+      return s;
+    }
   }
   return 0.0;
 }
@@ -175,7 +193,7 @@ struct Options {
   double rtol = 1e-5, atol = 1e-50, dtol = 1e4;
   int max_it = 10000;
   // The orders of the sums, chosen independently (a device's SpMV and its reductions need not
-  // share one); sequential for both is the host backend's.
+  // share one); the host backend's rows are sequential and its dots and norms host_chunks.
   SumOrder row_order = SumOrder::sequential;  // of each row of A x
   SumOrder dot_order = SumOrder::sequential;  // of every dot product and norm
 };

@@ -17,10 +17,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.hpp"
 #include "la_problem.hpp"
+#include "options.hpp"
 #include "sluice/context.hpp"
 #include "sluice/error.hpp"
 #include "sluice/la.hpp"
@@ -42,7 +44,7 @@ struct BenchOptions {
   std::string modes = "sync,async";
   std::string op = "matrix-free";
   double min_nnz = 1e3;
-  double max_nnz = 0;  // 0: 1e8 on an accelerator, 1e6 on the host
+  double max_nnz = 0;  // 0: 1e8 on an accelerator, 1e7 on the host
   int per_decade = 2;
   int iterations = 20;
   int repeat = 10;
@@ -108,6 +110,45 @@ double copy_bandwidth(const Context& ctx) {
   return 2.0 * 4.0 * static_cast<double>(n) / best;
 }
 
+/// STREAM's triad a = b + s c on every hardware thread, over arrays far larger than the caches,
+/// each thread on its own slice (which it touched first, so its pages are near it): bytes read
+/// and written per second, 24 per element as STREAM counts them (write-allocate traffic is not
+/// counted, as in the la kernels' byte counts). The host's memory-bandwidth floor divides by it.
+double triad_bandwidth() {
+  const std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t n = std::size_t{1} << 24;  // 128 MiB per array
+  const auto a = std::make_unique_for_overwrite<double[]>(n);
+  const auto b = std::make_unique_for_overwrite<double[]>(n);
+  const auto c = std::make_unique_for_overwrite<double[]>(n);
+  auto sweep = [&](bool init) {
+    std::vector<std::thread> team;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t t = 0; t < threads; ++t) {
+      team.emplace_back([&, t] {
+        const std::size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        double* __restrict x = a.get();
+        const double* __restrict y = b.get();
+        const double* __restrict z = c.get();
+        if (init) {
+          for (std::size_t i = lo; i < hi; ++i) {
+            a[i] = 0;
+            b[i] = 1;
+            c[i] = 2;
+          }
+          return;
+        }
+        for (std::size_t i = lo; i < hi; ++i) x[i] = y[i] + 3.0 * z[i];
+      });
+    }
+    for (auto& th : team) th.join();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  (void)sweep(true);
+  double best = 1e300;
+  for (int r = 0; r < 10; ++r) best = std::min(best, sweep(false));
+  return 24.0 * static_cast<double>(n) / best;
+}
+
 /// The reference's baseline (000 §4, main_gpu): PETSc's KSPSolve_CG written with sluice's
 /// synchronous, unfused Vec and Mat calls, as a PETSc user's solver runs: per iteration eight
 /// operations and three reductions whose values the host waits for. Fixed iterations, Jacobi,
@@ -167,7 +208,12 @@ int run(const BenchOptions& o) {
   }
   Context ctx(ContextOptions{.device = device, .name = "bench"});
   const bool host = device.backend == "host";
-  const double max_nnz = o.max_nnz > 0 ? o.max_nnz : (host ? 1e6 : 1e8);
+  const double max_nnz = o.max_nnz > 0 ? o.max_nnz : (host ? 1e7 : 1e8);
+  if (max_nnz < o.min_nnz) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("--max-nnz ({:g}) is below --min-nnz ({:g}); raise --max-nnz", max_nnz,
+                            o.min_nnz));
+  }
 
   std::vector<Stencil> stencils;
   for (const auto& s : split(o.stencils)) stencils.push_back(parse_stencil(s));
@@ -208,8 +254,13 @@ int run(const BenchOptions& o) {
   out["pc"] = "jacobi";
   out["repeat"] = o.repeat;
   out["check_every"] = o.check_every;
-  const double bandwidth = copy_bandwidth(ctx);
-  out["copy_bandwidth_gbps"] = bandwidth / 1e9;
+  const double copy_bw = copy_bandwidth(ctx);
+  out["copy_bandwidth_gbps"] = copy_bw / 1e9;
+  // The floor's bandwidth: on a GPU its copy bandwidth; on the host STREAM's triad on every core
+  // (the host's copy is one thread's memmove, which one core cannot saturate).
+  const double bandwidth = host ? triad_bandwidth() : copy_bw;
+  if (host) out["triad_bandwidth_gbps"] = bandwidth / 1e9;
+  out["floor_bandwidth"] = host ? "triad" : "copy";
   out["results"] = nlohmann::ordered_json::array();
 
   const std::size_t baselines =
@@ -355,10 +406,10 @@ int run(const BenchOptions& o) {
   std::ofstream(o.json) << out.dump(1) << "\n";
 
   fmt::print(
-      "device {} ({}), {} Jacobi iterations, min of {} solves after a warm-up; copy "
-      "bandwidth {:.0f} GB/s\n",
+      "device {} ({}), {} Jacobi iterations, min of {} solves after a warm-up; {} "
+      "bandwidth {:.1f} GB/s\n",
       out["device"].get<std::string>(), out["device_name"].get<std::string>(), o.iterations,
-      o.repeat, bandwidth / 1e9);
+      o.repeat, host ? "triad" : "copy", bandwidth / 1e9);
   fmt::print("{:<40} {:>10}", "problem", "nnz");
   for (auto m : modes) fmt::print(" {:>12}", std::string(to_string(m)) + " ms");
   if (modes.size() == 2) fmt::print(" {:>9}", "ratio");
@@ -411,15 +462,24 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--ksp", o->ksps, "Comma-separated solvers")->capture_default_str();
   app->add_option("--modes", o->modes, "Comma-separated modes")->capture_default_str();
   app->add_option("--operator", o->op, "matrix-free, csr or both")->capture_default_str();
-  app->add_option("--min-nnz", o->min_nnz, "Smallest problem (nonzeros)")->capture_default_str();
-  app->add_option("--max-nnz", o->max_nnz, "Largest problem (default 1e8 on a GPU, 1e6 on host)");
+  app->add_option("--min-nnz", o->min_nnz, "Smallest problem (nonzeros)")
+      ->capture_default_str()
+      ->check(positive_real());
+  app->add_option("--max-nnz", o->max_nnz, "Largest problem (default 1e8 on a GPU, 1e7 on host)")
+      ->check(positive_real());
   app->add_option("--per-decade", o->per_decade, "Sizes per decade of nonzeros")
-      ->capture_default_str();
-  app->add_option("--iterations", o->iterations, "Iterations per solve")->capture_default_str();
-  app->add_option("--repeat", o->repeat, "Timed solves per configuration")->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(1, 100));
+  app->add_option("--iterations", o->iterations, "Iterations per solve")
+      ->capture_default_str()
+      ->check(whole_number(1, 1000000));
+  app->add_option("--repeat", o->repeat, "Timed solves per configuration")
+      ->capture_default_str()
+      ->check(whole_number(1, 1000000));
   app->add_option("--check-every", o->check_every,
                   "Async convergence check interval (0: the solver's choice)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0, 1 << 20));
   app->add_option("--json", o->json, "Output file")->capture_default_str();
   app->add_flag("--check-sweep", o->check_sweep,
                 "Also time converging async solves for several check intervals");

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "la_problem.hpp"
+#include "options.hpp"
 #include "sluice/context.hpp"
 #include "sluice/la.hpp"
 #include "sluice/platform.hpp"
@@ -178,7 +179,7 @@ Command add_solve_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--n", o->n, "Grid points per dimension (n^2 or n^3 unknowns)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(2, 1 << 20));
   app->add_flag("--csr", o->csr, "Assemble the stencil as CSR instead of matrix-free");
   app->add_option("--matrix", o->matrix, "A Matrix Market file instead of a stencil")
       ->check(CLI::ExistingFile);
@@ -192,17 +193,27 @@ Command add_solve_command(CLI::App& parent) {
   app->add_option("--norm-type", o->norm_type,
                   "preconditioned, unpreconditioned, natural (cg) or none (with --fixed)")
       ->capture_default_str();
-  app->add_option("--rtol", o->rtol, "Relative tolerance")->capture_default_str();
-  app->add_option("--atol", o->atol, "Absolute tolerance")->capture_default_str();
-  app->add_option("--divtol", o->dtol, "Divergence tolerance")->capture_default_str();
-  app->add_option("--max-it", o->max_it, "Maximum iterations")->capture_default_str();
+  app->add_option("--rtol", o->rtol, "Relative tolerance")
+      ->capture_default_str()
+      ->check(positive_real(true));
+  app->add_option("--atol", o->atol, "Absolute tolerance")
+      ->capture_default_str()
+      ->check(positive_real(true));
+  app->add_option("--divtol", o->dtol, "Divergence tolerance")
+      ->capture_default_str()
+      ->check(positive_real(true));
+  app->add_option("--max-it", o->max_it, "Maximum iterations")
+      ->capture_default_str()
+      ->check(whole_number(1, 1 << 30));
   app->add_flag("--fixed", o->fixed, "Run exactly --max-it iterations (KSPConvergedSkip)");
   app->add_option("--check-every", o->check_every,
                   "Async: iterations per convergence check (0: the solver's choice)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0, 1 << 20));
   app->add_option("--repeat", o->repeat,
                   "Timed solves; above 1, after one warm-up solve (min and median)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(1, 1000000));
   app->add_flag("--monitor", o->monitor, "Print the residual norm of every iteration");
   app->add_flag("--json", o->json, "Print one JSON object");
   return {app, [o] { return run(*o); }};

@@ -45,8 +45,12 @@ void maybe_fail_operation() {
 
 namespace sluice::host {
 
-void fail_nth_allocation(std::uint64_t n) { detail::host::allocation_countdown.store(n); }
-void fail_nth_operation(std::uint64_t n) { detail::host::operation_countdown.store(n); }
+void fail_nth_allocation(std::uint64_t n) {
+  detail::host::allocation_countdown.store(n);
+}
+void fail_nth_operation(std::uint64_t n) {
+  detail::host::operation_countdown.store(n);
+}
 void clear_faults() {
   fail_nth_allocation(0);
   fail_nth_operation(0);

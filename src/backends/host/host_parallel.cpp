@@ -1,5 +1,7 @@
 #include "backends/host/host_parallel.hpp"
 
+#include "backends/host/spin_wait.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -52,13 +54,15 @@ class Pool {
     if (!threads_.empty()) {
       std::lock_guard lock(mutex_);
       jobs_.push_back(job);
+      queued_.store(jobs_.size(), std::memory_order_release);
+      if (sleepers_ > 0) wake_.notify_all();
     }
-    wake_.notify_all();
     job->work();
-    {
+    // The other threads are finishing their last chunks: spin for them, sleep if they take long.
+    auto finished = [&] { return job->done.load(std::memory_order_acquire) == job->chunks; };
+    if (!spin_until(finished)) {
       std::unique_lock lock(job->mutex);
-      job->finished.wait(lock,
-                         [&] { return job->done.load(std::memory_order_acquire) == job->chunks; });
+      job->finished.wait(lock, finished);
     }
     retire(job.get());
   }
@@ -69,13 +73,20 @@ class Pool {
   void serve() {
     for (;;) {
       std::shared_ptr<Job> job;
+      // Kernels of a solve follow each other within microseconds: spin before sleeping.
+      (void)spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
       {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return !jobs_.empty(); });
+        if (jobs_.empty()) {
+          ++sleepers_;
+          wake_.wait(lock, [&] { return !jobs_.empty(); });
+          --sleepers_;
+        }
         job = jobs_.front();
         // Rotate so that concurrent jobs of several contexts share the threads.
         jobs_.pop_front();
         if (job->next.load(std::memory_order_relaxed) < job->chunks) jobs_.push_back(job);
+        queued_.store(jobs_.size(), std::memory_order_release);
       }
       job->work();
       retire(job.get());
@@ -85,11 +96,14 @@ class Pool {
   void retire(const Job* job) {
     std::lock_guard lock(mutex_);
     std::erase_if(jobs_, [&](const std::shared_ptr<Job>& j) { return j.get() == job; });
+    queued_.store(jobs_.size(), std::memory_order_release);
   }
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<std::size_t> queued_{0};  // jobs_.size(), for spinning without the lock
+  int sleepers_ = 0;                    // threads waiting on wake_
   std::vector<std::thread> threads_;
 };
 

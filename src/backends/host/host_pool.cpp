@@ -12,7 +12,9 @@
 namespace sluice::detail::host {
 namespace {
 constexpr std::size_t kAlign = 256;
-std::size_t round_up(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 std::size_t physical_memory() {
@@ -29,7 +31,9 @@ void check_allocation_size(std::size_t bytes, const char* what) {
   }
 }
 
-HostPool::~HostPool() { trim_locked(0); }
+HostPool::~HostPool() {
+  trim_locked(0);
+}
 
 void* HostPool::allocate(std::size_t bytes) {
   maybe_fail_allocation(bytes);

@@ -39,7 +39,7 @@ class HostPool {
   void trim_locked(std::size_t keep_bytes);
 
   std::mutex mutex_;
-  std::multimap<std::size_t, void*> cached_;  // by block size
+  std::multimap<std::size_t, void*> cached_;      // by block size
   std::unordered_map<void*, std::size_t> sizes_;  // every block the pool owns
   std::size_t cached_bytes_ = 0;
   std::size_t in_use_bytes_ = 0;

@@ -10,6 +10,7 @@
 
 #include "backends/host/faults.hpp"
 #include "backends/host/host_pool.hpp"
+#include "backends/host/spin_wait.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
@@ -17,54 +18,121 @@ namespace sluice::detail::host {
 std::uint64_t Queue::push(Op op) {
   std::lock_guard lock(mutex);
   ops.push_back(std::move(op));
-  work_cv.notify_one();
-  return ++pushed;
+  const std::uint64_t n = pushed.load(std::memory_order_relaxed) + 1;
+  pushed.store(n, std::memory_order_release);
+  if (worker_sleeps) work_cv.notify_one();
+  return n;
 }
 
-void Queue::wait_done(std::uint64_t target) {
-  std::unique_lock lock(mutex);
-  if (done >= target) return;
-  if (std::this_thread::get_id() == worker) {
-    throw Error(Errc::invalid_state,
-                "a host task waited for work queued after it on its own context; this would "
-                "deadlock. Wait only from the issuing thread or from another context");
+namespace {
+// Operations of any queue the calling thread is running (nested: a helping waiter inside one).
+thread_local int t_running_ops = 0;
+}  // namespace
+
+void Queue::run_op(Op& op) {
+  ++t_running_ops;
+  if (op.essential || !failures->skip(op.seq)) {
+    try {
+      if (!op.essential) maybe_fail_operation();
+      op.fn();
+    } catch (const std::exception& e) {
+      failures->fail({op.seq, op.what, op.where}, e.what());
+    } catch (...) {
+      failures->fail({op.seq, op.what, op.where}, "an exception not derived from std::exception");
+    }
   }
-  done_cv.wait(lock, [&] { return done >= target; });
+  op.fn = nullptr;  // release captures before completion becomes visible
+  --t_running_ops;
 }
 
-bool Queue::is_done(std::uint64_t target) {
-  std::lock_guard lock(mutex);
-  return done >= target;
-}
-
-void Queue::run_worker() {
-  for (;;) {
-    Op op;
-    {
-      std::unique_lock lock(mutex);
-      work_cv.wait(lock, [&] { return stop || !ops.empty(); });
-      if (ops.empty()) return;
-      op = std::move(ops.front());
-      ops.pop_front();
-    }
-    if (op.essential || !failures->skip(op.seq)) {
-      try {
-        if (!op.essential) maybe_fail_operation();
-        op.fn();
-      } catch (const std::exception& e) {
-        failures->fail({op.seq, op.what, op.where}, e.what());
-      } catch (...) {
-        failures->fail({op.seq, op.what, op.where}, "an exception not derived from std::exception");
-      }
-    }
-    op.fn = nullptr;  // release captures before completion becomes visible
+void Queue::complete_one() {
+  done.fetch_add(1);
+  if (sleepers.load() > 0) {
     std::lock_guard lock(mutex);
-    ++done;
     done_cv.notify_all();
   }
 }
 
-void HostEvent::synchronize() { queue_->wait_done(target_); }
+bool Queue::runs_here() {
+  std::lock_guard lock(mutex);
+  return running && runner == std::this_thread::get_id();
+}
+
+void Queue::help(std::uint64_t target) {
+  std::unique_lock lock(mutex);
+  if (running || ops.empty()) return;
+  running = true;
+  runner = std::this_thread::get_id();
+  while (done.load() < target && !ops.empty()) {
+    Op op = std::move(ops.front());
+    ops.pop_front();
+    lock.unlock();
+    run_op(op);
+    complete_one();
+    lock.lock();
+  }
+  running = false;
+  if (worker_sleeps) work_cv.notify_one();  // it may run what is left, or stop
+}
+
+void Queue::wait_done(std::uint64_t target) {
+  if (done.load(std::memory_order_acquire) >= target) return;
+  if (t_running_ops == 0) help(target);
+  if (spin_until([&] { return done.load(std::memory_order_acquire) >= target; })) return;
+  std::unique_lock lock(mutex);
+  if (done.load() >= target) return;
+  if (running && runner == std::this_thread::get_id()) {
+    throw Error(Errc::invalid_state,
+                "a host task waited for work queued after it on its own context; this would "
+                "deadlock. Wait only from the issuing thread or from another context");
+  }
+  sleepers.fetch_add(1);
+  done_cv.wait(lock, [&] { return done.load() >= target; });
+  sleepers.fetch_sub(1);
+}
+
+bool Queue::is_done(std::uint64_t target) {
+  return done.load(std::memory_order_acquire) >= target;
+}
+
+void Queue::run_worker() {
+  std::deque<Op> batch;
+  for (;;) {
+    // Between two batches done is the number popped, so pushed > done means work is queued (or
+    // being run by a helping waiter).
+    (void)spin_until([&] {
+      return pushed.load(std::memory_order_acquire) > done.load(std::memory_order_relaxed) ||
+             stop.load(std::memory_order_relaxed);
+    });
+    {
+      // Everything queued at once: one lock for the batch, less contention with the issuer.
+      std::unique_lock lock(mutex);
+      auto may_run = [&] {
+        return !running && (!ops.empty() || stop.load(std::memory_order_relaxed));
+      };
+      if (!may_run()) {
+        worker_sleeps = true;
+        work_cv.wait(lock, may_run);
+        worker_sleeps = false;
+      }
+      if (ops.empty()) return;
+      running = true;
+      runner = std::this_thread::get_id();
+      batch.swap(ops);
+    }
+    while (!batch.empty()) {
+      run_op(batch.front());
+      batch.pop_front();
+      complete_one();
+    }
+    std::lock_guard lock(mutex);
+    running = false;
+  }
+}
+
+void HostEvent::synchronize() {
+  queue_->wait_done(target_);
+}
 
 double HostEvent::elapsed_ms_since(const EventImpl& start) {
   const auto* s = dynamic_cast<const HostEvent*>(&start);
@@ -100,12 +168,12 @@ HostStream::HostStream(const StreamConfig& config, HostPool& pool)
 HostStream::~HostStream() {
   {
     std::lock_guard lock(queue_->mutex);
-    queue_->stop = true;
+    queue_->stop.store(true, std::memory_order_relaxed);
     queue_->work_cv.notify_one();
   }
-  // The last handle of a context may be dropped by one of its own host tasks; the worker then
-  // finishes the queue on its own.
-  if (worker_.get_id() == std::this_thread::get_id()) {
+  // The last handle of a context may be dropped by one of its own host tasks (on the worker, or
+  // on a waiter running the queue's operations); the worker then finishes the queue on its own.
+  if (worker_.get_id() == std::this_thread::get_id() || queue_->runs_here()) {
     worker_.detach();
   } else {
     worker_.join();
@@ -117,7 +185,9 @@ void HostStream::push(std::function<void()> fn, const OpInfo& op, bool essential
   queue_->push({std::move(fn), op.seq, std::string(op.what), op.where, essential});
 }
 
-void HostStream::host_task(std::function<void()> fn, const OpInfo& op) { push(std::move(fn), op); }
+void HostStream::host_task(std::function<void()> fn, const OpInfo& op) {
+  push(std::move(fn), op);
+}
 
 void HostStream::copy(void* dst, const void* src, std::size_t bytes, const OpInfo& op) {
   push([=] { std::memmove(dst, src, bytes); }, op);
@@ -181,10 +251,7 @@ void HostStream::deallocate(void* ptr, std::size_t) noexcept {
 }
 
 std::shared_ptr<EventImpl> HostStream::record(bool timing, const OpInfo& op) {
-  if (!timing) {
-    std::lock_guard lock(queue_->mutex);
-    return std::make_shared<HostEvent>(queue_, queue_->pushed);
-  }
+  if (!timing) return std::make_shared<HostEvent>(queue_, queue_->pushed.load());
   auto stamp = std::make_shared<std::chrono::steady_clock::time_point>();
   auto target = queue_->push(
       {[stamp] { *stamp = std::chrono::steady_clock::now(); }, op.seq, "record", op.where, true});
@@ -206,17 +273,11 @@ void HostStream::wait(const std::shared_ptr<EventImpl>& event, const OpInfo& op)
 }
 
 bool HostStream::query() {
-  std::lock_guard lock(queue_->mutex);
-  return queue_->done == queue_->pushed;
+  return queue_->done.load(std::memory_order_acquire) == queue_->pushed.load();
 }
 
 void HostStream::synchronize() {
-  std::uint64_t target;
-  {
-    std::lock_guard lock(queue_->mutex);
-    target = queue_->pushed;
-  }
-  queue_->wait_done(target);
+  queue_->wait_done(queue_->pushed.load());
 }
 
 }  // namespace sluice::detail::host

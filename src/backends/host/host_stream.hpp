@@ -1,6 +1,7 @@
 #pragma once
 // A host-backend stream: one worker thread draining a FIFO of operations.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -28,25 +29,47 @@ struct Queue {
     bool essential = false;  // runs even after a failure (frees, waits, timing); never injected
   };
 
+  // pushed and stop change under `mutex`; done only by the thread running operations (the
+  // worker, or a waiter helping). All three are atomic so that the worker (waiting for work) and
+  // waiters (waiting for completion) can spin on them before they sleep; `sleepers` and `done`
+  // pair up as in Dekker's protocol (both sequentially consistent) so that the runner locks the
+  // mutex to wake waiters only when one sleeps.
   std::mutex mutex;
   std::condition_variable work_cv;
   std::condition_variable done_cv;
   std::deque<Op> ops;
-  std::uint64_t pushed = 0;  // ops ever pushed
-  std::uint64_t done = 0;    // ops completed, in order
-  bool stop = false;
+  std::atomic<std::uint64_t> pushed{0};  // ops ever pushed
+  std::atomic<std::uint64_t> done{0};    // ops completed, in order
+  std::atomic<bool> stop{false};
+  bool worker_sleeps = false;    // the worker waits on work_cv
+  std::atomic<int> sleepers{0};  // threads waiting on done_cv
+  bool running = false;          // a thread runs operations: the worker, or a waiter helping
+  std::thread::id runner;        // which one, while running
   std::thread::id worker;
   std::shared_ptr<FailureState> failures;
 
   std::uint64_t push(Op op);
+  /// Waits until `target` operations completed. A thread that runs no operation itself (the
+  /// issuing thread of a sync solve) runs the queued ones up to `target` when nobody else does:
+  /// no hand-off at all, and no dependence on the worker being scheduled.
   void wait_done(std::uint64_t target);
   [[nodiscard]] bool is_done(std::uint64_t target);
   void run_worker();
+  /// True if the calling thread is running one of this queue's operations.
+  [[nodiscard]] bool runs_here();
+
+ private:
+  void run_op(Op& op);
+  /// Marks one more operation complete and wakes sleeping waiters (lock held or not).
+  void complete_one();
+  /// Runs queued operations on the calling thread until `target` completed or none is left.
+  void help(std::uint64_t target);
 };
 
 class HostEvent final : public EventImpl {
  public:
-  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target) : queue_(std::move(queue)), target_(target) {}
+  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target)
+      : queue_(std::move(queue)), target_(target) {}
   bool query() override { return queue_->is_done(target_); }
   void synchronize() override;
   double elapsed_ms_since(const EventImpl& start) override;

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
+#include "la/host/lanes.hpp"
+#include "la/host/stencil.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 
@@ -14,17 +16,21 @@ namespace {
 namespace m = la_math;
 using Sums = std::array<double, m::kMaxSums>;
 
-// Elements (or matrix rows) per chunk. Reductions sum within a chunk in index order and then the
-// chunks' partial sums in chunk order, so a result depends on the length only, never on how
-// many threads took part.
-constexpr std::size_t kChunk = 16384;
+// Elements (or matrix rows) per chunk. Reductions sum within a chunk in four lanes
+// (lanes.hpp) and then the chunks' partial sums in chunk order, so a result depends on the
+// length only, never on how many threads took part (tests/la/la_reference.hpp,
+// SumOrder::host_chunks, sums the same way). Small enough that both cores share a loop of 2e3
+// elements (the pool's hand-off costs well under a microsecond when its threads spin): a CG
+// iteration at 1e4 nonzeros runs on two cores.
+constexpr std::size_t kChunk = 1024;
 
 std::size_t chunks_of(std::size_t n) {
   return (n + kChunk - 1) / kChunk;
 }
 
 /// Runs `body(lo, hi, acc)` over [0, n) in chunks, combining each chunk's `acc` (nsums values,
-/// started at `identity`) in chunk order. Small loops run on the calling worker alone.
+/// started at `identity`) in chunk order. A loop of one chunk runs on the calling worker alone;
+/// two chunks already gain from the pool, whose threads wait for work spinning (spin_wait.hpp).
 template <class Body>
 Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
   Sums total;
@@ -39,11 +45,7 @@ Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
     partial[c].fill(identity);
     body(c * kChunk, std::min(n, (c + 1) * kChunk), partial[c].data());
   };
-  if (chunks <= 2) {
-    for (std::size_t c = 0; c < chunks; ++c) run(c);
-  } else {
-    parallel_chunks(chunks, run);
-  }
+  parallel_chunks(chunks, run);
   for (const auto& p : partial) {
     for (int k = 0; k < m::kMaxSums; ++k) total[k] = m::combine(combine, total[k], p[k]);
   }
@@ -58,39 +60,67 @@ void finish(const LaSums& sums, const Sums& values, int count) {
   if (sums.state != nullptr) ksp_logic::finalize(sums.finalize, *sums.state, values.data());
 }
 
-/// Rows [lo, hi) of a matrix-vector product; returns the epilogue's sum.
-double matvec_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
-                   std::size_t hi) {
-  double acc = 0;
-  if (!a.A.is_stencil) {
-    for (std::size_t i = lo; i < hi; ++i) {
-      const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
-      acc += m::finish_row(a, in, v, scalar, i);
-    }
-    return acc;
-  }
-  const auto& s = a.A.stencil;
-  const auto first = static_cast<std::int64_t>(lo);
-  std::int64_t ix = first % s.nx;
-  std::int64_t iy = (first / s.nx) % s.ny;
-  std::int64_t iz = first / (s.nx * s.ny);
-  for (std::size_t i = lo; i < hi; ++i) {
-    const double v = m::stencil_row(s, in, ix, iy, iz, static_cast<std::int64_t>(i));
-    acc += m::finish_row(a, in, v, scalar, i);
-    if (++ix == s.nx) {
-      ix = 0;
-      if (++iy == s.ny) {
-        iy = 0;
-        ++iz;
-      }
-    }
-  }
-  return acc;
+/// Rows [lo, hi) (one chunk) of a CSR product; returns the epilogue's sum (in lanes).
+double csr_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
+                std::size_t hi) {
+  Lanes lanes;
+  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* acc) SLUICE_LANE_BODY {
+    const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
+    acc[0] += m::finish_row(a, in, v, scalar, i);
+  });
+  return lanes.total(0);
 }
 
 std::size_t rows_of(const LaOperator& A) {
   return static_cast<std::size_t>(A.is_stencil ? A.stencil.nx * A.stencil.ny * A.stencil.nz
                                                : A.csr.rows);
+}
+
+/// A matrix-vector product, run by the calling thread and the pool.
+void run_matvec(const LaMatvecArgs& a) {
+  if (!ksp_logic::guard_runs(a.sums.state, false)) return;
+  const double scalar = m::value(a.a);
+  const std::size_t n = rows_of(a.A);
+  Sums sums;
+  if (a.A.is_stencil) {
+    sums = m::with_stencil_kind(a.A.stencil.kind, [&](auto kind) {
+      return with_fixed_input(a, [&](const auto& in) {
+        return chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+          acc[0] += stencil_rows<decltype(kind)::value>(a, in, scalar, lo, hi);
+        });
+      });
+    });
+  } else {
+    const auto in = m::input_of(a);
+    sums = chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      acc[0] += csr_rows(a, in, scalar, lo, hi);
+    });
+  }
+  finish(a.sums, sums, m::matvec_sums(a.epilogue));
+}
+
+/// A fused solver step, run by the calling thread and the pool.
+void run_fused(const LaFusedArgs& f) {
+  const bool dx = f.op == LaFusedOp::tf_dx;
+  if (!ksp_logic::guard_runs(f.sums.state, dx)) return;
+  const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
+  double s[4];
+  for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
+  const auto sums = m::with_fused_op(f.op, [&](auto o) {
+    return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      // The sums in local lanes and the arguments in a local copy: through `acc` and `f`, which
+      // may alias the vectors for all the compiler knows, every element would store and reload
+      // them.
+      Lanes lanes;
+      const LaFusedArgs g = f;
+      const double t[4] = {s[0], s[1], s[2], s[3]};
+      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) SLUICE_LANE_BODY {
+        m::fused_elem<decltype(o)::value>(g, t, steps, i, sums);
+      });
+      for (int k = 0; k < m::kMaxSums; ++k) acc[k] += lanes.total(k);
+    });
+  });
+  finish(f.sums, sums, m::fused_sums(f.op));
 }
 
 class HostLaKernels final : public LaKernels {
@@ -113,6 +143,15 @@ class HostLaKernels final : public LaKernels {
           const auto c = m::combine_of(a.op);
           const auto sums =
               chunked(a.n, c, m::identity_of(c), [&](std::size_t lo, std::size_t hi, double* acc) {
+                if (c == m::Combine::sum) {  // in lanes, as every host sum
+                  Lanes lanes;
+                  const LaReduceArgs r = a;
+                  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* l) SLUICE_LANE_BODY {
+                    l[0] += m::reduce_elem(r, i);
+                  });
+                  acc[0] += lanes.total(0);
+                  return;
+                }
                 double v = acc[0];
                 for (std::size_t i = lo; i < hi; ++i) v = m::combine(c, v, m::reduce_elem(a, i));
                 acc[0] = v;
@@ -123,37 +162,26 @@ class HostLaKernels final : public LaKernels {
   }
 
   void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) override {
-    stream.host_task(
-        [a = args] {
-          if (!ksp_logic::guard_runs(a.sums.state, false)) return;
-          const double scalar = m::value(a.a);
-          const auto in = m::input_of(a);
-          const auto sums = chunked(rows_of(a.A), m::Combine::sum, 0.0,
-                                    [&](std::size_t lo, std::size_t hi, double* acc) {
-                                      acc[0] += matvec_rows(a, in, scalar, lo, hi);
-                                    });
-          finish(a.sums, sums, m::matvec_sums(a.epilogue));
-        },
-        op);
+    stream.host_task([a = args] { run_matvec(a); }, op);
   }
 
   void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) override {
+    stream.host_task([f = args] { run_fused(f); }, op);
+  }
+
+  // A block as one host task: its steps follow each other on the worker without a hand-off
+  // through the queue, as the cuda backend runs a block as one cooperative kernel.
+  void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
     stream.host_task(
-        [f = args] {
-          const bool dx = f.op == LaFusedOp::tf_dx;
-          if (!ksp_logic::guard_runs(f.sums.state, dx)) return;
-          const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
-          double s[4];
-          for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
-          const auto sums = m::with_fused_op(f.op, [&](auto o) {
-            return chunked(f.n, m::Combine::sum, 0.0,
-                           [&](std::size_t lo, std::size_t hi, double* acc) {
-                             for (std::size_t i = lo; i < hi; ++i) {
-                               m::fused_elem<decltype(o)::value>(f, s, steps, i, acc);
-                             }
-                           });
-          });
-          finish(f.sums, sums, m::fused_sums(f.op));
+        [a = args] {
+          LaMatvecArgs direction;
+          LaFusedArgs update;
+          for (std::int32_t k = 0; k < a.iterations; ++k) {
+            cg_block_step(a, k, direction, update);
+            run_matvec(direction);
+            run_fused(update);
+          }
+          if (a.mirror != nullptr) *a.mirror = *a.direction.sums.state;
         },
         op);
   }

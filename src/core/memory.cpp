@@ -11,12 +11,13 @@ using detail::Tracker;
 RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::source_location loc)
     : ctx_(ctx.shared_impl()), bytes_(bytes) {
   if (bytes == 0) return;
-  const auto seq = ctx_->enqueue("allocate", loc,
-                                 [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
+  // Never recorded by a capture: the buffer's memory must exist now and belongs to the buffer.
+  const auto seq = ctx_->enqueue_eager(
+      "allocate", loc, [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
   try {
     // Work on other contexts waits for the stream-ordered allocation.
-    id_ = Tracker::instance().register_memory(
-        ptr_, {MemoryType::device, bytes, 1, ctx_->device()}, ctx_, seq, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::device, bytes, 1, ctx_->device()},
+                                              ctx_, seq, loc);
   } catch (...) {
     ctx_->deallocate(ptr_, bytes_);
     throw;
@@ -26,9 +27,8 @@ RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::sou
 
 RawDeviceBuffer::~RawDeviceBuffer() {
   if (ptr_ == nullptr) return;
-  Tracker::instance().retire(id_, ctx_, [p = ptr_, n = bytes_](ContextImpl& c) {
-    c.deallocate(p, n);
-  });
+  Tracker::instance().retire(id_, ctx_,
+                             [p = ptr_, n = bytes_](ContextImpl& c) { c.deallocate(p, n); });
 }
 
 RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::source_location loc)
@@ -36,8 +36,8 @@ RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::s
   if (bytes == 0) return;
   ptr_ = backend_->allocate_pinned(bytes);
   try {
-    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device},
-                                              nullptr, 0, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device}, nullptr,
+                                              0, loc);
   } catch (...) {
     backend_->deallocate_pinned(ptr_);
     throw;
@@ -83,6 +83,17 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
     throw Error(Errc::invalid_argument, "copy: null pointer with a non-empty size", loc);
   }
   auto& c = ctx.impl();
+  if (c.capturing()) {
+    // A graph replays the copy later: pageable memory would be read or written at launch time
+    // without the staging that makes an eager copy safe, so only sluice memory is allowed.
+    auto& t = Tracker::instance();
+    for (const void* p : {static_cast<const void*>(dst), src}) {
+      auto m = t.find_memory(p);
+      if (!m || m->attributes.type == MemoryType::host) {
+        c.refuse_if_capturing("a copy from or to pageable host memory (use a PinnedBuffer)", loc);
+      }
+    }
+  }
   Tracker::instance().run(
       c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
         c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
@@ -95,8 +106,7 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
   Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
-    c.enqueue("memset", loc,
-              [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
+    c.enqueue("memset", loc, [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
   });
 }
 

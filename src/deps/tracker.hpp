@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
-#include <limits>
 #include <mutex>
-#include <tuple>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -38,13 +38,6 @@ struct Segment {
   std::size_t end = 0;
   MarkRef writer;
   std::vector<MarkRef> readers;  // at most one per timeline: the latest
-};
-
-/// One access of an operation: which object, which bytes, how.
-struct AccessSpec {
-  ObjectId id = 0;
-  ByteRange range;
-  Access mode = Access::read;
 };
 
 class Tracker {
@@ -144,6 +137,9 @@ class Tracker {
   std::shared_ptr<ContextImpl> release_target(const std::shared_ptr<ContextImpl>& home,
                                               const std::vector<Mark*>& deps);
   static bool complete(const Mark& m);
+  /// Capture guard: throws (through the capture) if any of `deps` is being captured.
+  static void refuse_if_captured(const std::vector<Mark*>& deps, std::string_view what,
+                                 std::source_location loc);
   /// Host-side wait on `deps`; reports a failure (once) if `report`.
   void wait_on_host(std::unique_lock<std::mutex>& lock, std::vector<Mark*>& deps, bool report,
                     std::source_location loc);
@@ -153,7 +149,6 @@ class Tracker {
   void wait_host_quietly(ObjectId id) noexcept;
 
  private:
-
   std::mutex mutex_;
   std::unordered_map<ObjectId, Object> objects_;
   std::map<std::uintptr_t, Region> regions_;  // by base address

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backends/host/faults.hpp"
+#include "backends/host/host_graph.hpp"
 #include "backends/host/host_la.hpp"
 #include "backends/host/host_pool.hpp"
 #include "backends/host/host_scalar.hpp"
@@ -62,8 +63,8 @@ class HostBackend final : public Backend {
     check_allocation_size(bytes, "pinned memory");
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) {
-      throw OutOfMemory(bytes, "host: cannot allocate " + std::to_string(bytes) +
-                                   " bytes of pinned memory");
+      throw OutOfMemory(
+          bytes, "host: cannot allocate " + std::to_string(bytes) + " bytes of pinned memory");
     }
     counters().pinned_allocations.fetch_add(1);
     return p;
@@ -90,6 +91,12 @@ class HostBackend final : public Backend {
   ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
   LaKernels* la_kernels() override { return &host::la_kernels(); }
 
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+                                                     int device) override {
+    check_device(device);
+    return instantiate_host_graph(graph);
+  }
+
  private:
   static void check_device(int device) {
     if (device != 0) {
@@ -103,6 +110,8 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
-std::shared_ptr<Backend> make_backend() { return std::make_shared<HostBackend>(); }
+std::shared_ptr<Backend> make_backend() {
+  return std::make_shared<HostBackend>();
+}
 
 }  // namespace sluice::detail::host

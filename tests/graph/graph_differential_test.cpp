@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <random>
 #include <vector>
 
 #include "backend_param.hpp"
+#include "graph/graph_data.hpp"
 #include "sluice/graph.hpp"
 
 namespace sluice::test {
@@ -75,6 +77,28 @@ void issue(const std::vector<Context>& ctxs, const std::vector<Op>& ops, State& 
   for (int c = 1; c < kContexts; ++c) ctxs[0].wait_for(ctxs[c]);
 }
 
+/// The program run sequentially on the host: what both runs must give.
+void simulate(const std::vector<Op>& ops, std::vector<std::vector<std::uint8_t>>& bufs,
+              double& acc) {
+  for (const auto& o : ops) {
+    switch (o.kind) {
+      case 0:
+        std::fill_n(bufs[o.dst].begin() + static_cast<std::ptrdiff_t>(o.off), o.len,
+                    static_cast<std::uint8_t>(o.value));
+        break;
+      case 1:
+        std::copy_n(bufs[o.src].begin() + static_cast<std::ptrdiff_t>(o.off), o.len,
+                    bufs[o.dst].begin() + static_cast<std::ptrdiff_t>(o.off2));
+        break;
+      case 3:
+        acc = acc * 0.5 + static_cast<double>(o.value);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 class GraphDifferentialTest : public BackendTest {
  protected:
   std::vector<Context> contexts() const {
@@ -115,11 +139,40 @@ TEST_P(GraphDifferentialTest, CapturedProgramsMatchEagerOnes) {
     const auto ops = random_program(seed, nops);
     State eager = make_state(ctxs[0], seed);
     State captured = make_state(ctxs[0], seed);
+    double expected_acc = 0;
+    auto expected = contents(ctxs[0], eager, &expected_acc);
     Graph g;
     {
       Capture cap(ctxs[0], "program " + std::to_string(seed));
       issue(ctxs, ops, captured);
       g = cap.end();
+    }
+    // Every two nodes whose declared accesses conflict must be ordered by a path.
+    {
+      const auto n = g.size();
+      std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
+      for (auto [a, b] : g.edges()) reach[a][b] = 1;
+      for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t i = 0; i < n; ++i)
+          if (reach[i][k])
+            for (std::size_t j = 0; j < n; ++j)
+              if (reach[k][j]) reach[i][j] = 1;
+      auto data = g.data();
+      for (std::uint32_t i = 0; i < n; ++i) {
+        for (std::uint32_t j = i + 1; j < n; ++j) {
+          for (const auto& u : data->nodes[i].uses) {
+            for (const auto& v : data->nodes[j].uses) {
+              if (u.id != v.id) continue;
+              if (u.mode == Access::read && v.mode == Access::read) continue;
+              const auto ue = u.range.offset + u.range.size, ve = v.range.offset + v.range.size;
+              if (u.range.offset >= ve || v.range.offset >= ue) continue;
+              ASSERT_TRUE(reach[i][j]) << "seed " << seed << ": nodes " << i << " and " << j
+                                       << " conflict but are unordered\n"
+                                       << g.dot();
+            }
+          }
+        }
+      }
     }
     GraphExec exec(g, device());
     for (int launch = 0; launch < 3; ++launch) {
@@ -128,6 +181,9 @@ TEST_P(GraphDifferentialTest, CapturedProgramsMatchEagerOnes) {
       double ea = 0, ca = 0;
       auto e = contents(ctxs[0], eager, &ea);
       auto c = contents(ctxs[0], captured, &ca);
+      simulate(ops, expected, expected_acc);
+      ASSERT_EQ(e, expected) << "eager run, seed " << seed << " launch " << launch;
+      ASSERT_EQ(ea, expected_acc) << "eager run, seed " << seed << " launch " << launch;
       std::string desc;
       for (const auto& o : ops) {
         desc += " [k" + std::to_string(o.kind) + " c" + std::to_string(o.ctx) + " c2 " +

@@ -338,7 +338,8 @@ TEST_P(GraphTest, ForkAndJoinInsideACaptureBecomeEdges) {
 TEST_P(GraphTest, CaptureGuardNamesTheOperationAndLine) {
   auto a = make_context();
   DeviceBuffer<std::uint8_t> x(a, 64);
-  auto expect_guard = [&](const std::function<void()>& body, const char* what, int line) {
+  int line = 0;  // set by each body to the line of the operation that must be refused
+  auto expect_guard = [&](const std::function<void()>& body, const char* what) {
     try {
       Capture cap(a, "guarded");
       memset(a, x, 1);
@@ -356,23 +357,35 @@ TEST_P(GraphTest, CaptureGuardNamesTheOperationAndLine) {
     memset(a, x, 2);  // the context stays usable
     EXPECT_EQ(read(a, x)[0], 2);
   };
-  int line = __LINE__ + 1;
-  expect_guard([&] { a.synchronize(); }, "synchronize", line);
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        a.synchronize();
+      },
+      "synchronize");
   Managed<double> m(1.0, a);
-  line = __LINE__ + 1;
   expect_guard(
       [&] {
         m.assign(m + 1.0, a);
+        line = __LINE__ + 1;
         (void)m.value();
       },
-      "host wait", line);
+      "host wait");
   std::vector<std::uint8_t> pageable(64);
-  line = __LINE__ + 1;
-  expect_guard([&] { copy(a, pageable, x); }, "pageable", line);
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        copy(a, pageable, x);
+      },
+      "pageable");
   auto blocking = make_context(StreamKind::blocking);
   EXPECT_THROW(Capture cap(blocking), Error);
-  line = __LINE__ + 1;
-  expect_guard([&] { blocking.wait_for(a); }, "blocking", line);
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        blocking.wait_for(a);
+      },
+      "blocking");
   EXPECT_EQ(m.value(), 1.0);  // the captured assignment never ran
 }
 

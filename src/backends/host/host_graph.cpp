@@ -88,6 +88,7 @@ void run_node(const GraphData& g, std::uint32_t i) {
 void run_graph(const GraphData& g) {
   const auto count = g.nodes.size();
   if (count == 0) return;
+
   std::vector<std::vector<std::uint32_t>> succ(count);
   std::unique_ptr<std::atomic<std::uint32_t>[]> pending(new std::atomic<std::uint32_t>[count]);
   for (std::size_t i = 0; i < count; ++i) pending[i].store(0, std::memory_order_relaxed);
@@ -104,9 +105,12 @@ void run_graph(const GraphData& g) {
       }
     });
   };
+  // Roots first, then start them: a started root may already have released a later node.
+  std::vector<std::uint32_t> roots;
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (pending[i].load(std::memory_order_relaxed) == 0) start(i);
+    if (pending[i].load(std::memory_order_relaxed) == 0) roots.push_back(i);
   }
+  for (auto r : roots) start(r);
   tasks.wait();  // rethrows the first failure of a node
 }
 

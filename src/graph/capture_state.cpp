@@ -75,7 +75,12 @@ CaptureState::Member* CaptureState::member(const ContextImpl& ctx) {
 void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
                              const std::function<void(Stream&, const OpInfo&)>& f) {
   auto& stream = ctx.stream();
-  stream.begin_capture(op);
+  try {
+    stream.begin_capture(op);
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_state) throw;
+    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+  }
   try {
     f(stream, op);
   } catch (...) {

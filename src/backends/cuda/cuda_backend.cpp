@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "backends/cuda/la_kernels.hpp"
@@ -50,6 +51,11 @@ class CudaBackend final : public Backend {
 
   ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
   LaKernels* la_kernels() override { return &cuda::la_kernels(); }
+
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+                                                     int device) override {
+    return instantiate_cuda_graph(graph, device);
+  }
 };
 
 }  // namespace

@@ -1,16 +1,20 @@
-// Host graphs run as task DAGs on oneTBB: independent nodes run at once on its work-stealing
-// pool, a node starts when its last predecessor finished, kernel nodes split their range with
-// parallel_for, and conditional nodes read their device integer (host memory here) when they
-// start, as a cuda conditional node does on the device.
+// Host graphs run as task DAGs on the host backend's shared pool (host_parallel.hpp): a node
+// becomes ready when its last predecessor finished, ready nodes are taken by whichever worker is
+// free (the launching context's thread among them), kernel nodes split their range into chunks
+// over the same pool, and conditional nodes read their device integer (host memory here) when
+// they start, as a cuda conditional node does on the device. Not oneTBB: its runtime is not
+// instrumented for ThreadSanitizer, which then reports its task handoffs as races, and every
+// graph test runs under TSan in CI (docs/graph.md).
 #include "backends/host/host_graph.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_group.h>
-
-#include <atomic>
+#include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
 
+#include "backends/host/host_parallel.hpp"
 #include "graph/graph_data.hpp"
 #include "sluice/error.hpp"
 
@@ -45,10 +49,12 @@ void run_node(const GraphData& g, std::uint32_t i) {
         break;
       case NodeKind::kernel: {
         const auto& k = n.kernel;
-        // Grain: big enough that a chunk outweighs a task's cost, small enough to share.
-        tbb::parallel_for(
-            tbb::blocked_range<std::size_t>(0, k.range, 4096),
-            [&](const tbb::blocked_range<std::size_t>& r) { k.host(r.begin(), r.end()); });
+        // Grain: big enough that a chunk outweighs its scheduling, small enough to share.
+        constexpr std::size_t kGrain = 4096;
+        auto chunk = [&](std::size_t c) {
+          k.host(c * kGrain, std::min(k.range, (c + 1) * kGrain));
+        };
+        parallel_chunks((k.range + kGrain - 1) / kGrain, chunk);
         break;
       }
       case NodeKind::copy:
@@ -88,30 +94,54 @@ void run_node(const GraphData& g, std::uint32_t i) {
 void run_graph(const GraphData& g) {
   const auto count = g.nodes.size();
   if (count == 0) return;
-
   std::vector<std::vector<std::uint32_t>> succ(count);
-  std::unique_ptr<std::atomic<std::uint32_t>[]> pending(new std::atomic<std::uint32_t>[count]);
-  for (std::size_t i = 0; i < count; ++i) pending[i].store(0, std::memory_order_relaxed);
+  std::vector<std::uint32_t> pending(count, 0);
   for (auto [a, b] : g.edges) {
     succ[a].push_back(b);
-    pending[b].fetch_add(1, std::memory_order_relaxed);
+    ++pending[b];
   }
-  tbb::task_group tasks;
-  std::function<void(std::uint32_t)> start = [&](std::uint32_t i) {
-    tasks.run([&, i] {
-      run_node(g, i);
-      for (auto s : succ[i]) {
-        if (pending[s].fetch_sub(1, std::memory_order_acq_rel) == 1) start(s);
-      }
-    });
-  };
-  // Roots first, then start them: a started root may already have released a later node.
-  std::vector<std::uint32_t> roots;
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::uint32_t> ready;
+    std::size_t done = 0;
+    std::exception_ptr error;
+  } st;
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (pending[i].load(std::memory_order_relaxed) == 0) roots.push_back(i);
+    if (pending[i] == 0) st.ready.push_back(i);
   }
-  for (auto r : roots) start(r);
-  tasks.wait();  // rethrows the first failure of a node
+  // Every worker takes ready nodes until the graph is done; the calling thread is one of them,
+  // so the graph progresses even when every pool thread is busy elsewhere.
+  auto worker = [&](std::size_t) {
+    for (;;) {
+      std::uint32_t i;
+      {
+        std::unique_lock lock(st.mutex);
+        st.cv.wait(lock, [&] { return !st.ready.empty() || st.done == count || st.error; });
+        if (st.done == count || st.error) return;
+        i = st.ready.front();
+        st.ready.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        run_node(g, i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(st.mutex);
+        ++st.done;
+        if (error && !st.error) st.error = error;
+        for (auto s : succ[i]) {
+          if (--pending[s] == 0) st.ready.push_back(s);
+        }
+      }
+      st.cv.notify_all();
+    }
+  };
+  const std::size_t workers = std::min<std::size_t>(count, parallel_threads() + 1);
+  parallel_chunks(workers, worker);
+  if (st.error) std::rethrow_exception(st.error);
 }
 
 void check(const GraphData& g) {

@@ -1,5 +1,5 @@
 #pragma once
-// The host backend's graphs: task DAGs run on oneTBB's work-stealing scheduler.
+// The host backend's graphs: task DAGs run on the host backend's shared pool.
 
 #include <functional>
 #include <memory>

@@ -1,7 +1,9 @@
 #pragma once
 /// @file
 /// The plugin interface every backend implements. Users of sluice never need it; backend
-/// authors implement `Backend`, `Stream` and `EventImpl` and call `register_backend`.
+/// authors implement `Backend`, `Stream` and `EventImpl` and call `register_backend`. A backend is
+/// the runtime only (streams, events, memory); what a layer needs per backend (its kernels,
+/// canned operations) is an extension registered beside it (sluice/extension.hpp).
 ///
 /// Thread safety: every member of `Stream`, `EventImpl` and `Backend` may be called from several
 /// host threads at once; the core serializes only what it must (issue order on one context).
@@ -17,8 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/la_format.hpp"
-#include "sluice/detail/scalar_format.hpp"
 #include "sluice/platform.hpp"
 
 namespace sluice {
@@ -157,68 +157,6 @@ class GraphExecutable {
       const std::shared_ptr<const detail::GraphData>& graph) = 0;
 };
 
-/// A scalar program ready to run (see sluice/scalar.hpp): `size` instructions, their constants,
-/// the device addresses of its inputs, and where its result goes (a value of the last
-/// instruction's kind).
-struct ScalarProgramView {
-  const ScalarInstr* code = nullptr;  ///< owned by `keep_alive`
-  std::uint32_t size = 0;
-  const ScalarValue* constants = nullptr;  ///< owned by `keep_alive`
-  std::uint32_t constant_count = 0;
-  void* const* inputs = nullptr;  ///< valid during `ScalarKernels::run` only: copy what you keep
-  std::uint32_t input_count = 0;
-  void* output = nullptr;
-  std::shared_ptr<const void> keep_alive;  ///< keeps `code` and `constants` alive while queued
-};
-
-/// A backend's interpreter of scalar programs.
-class ScalarKernels {
- public:
-  virtual ~ScalarKernels() = default;
-  /// Enqueues the whole program on `stream` as one unit of work (one kernel launch on a device),
-  /// so that it is one operation and can be captured into a graph. Ordering and tracking are
-  /// the caller's; this only enqueues.
-  virtual void run(Stream& stream, const ScalarProgramView& program, const OpInfo& op) = 0;
-  /// True if the host may read a value written by `run` directly once the work completed
-  /// (device memory is host memory); otherwise the scalar layer copies it back.
-  [[nodiscard]] virtual bool host_readable() const noexcept { return false; }
-};
-
-/// A backend's linear-algebra kernels (sluice/la.hpp): element-wise vector operations,
-/// reductions, matrix-vector products (CSR and matrix-free stencils) and the fused steps of the
-/// Krylov solvers. Each call enqueues one operation on `stream` (a device backend may use more
-/// than one launch for it, but never blocks the host); ordering and tracking are the caller's.
-/// The per-element arithmetic and the solvers' scalar logic are shared by all backends
-/// (src/la/kernel_math.hpp, src/la/ksp_logic.hpp), so each backend supplies only the loops.
-///
-/// Reductions sum in an order that depends only on the vector length and the device, never on
-/// timing: a result is the same on every run.
-class LaKernels {
- public:
-  virtual ~LaKernels() = default;
-  virtual void vector(Stream& stream, const LaVecArgs& args, const OpInfo& op) = 0;
-  virtual void reduce(Stream& stream, const LaReduceArgs& args, const OpInfo& op) = 0;
-  virtual void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) = 0;
-  virtual void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) = 0;
-  /// A block of CG iterations in async mode (see LaCgBlockArgs). The default issues each
-  /// iteration's two steps and copies the state to `args.mirror`; a backend may run the whole
-  /// block as one kernel, with the same arithmetic in the same order (the iterates stay
-  /// bit-identical to sync mode's).
-  virtual void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op);
-  /// *dst = value (a solver's device state), in stream order: the value travels with the
-  /// operation (a kernel argument, a task's copy), so the caller's copy may go at once.
-  virtual void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
-                         const OpInfo& op) = 0;
-  /// out[i] = A(i, i) (0 where a CSR row stores none).
-  virtual void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) = 0;
-  /// Backend data for a CSR matrix, made once per matrix and kept alive by it (a cuSPARSE
-  /// descriptor, ...); passed back as `LaCsr::prepared`. May be null.
-  [[nodiscard]] virtual std::shared_ptr<void> prepare(const LaCsr& csr) {
-    (void)csr;
-    return nullptr;
-  }
-};
-
 /// Parameters for a new stream.
 struct StreamConfig {
   int device = 0;
@@ -249,14 +187,6 @@ class Backend {
   virtual void trim_pool(int device, std::size_t keep_bytes) = 0;
   /// Bytes the pool holds (in use and cached).
   [[nodiscard]] virtual std::size_t pool_reserved(int device) = 0;
-
-  /// The interpreter of scalar programs (sluice/scalar.hpp); nullptr if the backend has none,
-  /// which makes scalar evaluation on its contexts throw Error(unsupported).
-  [[nodiscard]] virtual ScalarKernels* scalar_kernels() { return nullptr; }
-
-  /// The linear-algebra kernels (sluice/la.hpp); nullptr if the backend has none, which makes
-  /// `la` operations on its contexts throw Error(unsupported).
-  [[nodiscard]] virtual LaKernels* la_kernels() { return nullptr; }
 
   /// Instantiates a graph for `device` (sluice/graph.hpp). Throws Error naming the first node
   /// that cannot run here. The default says the backend has no graphs.

@@ -2,6 +2,7 @@
 // The state behind a Context handle. Other sluice layers issue work through `issue`, which
 // numbers each operation, applies the blocking-kind rules and keeps issue order.
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "sluice/context.hpp"
 #include "sluice/deps.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 
 namespace sluice::detail {
 
@@ -145,6 +147,16 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   }
   void note_completed(std::uint64_t seq) noexcept;
 
+  /// This context's backend's implementation of extension `Ext` (sluice/extension.hpp), cached.
+  template <ExtensionInterface Ext>
+  [[nodiscard]] Ext& extension(std::source_location loc = std::source_location::current()) {
+    return cached_extension<Ext>(extension_cache_slot(extension_slot<Ext>()), device_.backend, loc);
+  }
+  /// The cache entry for extension slot `slot`, or null beyond the cache's size.
+  [[nodiscard]] void** extension_cache_slot(std::size_t slot) noexcept {
+    return slot < extension_cache_.size() ? &extension_cache_[slot] : nullptr;
+  }
+
  private:
   /// Returns 0 if the capture ended meanwhile (then the caller enqueues eagerly).
   std::uint64_t enqueue_captured(std::string_view what, std::source_location loc,
@@ -173,6 +185,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::atomic<bool> capturing_{false};
   std::shared_ptr<CaptureSink> capture_;
   std::vector<AccessSpec> capture_uses_;
+  // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
+  std::array<void*, 16> extension_cache_{};
 };
 
 }  // namespace sluice::detail

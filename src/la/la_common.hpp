@@ -11,7 +11,7 @@
 
 #include "core/context_impl.hpp"
 #include "deps/tracker.hpp"
-#include "sluice/backend.hpp"
+#include "sluice/ext/la_kernels.hpp"
 #include "sluice/error.hpp"
 #include "sluice/la.hpp"
 

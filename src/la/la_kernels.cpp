@@ -1,9 +1,29 @@
-// What LaKernels does where a backend does nothing better (sluice/backend.hpp).
+// What LaKernels does where a backend does nothing better (sluice/ext/la_kernels.hpp), and the
+// built-in implementations it registers.
 
+#include "la/host/la_kernels.hpp"
 #include "la/ksp_logic.hpp"
-#include "sluice/backend.hpp"
+#include "sluice/ext/la_kernels.hpp"
+#include "sluice/extension.hpp"
+#ifdef SLUICE_HAVE_CUDA
+#include "la/cuda/la_kernels.hpp"
+#endif
 
 namespace sluice {
+
+namespace {
+// The registry owns what it is given; the built-ins are process-lifetime statics.
+std::shared_ptr<LaKernels> unowned(LaKernels& k) {
+  return {std::shared_ptr<void>(), &k};
+}
+}  // namespace
+
+void LaKernels::register_builtins() {
+  register_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
+#ifdef SLUICE_HAVE_CUDA
+  register_extension<LaKernels>("cuda", unowned(detail::cuda::la_kernels()));
+#endif
+}
 
 void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
   LaMatvecArgs direction;

@@ -12,14 +12,7 @@ namespace sluice {
 namespace detail::la {
 
 LaKernels& kernels(const Context& ctx, std::source_location loc) {
-  auto* k = ctx.impl().backend().la_kernels();
-  if (k == nullptr) {
-    throw Error(Errc::unsupported,
-                "the " + ctx.device().backend +
-                    " backend has no linear-algebra kernels; use a context on host or cuda",
-                loc);
-  }
-  return *k;
+  return ctx.impl().extension<LaKernels>(loc);
 }
 
 void check_device(const Context& ctx, const Device& device, std::string_view what,

@@ -2,7 +2,7 @@
 // The host's arithmetic for scalar programs: the host backend's interpreter and the constant
 // folder both use it, so that a folded constant equals what the host backend would compute.
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/scalar_kernels.hpp"
 
 namespace sluice::detail {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/scalar_kernels.hpp"
 #include "sluice/scalar.hpp"
 
 namespace sluice::detail {

@@ -128,13 +128,7 @@ void scalar_run(const ProgramPtr& program, ManagedCell& target, ScalarKind kind,
                 loc);
   }
   auto& c = ctx.impl();
-  ScalarKernels* kernels = c.backend().scalar_kernels();
-  if (kernels == nullptr) {
-    throw Error(Errc::unsupported,
-                "the " + ctx.device().backend +
-                    " backend has no scalar interpreter; evaluate on a context of another device",
-                loc);
-  }
+  ScalarKernels* kernels = &c.extension<ScalarKernels>(loc);
   const auto n = static_cast<std::uint32_t>(program->inputs.size());
   std::array<void*, kScalarMaxInputs> pointers{};
   std::array<AccessSpec, kScalarMaxInputs + 1> access{};
@@ -202,7 +196,7 @@ void scalar_read(const ManagedCell* cell, void* out, ScalarKind kind, std::sourc
   }
   const std::size_t bytes = scalar_kind_size(kind);
   auto& home = *cell->buffer.context();
-  ScalarKernels* kernels = home.backend().scalar_kernels();
+  ScalarKernels* kernels = sluice::find_extension<ScalarKernels>(home.device().backend);
   if (kernels != nullptr && kernels->host_readable()) {
     Tracker::instance().wait_host(cell->buffer.id(), Access::read, {}, loc);
     std::memcpy(out, cell->buffer.data(), bytes);

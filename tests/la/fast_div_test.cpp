@@ -1,4 +1,4 @@
-// The cuda stencil kernels' division by constants (src/backends/cuda/fast_div.hpp), checked on
+// The cuda stencil kernels' division by constants (src/la/cuda/fast_div.hpp), checked on
 // the host against plain division: every divisor up to 4096 and random ones up to 2^31, each at
 // the edges of its quotients and at random dividends below 2^31.
 
@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "backends/cuda/fast_div.hpp"
+#include "la/cuda/fast_div.hpp"
 
 namespace sluice::test {
 namespace {

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// The plain argument types of the `la` layer's backend kernels (`LaKernels` in
-/// sluice/backend.hpp). Internal: include sluice/la.hpp or sluice/backend.hpp instead.
+/// sluice/ext/la_kernels.hpp). Internal: include sluice/la.hpp or sluice/ext/la_kernels.hpp
+/// instead.
 ///
 /// Plain C++17 with no dependency on the rest of sluice, so that nvcc compiles it in any mode.
 /// Every pointer here is a device address (pinned host memory where a comment says so); the

@@ -2,7 +2,8 @@
 /// @file
 /// The flat program format of sluice's scalar interpreter. The scalar layer (sluice/scalar.hpp)
 /// builds programs in it; each backend's interpreter (a host task, a one-thread CUDA kernel) runs
-/// them. Internal: include sluice/scalar.hpp or sluice/backend.hpp instead.
+/// them. Internal: include sluice/scalar.hpp or sluice/ext/scalar_kernels.hpp
+/// instead.
 ///
 /// Plain C++17 with no dependency on the rest of sluice, so that nvcc compiles it in any mode.
 

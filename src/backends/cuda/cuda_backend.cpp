@@ -4,8 +4,6 @@
 #include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_stream.hpp"
-#include "backends/cuda/la_kernels.hpp"
-#include "backends/cuda/scalar_kernels.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::cuda {
@@ -48,9 +46,6 @@ class CudaBackend final : public Backend {
     require_device(device);
     return cuda::pool_reserved(device);
   }
-
-  ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
-  LaKernels* la_kernels() override { return &cuda::la_kernels(); }
 
   std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
                                                      int device) override {

@@ -7,9 +7,7 @@
 
 #include "backends/host/faults.hpp"
 #include "backends/host/host_graph.hpp"
-#include "backends/host/host_la.hpp"
 #include "backends/host/host_pool.hpp"
-#include "backends/host/host_scalar.hpp"
 #include "backends/host/host_stream.hpp"
 #include "sluice/error.hpp"
 
@@ -87,9 +85,6 @@ class HostBackend final : public Backend {
     check_device(device);
     return pool_.reserved();
   }
-
-  ScalarKernels* scalar_kernels() override { return &scalar_interpreter(); }
-  LaKernels* la_kernels() override { return &host::la_kernels(); }
 
   std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
                                                      int device) override {

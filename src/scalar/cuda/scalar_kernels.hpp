@@ -5,7 +5,7 @@
 // synchronization, and a captured graph node holds the complete program.
 // No CUDA header here: included by the (host-compiled) backend.
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/scalar_kernels.hpp"
 
 namespace sluice::detail::cuda {
 

@@ -2,7 +2,7 @@
 // The host backend's scalar interpreter: each program runs as one host task on the context's
 // worker, reading and writing device memory (which is host memory) directly.
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/scalar_kernels.hpp"
 
 namespace sluice::detail::host {
 

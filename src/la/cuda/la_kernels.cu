@@ -34,8 +34,8 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
-#include "backends/cuda/fast_div.hpp"
-#include "backends/cuda/la_kernels.hpp"
+#include "la/cuda/fast_div.hpp"
+#include "la/cuda/la_kernels.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/error.hpp"

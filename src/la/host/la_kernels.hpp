@@ -2,7 +2,7 @@
 // The host backend's linear-algebra kernels: each operation is one host task on the context's
 // worker; vectors longer than a few chunks are split over the shared pool (host_parallel.hpp).
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 namespace sluice::detail::host {
 

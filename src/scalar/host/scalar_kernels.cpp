@@ -1,4 +1,4 @@
-#include "backends/host/host_scalar.hpp"
+#include "scalar/host/scalar_kernels.hpp"
 
 #include <algorithm>
 #include <array>

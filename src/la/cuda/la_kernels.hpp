@@ -5,7 +5,7 @@
 // products through cuSPARSE on the context's handle. No CUDA header here: included by the
 // host-compiled backend.
 
-#include "sluice/backend.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 namespace sluice::detail::cuda {
 

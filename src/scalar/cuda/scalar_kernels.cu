@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_stream.hpp"
-#include "backends/cuda/scalar_kernels.hpp"
+#include "scalar/cuda/scalar_kernels.hpp"
 #include "scalar/interpreter_math.hpp"
 
 namespace sluice::detail::cuda {

@@ -1,4 +1,4 @@
-#include "backends/host/host_la.hpp"
+#include "la/host/la_kernels.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #pragma once
 // A cooperative kernel that runs grid-wide barriers back to back, for measuring what the CG block
-// kernel's step ends cost (src/backends/cuda/la_kernels.cu: cg_block_kernel). Plain C++ so that
+// kernel's step ends cost (src/la/cuda/la_kernels.cu: cg_block_kernel). Plain C++ so that
 // the benchmark itself needs no CUDA compiler.
 
 #include <string>

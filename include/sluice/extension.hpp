@@ -10,8 +10,9 @@
 ///
 /// An extension interface is a class with a `static constexpr std::string_view extension_name`.
 /// It may also declare `static void register_builtins()`, which the registry calls once, before
-/// the first lookup of that interface, so that the layer that defines an interface registers its
-/// own built-in implementations (no static-initialization order to rely on).
+/// the first lookup or registration of that interface, so that the layer that defines an
+/// interface registers its own built-in implementations (no static-initialization order to rely
+/// on); it registers them with `register_extension` like anybody else.
 ///
 /// Thread safety: registration and lookup may happen from any thread at any time.
 ///
@@ -59,6 +60,15 @@ void register_extension(std::type_index type, std::string_view extension_name,
 template <class Ext>
 void ensure_builtins() {
   if constexpr (requires { Ext::register_builtins(); }) {
+    // register_builtins itself calls register_extension, which comes back here: on that thread
+    // the registration under way must not wait for its own once-guard.
+    thread_local bool registering = false;
+    if (registering) return;
+    registering = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{registering};
     static const bool once = (Ext::register_builtins(), true);
     (void)once;
   }

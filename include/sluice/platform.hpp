@@ -24,12 +24,31 @@ struct Device {
 /// What a backend says about one of its devices.
 struct DeviceInfo {
   Device device;
-  std::string name;                ///< e.g. "NVIDIA H100 80GB HBM3" or the CPU model
-  std::size_t total_memory = 0;    ///< bytes
-  int compute_units = 0;           ///< multiprocessors, or hardware threads on the host
-  int priority_lowest = 0;         ///< sluice priorities: larger is more urgent
-  int priority_highest = 0;        ///< equal to priority_lowest where priorities are ignored
-  std::string details;             ///< backend-specific, e.g. "compute capability 9.0"
+  std::string name;              ///< e.g. "NVIDIA H100 80GB HBM3" or the CPU model
+  std::size_t total_memory = 0;  ///< bytes
+  int compute_units = 0;         ///< multiprocessors, or hardware threads on the host
+  int priority_lowest = 0;       ///< sluice priorities: larger is more urgent
+  int priority_highest = 0;      ///< equal to priority_lowest where priorities are ignored
+  std::string details;           ///< backend-specific, e.g. "compute capability 9.0"
+
+  // What a kernel author needs (reference 003, DeviceDescription). 0 means unknown or not
+  // applicable (a host has no compute capability).
+  int compute_capability_major = 0;  ///< e.g. 9 for Hopper; 0 on the host
+  int compute_capability_minor = 0;
+  int multiprocessors = 0;          ///< streaming multiprocessors; physical cores on the host
+  int clock_khz = 0;                ///< peak core clock
+  int memory_clock_khz = 0;         ///< peak memory clock (0 on the host: not exposed)
+  int memory_bus_bits = 0;          ///< memory bus width
+  double memory_bandwidth_gbs = 0;  ///< theoretical peak, GB/s (10^9 bytes per second)
+  std::size_t l2_cache_bytes = 0;   ///< L2 on a GPU; the last-level cache on the host
+  std::size_t shared_memory_per_block = 0;  ///< on the host: the L1 data cache of one core
+  std::size_t shared_memory_per_multiprocessor = 0;
+  int max_threads_per_block = 0;           ///< 1 on the host (a work item is a thread)
+  int max_threads_per_multiprocessor = 0;  ///< hardware threads per core on the host
+  int warp_size = 0;                       ///< 1 on the host
+  /// peer_access[j]: this device reads and writes device j of the same backend directly
+  /// (true for itself). Copies between devices without it are staged through host memory.
+  std::vector<bool> peer_access;
 };
 
 /// One registered backend and whether it has devices.
@@ -47,6 +66,11 @@ struct BackendInfo {
 
 /// Properties of one device; throws sluice::Error (no_device) if it does not exist.
 [[nodiscard]] DeviceInfo device_info(const Device& device);
+
+/// The peer-access matrix of a backend's devices: `m[i][j]` says whether device i can access
+/// device j's memory directly (`DeviceInfo::peer_access` of device i). Empty for a backend
+/// without devices; throws Error(no_device) for an unknown backend.
+[[nodiscard]] std::vector<std::vector<bool>> peer_access_matrix(std::string_view backend);
 
 /// The device a context uses when none is named: the SLUICE_DEVICE environment variable if set
 /// (e.g. "host" or "cuda:1"), otherwise the accelerator with the most compute units, otherwise

@@ -152,6 +152,12 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   [[nodiscard]] Ext& extension(std::source_location loc = std::source_location::current()) {
     return cached_extension<Ext>(extension_cache_slot(extension_slot<Ext>()), device_.backend, loc);
   }
+  /// Per-context state of extension slot `slot` (e.g. the FFT plans made for this context), or
+  /// null beyond the table's size. The context owns it and drops it after its work completed.
+  /// Use it only while issuing on this context (under its issue order, inside `enqueue`).
+  [[nodiscard]] std::shared_ptr<void>* extension_state_slot(std::size_t slot) noexcept {
+    return slot < extension_state_.size() ? &extension_state_[slot] : nullptr;
+  }
   /// The cache entry for extension slot `slot`, or null beyond the cache's size.
   [[nodiscard]] void** extension_cache_slot(std::size_t slot) noexcept {
     return slot < extension_cache_.size() ? &extension_cache_[slot] : nullptr;
@@ -187,6 +193,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::vector<AccessSpec> capture_uses_;
   // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
   std::array<void*, 16> extension_cache_{};
+  // Extensions' per-context state, by slot; declared after stream_ so that it goes first (the
+  // destructor has synchronized by then).
+  std::array<std::shared_ptr<void>, 16> extension_state_{};
 };
 
 }  // namespace sluice::detail

@@ -76,12 +76,33 @@ void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc
   }
 }
 
+namespace {
+// A host context copies with memcpy, which cannot reach an accelerator's memory; a device context
+// can (it stages host memory itself), so such a copy belongs there.
+void check_host_reachable(const Context& ctx, const void* dst, const void* src,
+                          std::source_location loc) {
+  for (const void* p : {dst, src}) {
+    auto found = Tracker::instance().find_memory(p);
+    if (!found || !found->attributes.device) continue;
+    const Device& d = *found->attributes.device;
+    if (d.backend == "host" || found->attributes.type != MemoryType::device) continue;
+    throw Error(Errc::invalid_argument,
+                "copy: the " + std::string(p == dst ? "destination" : "source") + " is memory of " +
+                    d.to_string() + ", which the host context '" + ctx.name() +
+                    "' cannot reach; issue the copy on a context of " + d.to_string() +
+                    " (it reads and writes host memory too)",
+                loc);
+  }
+}
+}  // namespace
+
 void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
                 std::source_location loc) {
   if (bytes == 0) return;
   if (dst == nullptr || src == nullptr) {
     throw Error(Errc::invalid_argument, "copy: null pointer with a non-empty size", loc);
   }
+  if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   auto& c = ctx.impl();
   if (c.capturing()) {
     // A graph replays the copy later: pageable memory would be read or written at launch time

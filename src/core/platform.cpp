@@ -61,6 +61,19 @@ DeviceInfo device_info(const Device& device) {
   return ds[static_cast<std::size_t>(device.index)];
 }
 
+std::vector<std::vector<bool>> peer_access_matrix(std::string_view backend) {
+  std::vector<std::vector<bool>> m;
+  for (const auto& d : find_backend(backend)->devices()) {
+    m.push_back(d.peer_access);
+  }
+  // A backend that does not fill the matrix: each device reaches itself only.
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    m[i].resize(m.size(), false);
+    m[i][i] = true;
+  }
+  return m;
+}
+
 Device default_device() {
   if (const char* env = std::getenv("SLUICE_DEVICE"); env != nullptr && *env != '\0') {
     Device d = Device::parse(env);

@@ -1,7 +1,7 @@
 #pragma once
 // What one instruction of a scalar program computes, written once for both interpreters: the host
 // backend's (scalar/host_interpreter.cpp, which is also the compiler's constant folder) and the
-// cuda kernel's (backends/cuda/scalar_kernels.cu; nvcc compiles this file as host+device code).
+// cuda kernel's (src/scalar/cuda/scalar_kernels.cu; nvcc compiles this file as host+device code).
 // Running a program (registers, loads, the result's store) and launching it are each backend's own.
 //
 // The floating-point operations that round come from each backend's library, as a policy `M`:

@@ -71,6 +71,10 @@ TEST(ExtensionTest, BuiltinsRegisteredOnceOnFirstLookup) {
   EXPECT_EQ(sluice::extension<Counter>("host").value, 7);
   EXPECT_EQ(sluice::extension<Counter>("host").value, 7);
   EXPECT_EQ(Counter::builtin_registrations, 1);
+  // A user's registration for a backend that has a built-in one is refused, clearly.
+  EXPECT_THROW(sluice::register_extension<Counter>("host", std::make_shared<Counter>()),
+               sluice::Error);
+  EXPECT_EQ(Counter::builtin_registrations, 1);
 }
 
 TEST(ExtensionTest, LayersRegisterTheirKernelsForEveryBuiltBackend) {

@@ -57,6 +57,30 @@ std::string describe_device(int i, int driver, int runtime, DeviceInfo& d) {
   if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, i) != cudaSuccess) {
     clear_error();
   }
+  // CUDA 13 dropped the clock fields from cudaDeviceProp; the attributes still report them.
+  auto attribute = [i](cudaDeviceAttr a) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, i) != cudaSuccess) {
+      clear_error();
+      v = 0;
+    }
+    return v;
+  };
+  d.compute_capability_major = p.major;
+  d.compute_capability_minor = p.minor;
+  d.multiprocessors = p.multiProcessorCount;
+  d.clock_khz = attribute(cudaDevAttrClockRate);
+  d.memory_clock_khz = attribute(cudaDevAttrMemoryClockRate);
+  d.memory_bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth);
+  // Double data rate: two transfers per clock over the whole bus.
+  d.memory_bandwidth_gbs = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_bits / 8.0) / 1e9;
+  d.l2_cache_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  d.shared_memory_per_block =
+      p.sharedMemPerBlockOptin > 0 ? p.sharedMemPerBlockOptin : p.sharedMemPerBlock;
+  d.shared_memory_per_multiprocessor = p.sharedMemPerMultiprocessor;
+  d.max_threads_per_block = p.maxThreadsPerBlock;
+  d.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
+  d.warp_size = p.warpSize;
   d.device = {"cuda", i};
   d.name = p.name;
   d.total_memory = p.totalGlobalMem;
@@ -95,6 +119,20 @@ DeviceTable enumerate() {
       break;
     }
     t.devices.push_back(std::move(d));
+  }
+  // The peer-access matrix; copies between devices without access are staged by the driver.
+  const int n = static_cast<int>(t.devices.size());
+  for (int a = 0; a < n; ++a) {
+    auto& row = t.devices[static_cast<std::size_t>(a)].peer_access;
+    row.assign(static_cast<std::size_t>(n), false);
+    for (int b = 0; b < n; ++b) {
+      int can = a == b ? 1 : 0;
+      if (a != b && cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess) {
+        clear_error();
+        can = 0;
+      }
+      row[static_cast<std::size_t>(b)] = can != 0;
+    }
   }
   return t;
 }

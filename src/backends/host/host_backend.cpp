@@ -9,6 +9,7 @@
 #include "backends/host/host_graph.hpp"
 #include "backends/host/host_pool.hpp"
 #include "backends/host/host_stream.hpp"
+#include "backends/host/host_topology.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
@@ -46,6 +47,7 @@ class HostBackend final : public Backend {
       info.priority_lowest = kLowestPriority;
       info.priority_highest = 0;
       info.details = "a worker thread per context; priority p < 0 runs it at nice value -p";
+      describe_topology(info);
       return info;
     }();
     return {d};

@@ -1,0 +1,99 @@
+// The cuda backend's generator: one thread per Philox block, the shared map of
+// kernel/philox_math.hpp (built with --fmad=false so that it rounds as the host does), 16-byte
+// stores where the output is aligned for them.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.hpp"
+#include "kernel/cuda/canned.hpp"
+#include "kernel/philox_math.hpp"
+
+namespace sluice::detail::cuda {
+namespace {
+
+namespace pm = philox_math;
+
+constexpr int kThreads = 256;
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = float4;
+};
+template <>
+struct Vec<double> {
+  using type = double2;
+};
+
+template <class T, bool Normal, bool Vectorized>
+__global__ void __launch_bounds__(kThreads)
+    fill_kernel(T* __restrict__ out, std::uint64_t n, std::uint64_t blocks, std::uint64_t seed,
+                std::uint64_t counter, T mean, T stddev) {
+  constexpr std::uint64_t per = pm::kValuesPerBlock<T>;
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+  for (std::uint64_t b = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; b < blocks;
+       b += stride) {
+    T v[per];
+    pm::block_values<T>(seed, counter + b, Normal, mean, stddev, v);
+    const std::uint64_t first = b * per;
+    if (Vectorized && first + per <= n) {
+      using V = typename Vec<T>::type;
+      V w;
+      if constexpr (per == 4) {
+        w = V{v[0], v[1], v[2], v[3]};
+      } else {
+        w = V{v[0], v[1]};
+      }
+      reinterpret_cast<V*>(out)[b] = w;
+    } else {
+      for (std::uint64_t i = 0; i < per && first + i < n; ++i) out[first + i] = v[i];
+    }
+  }
+}
+
+template <class T, bool Normal>
+void launch(const RngFillArgs& a, cudaStream_t s, const OpInfo& op) {
+  constexpr std::uint64_t per = pm::kValuesPerBlock<T>;
+  const auto n = static_cast<std::uint64_t>(a.n);
+  const std::uint64_t blocks = (n + per - 1) / per;
+  const auto grid = static_cast<unsigned>(
+      std::min<std::uint64_t>((blocks + kThreads - 1) / kThreads, std::uint64_t{1} << 20));
+  T* out = static_cast<T*>(a.out);
+  const T mean = static_cast<T>(a.mean), stddev = static_cast<T>(a.stddev);
+  if (reinterpret_cast<std::uintptr_t>(out) % 16 == 0) {
+    fill_kernel<T, Normal, true>
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
+  } else {
+    fill_kernel<T, Normal, false>
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
+  }
+  check(cudaGetLastError(), "rng fill kernel launch", op.where);
+}
+
+class CudaRng final : public Rng {
+ public:
+  void fill(Stream& stream, const RngFillArgs& a, const OpInfo& op) override {
+    auto f = [&](cudaStream_t s) {
+      const bool normal = a.distribution == RngDistribution::normal;
+      if (a.precision == Precision::f32) {
+        normal ? launch<float, true>(a, s, op) : launch<float, false>(a, s, op);
+      } else {
+        normal ? launch<double, true>(a, s, op) : launch<double, false>(a, s, op);
+      }
+    };
+    run_on(stream, op, f);
+  }
+};
+
+}  // namespace
+
+Rng& canned_rng() {
+  static CudaRng r;
+  return r;
+}
+
+}  // namespace sluice::detail::cuda

@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
-#include <limits>
 #include <map>
 #include <memory>
+#include <limits>
 #include <mutex>
+#include <tuple>
 #include <optional>
 #include <span>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -149,6 +149,7 @@ class Tracker {
   void wait_host_quietly(ObjectId id) noexcept;
 
  private:
+
   std::mutex mutex_;
   std::unordered_map<ObjectId, Object> objects_;
   std::map<std::uintptr_t, Region> regions_;  // by base address

@@ -63,8 +63,8 @@ class HostBackend final : public Backend {
     check_allocation_size(bytes, "pinned memory");
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) {
-      throw OutOfMemory(
-          bytes, "host: cannot allocate " + std::to_string(bytes) + " bytes of pinned memory");
+      throw OutOfMemory(bytes, "host: cannot allocate " + std::to_string(bytes) +
+                                   " bytes of pinned memory");
     }
     counters().pinned_allocations.fetch_add(1);
     return p;
@@ -88,6 +88,7 @@ class HostBackend final : public Backend {
     return pool_.reserved();
   }
 
+
   std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
                                                      int device) override {
     check_device(device);
@@ -107,8 +108,6 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
-std::shared_ptr<Backend> make_backend() {
-  return std::make_shared<HostBackend>();
-}
+std::shared_ptr<Backend> make_backend() { return std::make_shared<HostBackend>(); }
 
 }  // namespace sluice::detail::host

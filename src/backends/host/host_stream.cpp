@@ -65,9 +65,7 @@ void Queue::run_worker() {
   }
 }
 
-void HostEvent::synchronize() {
-  queue_->wait_done(target_);
-}
+void HostEvent::synchronize() { queue_->wait_done(target_); }
 
 double HostEvent::elapsed_ms_since(const EventImpl& start) {
   const auto* s = dynamic_cast<const HostEvent*>(&start);
@@ -124,9 +122,7 @@ void HostStream::push(std::function<void()> fn, const OpInfo& op, bool essential
   queue_->push({std::move(fn), op.seq, std::string(op.what), op.where, essential});
 }
 
-void HostStream::host_task(std::function<void()> fn, const OpInfo& op) {
-  push(std::move(fn), op);
-}
+void HostStream::host_task(std::function<void()> fn, const OpInfo& op) { push(std::move(fn), op); }
 
 void HostStream::copy(void* dst, const void* src, std::size_t bytes, const OpInfo& op) {
   push([=] { std::memmove(dst, src, bytes); }, op);

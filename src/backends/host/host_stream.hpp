@@ -47,8 +47,7 @@ struct Queue {
 
 class HostEvent final : public EventImpl {
  public:
-  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target)
-      : queue_(std::move(queue)), target_(target) {}
+  HostEvent(std::shared_ptr<Queue> queue, std::uint64_t target) : queue_(std::move(queue)), target_(target) {}
   bool query() override { return queue_->is_done(target_); }
   void synchronize() override;
   double elapsed_ms_since(const EventImpl& start) override;

@@ -157,6 +157,7 @@ template <class... Params, class... Args>
     k.args.push_back(std::move(bytes));
   };
   (pack(static_cast<std::remove_cvref_t<Params>>(std::forward<Args>(args))), ...);
+  (void)pack;  // a kernel without parameters
   return k;
 }
 

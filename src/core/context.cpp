@@ -140,7 +140,8 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
   }
   if (event->timeline == timeline_) return false;
   bool issued = false;
-  enqueue("wait", loc, [&](Stream& s, const OpInfo& op) {
+  // Eager even while capturing: a point outside the capture is waited for now (see above).
+  enqueue_eager("wait", loc, [&](Stream& s, const OpInfo& op) {
     auto it = std::find_if(clock_.begin(), clock_.end(),
                            [&](const auto& e) { return e.first == event->timeline; });
     if (it != clock_.end() && it->second >= event->seq) return;

@@ -424,6 +424,14 @@ void Tracker::wait_on_host(std::unique_lock<std::mutex>& lock, std::vector<Mark*
   (void)loc;
 }
 
+void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
+                                           std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  std::vector<Mark*> deps;
+  collect(object(id, loc), {id, {}, mode}, 0, deps, loc);
+  refuse_if_captured(deps, what, loc);
+}
+
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;

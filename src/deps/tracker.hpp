@@ -71,6 +71,10 @@ class Tracker {
   void end(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
            std::source_location loc);
 
+  /// Capture guard for a host access about to wait by other means (a read-back context): throws
+  /// through the capture if the work it would wait for is being captured.
+  void refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
+                                    std::source_location loc);
   /// Blocks the host for the accesses a host access in `mode` conflicts with.
   void wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc);
   /// Host accessor bookkeeping: conflicting device work is refused while one is alive.

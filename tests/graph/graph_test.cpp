@@ -258,6 +258,26 @@ TEST_P(GraphTest, TemporariesAndHostNodes) {
   EXPECT_EQ(calls, 2);
 }
 
+TEST_P(GraphTest, LaunchAfterAUsedBufferWasDestroyedIsAnError) {
+  auto ctx = make_context();
+  Graph g("dangling");
+  {
+    DeviceBuffer<int> x(ctx, 16);
+    g.add_memset(x.data(), 0, x.bytes(), {.name = "clear", .uses = {writes(x)}});
+  }
+  GraphExec exec(g, device());
+  try {
+    exec.launch(ctx);
+    FAIL() << "a launch using a destroyed buffer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must outlive its launches"), std::string::npos)
+        << e.what();
+  }
+  ctx.synchronize();  // nothing was issued
+  Graph other("wrong device");
+  EXPECT_THROW(GraphExec(other, Device{device().backend, 7}), Error);
+}
+
 // ---- capture ---------------------------------------------------------------------------------
 
 TEST_P(GraphTest, CaptureAcrossTwoContextsReplaysLikeEagerWork) {

@@ -133,10 +133,10 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
   // once the capture ended, the real point it stands for (the stream as the capture began).
   if (auto* sink = event->capture_sink()) return sink->wait(*this, event, loc);
   if (auto base = event->captured_base()) event = std::move(base);
-  if (auto sink = capture(); sink && sink->active()) {
+  if (capturing()) {
     // A point outside the capture: waited for now (so eager frees stay ordered) and remembered
     // for the graph's launches by the sink.
-    (void)sink->wait(*this, event, loc);
+    if (auto sink = capture(); sink && sink->active()) (void)sink->wait(*this, event, loc);
   }
   if (event->timeline == timeline_) return false;
   bool issued = false;

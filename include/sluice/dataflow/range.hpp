@@ -1,0 +1,147 @@
+#pragma once
+/// @file
+/// Index-space vocabulary of the dataflow layer (reference 004): `range`, `id`, `item`,
+/// `nd_range`. Usable in host code and, through <sluice/dataflow_cuda.cuh>, in device code.
+
+#include <cstddef>
+
+#if defined(__CUDACC__)
+/// Marks functions callable from kernels; empty for a plain C++ compiler.
+#define SLUICE_HD __host__ __device__
+/// Marks a kernel lambda so that one source compiles with g++ (host) and nvcc (both):
+/// `[=] SLUICE_KERNEL (sluice::dataflow::id<1> i) { ... }`.
+#define SLUICE_KERNEL __host__ __device__
+#else
+#define SLUICE_HD
+#define SLUICE_KERNEL
+#endif
+
+namespace sluice::dataflow {
+
+namespace detail {
+/// Fixed-size array of D extents or indices; dimension 0 varies slowest (row-major, as SYCL).
+template <int D>
+struct Extents {
+  static_assert(D >= 1 && D <= 3, "dataflow ranges have 1, 2 or 3 dimensions");
+  std::size_t v[D] = {};
+  SLUICE_HD constexpr std::size_t& operator[](int i) noexcept { return v[i]; }
+  SLUICE_HD constexpr const std::size_t& operator[](int i) const noexcept { return v[i]; }
+  [[nodiscard]] static constexpr int dimensions() noexcept { return D; }
+};
+}  // namespace detail
+
+/// The extents of a D-dimensional index space (or of a buffer).
+template <int D = 1>
+struct range : detail::Extents<D> {
+  constexpr range() = default;
+  SLUICE_HD constexpr explicit(false) range(std::size_t n0) requires(D == 1) { this->v[0] = n0; }
+  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1) requires(D == 2) {
+    this->v[0] = n0;
+    this->v[1] = n1;
+  }
+  SLUICE_HD constexpr range(std::size_t n0, std::size_t n1, std::size_t n2) requires(D == 3) {
+    this->v[0] = n0;
+    this->v[1] = n1;
+    this->v[2] = n2;
+  }
+  /// Product of the extents.
+  [[nodiscard]] SLUICE_HD constexpr std::size_t size() const noexcept {
+    std::size_t s = 1;
+    for (int i = 0; i < D; ++i) s *= this->v[i];
+    return s;
+  }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t get(int i) const noexcept { return this->v[i]; }
+  friend constexpr bool operator==(const range& a, const range& b) noexcept {
+    for (int i = 0; i < D; ++i)
+      if (a.v[i] != b.v[i]) return false;
+    return true;
+  }
+};
+range(std::size_t)->range<1>;
+range(std::size_t, std::size_t)->range<2>;
+range(std::size_t, std::size_t, std::size_t)->range<3>;
+
+/// A point of a D-dimensional index space.
+template <int D = 1>
+struct id : detail::Extents<D> {
+  constexpr id() = default;
+  SLUICE_HD constexpr explicit(false) id(std::size_t i0) requires(D == 1) { this->v[0] = i0; }
+  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1) requires(D == 2) {
+    this->v[0] = i0;
+    this->v[1] = i1;
+  }
+  SLUICE_HD constexpr id(std::size_t i0, std::size_t i1, std::size_t i2) requires(D == 3) {
+    this->v[0] = i0;
+    this->v[1] = i1;
+    this->v[2] = i2;
+  }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t get(int i) const noexcept { return this->v[i]; }
+  /// A one-dimensional id converts to its index, so `a[i]` and `p[i]` read naturally.
+  SLUICE_HD constexpr operator std::size_t() const noexcept requires(D == 1) { return this->v[0]; }
+};
+id(std::size_t)->id<1>;
+id(std::size_t, std::size_t)->id<2>;
+id(std::size_t, std::size_t, std::size_t)->id<3>;
+
+namespace detail {
+/// Row-major linear index of `i` in `r`.
+template <int D>
+SLUICE_HD constexpr std::size_t linearize(const Extents<D>& i, const Extents<D>& r) noexcept {
+  std::size_t l = i[0];
+  for (int d = 1; d < D; ++d) l = l * r[d] + i[d];
+  return l;
+}
+/// The id of linear index `l` in `r`.
+template <int D>
+SLUICE_HD constexpr id<D> delinearize(std::size_t l, const Extents<D>& r) noexcept {
+  id<D> i;
+  for (int d = D - 1; d > 0; --d) {
+    i[d] = l % r[d];
+    l /= r[d];
+  }
+  i[0] = l;
+  return i;
+}
+}  // namespace detail
+
+/// A work-item of a plain range kernel: its id and the whole range. Converts to `id<D>` (and, in
+/// one dimension, to `std::size_t`), so kernels may take either. It has no barrier: only
+/// nd_range kernels synchronize work-items, which the type system enforces.
+template <int D = 1>
+class item {
+ public:
+  SLUICE_HD constexpr item(id<D> i, range<D> r) noexcept : id_(i), range_(r) {}
+  [[nodiscard]] SLUICE_HD constexpr id<D> get_id() const noexcept { return id_; }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t get_id(int d) const noexcept { return id_[d]; }
+  [[nodiscard]] SLUICE_HD constexpr range<D> get_range() const noexcept { return range_; }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t get_linear_id() const noexcept {
+    return detail::linearize<D>(id_, range_);
+  }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t operator[](int d) const noexcept { return id_[d]; }
+  SLUICE_HD constexpr operator id<D>() const noexcept { return id_; }
+  SLUICE_HD constexpr operator std::size_t() const noexcept requires(D == 1) { return id_[0]; }
+
+ private:
+  id<D> id_;
+  range<D> range_;
+};
+
+/// A global range split into work-groups of `local` work-items; each global extent must be a
+/// multiple of the local one.
+template <int D = 1>
+struct nd_range {
+  range<D> global;
+  range<D> local;
+  SLUICE_HD constexpr nd_range(range<D> g, range<D> l) noexcept : global(g), local(l) {}
+  [[nodiscard]] SLUICE_HD constexpr range<D> get_global_range() const noexcept { return global; }
+  [[nodiscard]] SLUICE_HD constexpr range<D> get_local_range() const noexcept { return local; }
+  [[nodiscard]] SLUICE_HD constexpr range<D> get_group_range() const noexcept {
+    range<D> g;
+    for (int d = 0; d < D; ++d) g[d] = local[d] == 0 ? 0 : global[d] / local[d];
+    return g;
+  }
+};
+template <int D>
+nd_range(range<D>, range<D>) -> nd_range<D>;
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,165 @@
+#pragma once
+/// @file
+/// Opt-in header for nvcc users: include it (instead of, and before, <sluice/dataflow.hpp>) in a
+/// file compiled by nvcc with `--extended-lambda`, and the kernels named in that file also run
+/// on cuda devices, each compiled as a CUDA kernel and launched as one operation of the queue's
+/// context. Kernel lambdas must be `__host__ __device__` (`[=] SLUICE_KERNEL (...)`), so the same
+/// kernel still runs on the host backend.
+///
+/// Mapping: a range kernel is a grid-stride 1D grid of 256-thread blocks; an nd_range kernel is
+/// one block per work-group, SYCL dimension D-1 on x (the fastest), D-2 on y, 0 on z for 3D;
+/// local_accessor memory is dynamic shared memory; reductions combine per warp, then atomically.
+
+#if !defined(__CUDACC__)
+#error "<sluice/dataflow_cuda.cuh> is for nvcc; plain C++ includes <sluice/dataflow.hpp>"
+#endif
+#if defined(SLUICE_DATAFLOW_HANDLER_HPP) && !defined(SLUICE_DATAFLOW_CUDA)
+#error "include <sluice/dataflow_cuda.cuh> before any other sluice/dataflow header"
+#endif
+#define SLUICE_DATAFLOW_CUDA 1
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#include "sluice/dataflow.hpp"
+
+namespace sluice::dataflow::detail {
+
+constexpr unsigned kRangeBlock = 256;
+
+template <class F>
+__global__ void single_kernel(F f) {
+  f();
+}
+
+template <int D, class F>
+__global__ void range_kernel(RangeTask<D, F> t, std::size_t n) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    t.f(item<D>(delinearize<D>(i, t.r), t.r));
+  }
+}
+
+/// `*out = op(*out, v)` atomically (a compare-and-swap loop: any 4- or 8-byte T).
+template <class T, class Op>
+__device__ void atomic_combine(T* out, T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device reductions need a 4- or 8-byte type");
+  using Word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  Word* addr = reinterpret_cast<Word*>(out);
+  Word seen = *addr, assumed;
+  do {
+    assumed = seen;
+    T cur;
+    memcpy(&cur, &assumed, sizeof(T));
+    const T next = Op{}(cur, v);
+    Word w;
+    memcpy(&w, &next, sizeof(T));
+    seen = atomicCAS(addr, assumed, w);
+  } while (seen != assumed);
+}
+
+template <class T>
+__global__ void set_value_kernel(T* out, T v) {
+  *out = v;
+}
+
+template <int D, class F, class T, class Op>
+__global__ void reduce_kernel(ReduceTask<D, F, T, Op> t, std::size_t n) {
+  static_assert(std::is_arithmetic_v<T>, "device reductions need an arithmetic type");
+  Reducer<T, Op> red(t.identity);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    t.f(item<D>(delinearize<D>(i, t.r), t.r), red);
+  }
+  T v = red.partial();
+  for (int off = 16; off > 0; off /= 2) v = Op{}(v, __shfl_down_sync(0xffffffffu, v, off));
+  if ((threadIdx.x & 31u) == 0) atomic_combine<T, Op>(t.out, v);
+}
+
+template <int D, class F>
+__global__ void nd_kernel(NdTask<D, F> t) {
+  id<D> g, l;
+  g[D - 1] = blockIdx.x;
+  l[D - 1] = threadIdx.x;
+  if constexpr (D >= 2) {
+    g[D - 2] = blockIdx.y;
+    l[D - 2] = threadIdx.y;
+  }
+  if constexpr (D == 3) {
+    g[0] = blockIdx.z;
+    l[0] = threadIdx.z;
+  }
+  t.f(nd_item<D>(g, l, t.r.get_group_range(), t.r.local));
+}
+
+inline unsigned range_blocks(std::size_t n) {
+  const std::size_t b = (n + kRangeBlock - 1) / kRangeBlock;
+  return static_cast<unsigned>(b < (1u << 20) ? b : (1u << 20));
+}
+
+template <class F>
+const char* launch_task(const SingleTask<F>& t, cudaStream_t s, std::size_t) {
+  single_kernel<<<1, 1, 0, s>>>(t.f);
+  return nullptr;
+}
+
+template <int D, class F>
+const char* launch_task(const RangeTask<D, F>& t, cudaStream_t s, std::size_t) {
+  const std::size_t n = t.r.size();
+  range_kernel<D, F><<<range_blocks(n), kRangeBlock, 0, s>>>(t, n);
+  return nullptr;
+}
+
+template <int D, class F, class T, class Op>
+const char* launch_task(const ReduceTask<D, F, T, Op>& t, cudaStream_t s, std::size_t) {
+  if (t.initialize_to_identity) set_value_kernel<T><<<1, 1, 0, s>>>(t.out, t.identity);
+  const std::size_t n = t.r.size();
+  if (n != 0) reduce_kernel<D, F, T, Op><<<range_blocks(n), kRangeBlock, 0, s>>>(t, n);
+  return nullptr;
+}
+
+template <int D, class F>
+const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local_bytes) {
+  const range<D> groups = t.r.get_group_range();
+  dim3 grid(1, 1, 1), block(1, 1, 1);
+  grid.x = static_cast<unsigned>(groups[D - 1]);
+  block.x = static_cast<unsigned>(t.r.local[D - 1]);
+  if constexpr (D >= 2) {
+    grid.y = static_cast<unsigned>(groups[D - 2]);
+    block.y = static_cast<unsigned>(t.r.local[D - 2]);
+  }
+  if constexpr (D == 3) {
+    grid.z = static_cast<unsigned>(groups[0]);
+    block.z = static_cast<unsigned>(t.r.local[0]);
+  }
+  if (groups[D - 1] > 0x7fffffffu || (D >= 2 && groups[D > 1 ? D - 2 : 0] > 65535u) ||
+      (D == 3 && groups[0] > 65535u)) {
+    return "too many work-groups for a cuda grid";
+  }
+  if (groups.size() == 0) return nullptr;
+  if (local_bytes > 48 * 1024) {
+    if (cudaFuncSetAttribute(nd_kernel<D, F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(local_bytes)) != cudaSuccess) {
+      return cudaGetErrorName(cudaGetLastError());
+    }
+  }
+  nd_kernel<D, F><<<grid, block, local_bytes, s>>>(t);
+  return nullptr;
+}
+
+template <class Task>
+const char* cuda_launch(void* stream, const void* task, std::size_t local_bytes) {
+  if (const char* why = launch_task(*static_cast<const Task*>(task),
+                                    static_cast<cudaStream_t>(stream), local_bytes)) {
+    return why;
+  }
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorName(err);
+}
+
+}  // namespace sluice::dataflow::detail

@@ -1,0 +1,261 @@
+// Buffers: which copy of the data is current, moving it only when the side that needs it is
+// stale, and host accessors (reference 004, "Synchronization with the host").
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "dataflow/state.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::dataflow::detail {
+
+using sluice::detail::Tracker;
+
+namespace {
+Access tracker_mode(AccessMode m) {
+  switch (m) {
+    case AccessMode::read:
+      return Access::read;
+    case AccessMode::read_write:
+      return Access::read_write;
+    default:
+      return Access::write;
+  }
+}
+}  // namespace
+
+BufferState::BufferState(std::size_t n, void* user, bool wb, std::source_location loc)
+    : bytes(n), write_back(wb) {
+  if (user == nullptr || bytes == 0) return;
+  if (auto region = find_memory(user)) {
+    const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(user) -
+                                              static_cast<const std::byte*>(region->base));
+    if (off + bytes > region->attributes.size) {
+      throw Error(Errc::invalid_argument,
+                  "Buffer: " + std::to_string(bytes) + " bytes from the given pointer run past " +
+                      "the end of its allocation (" +
+                      std::to_string(region->attributes.size - off) +
+                      " bytes left); make the buffer smaller",
+                  loc);
+    }
+    if (region->attributes.type == MemoryType::device) {
+      // The user's device memory is the buffer's only copy: it stays on that device.
+      bound = region->attributes.device;
+      auto c = std::make_unique<Copy>();
+      c->device = *region->attributes.device;
+      c->ptr = static_cast<std::byte*>(user);
+      c->id = region->id;
+      c->valid = true;
+      copies.push_back(std::move(c));
+      initialized = true;
+      write_back = false;
+      return;
+    }
+    host_id = region->id;
+    host_offset = off;
+  } else {
+    host_id = register_memory(user, {MemoryType::host, bytes, 1, std::nullopt}, loc);
+    registered_host_ = true;
+  }
+  host = static_cast<std::byte*>(user);
+  host_valid = true;
+  initialized = true;
+}
+
+BufferState::~BufferState() {
+  auto& tracker = Tracker::instance();
+  if (gate) {
+    gate->open();
+    unregister_gate(gate.get());
+  }
+  try {
+    if (write_back && !host_valid && initialized) refresh_host(std::source_location::current());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sluice: Buffer write-back failed: %s\n", e.what());
+  }
+  // SYCL semantics: destruction waits for every command group that uses the buffer.
+  if (host_id != 0) tracker.wait_host_quietly(host_id);
+  for (const auto& c : copies) {
+    if (c->owned.id() != 0) tracker.wait_host_quietly(c->id);
+  }
+  copies.clear();  // device memory goes back in stream order
+  if (registered_host_) {
+    try {
+      unregister_memory(host_id);
+    } catch (...) {
+    }
+  }
+}
+
+void BufferState::ensure_host(std::source_location loc) {
+  if (host != nullptr) return;
+  if (bound) {
+    throw Error(Errc::unsupported,
+                "Buffer made over device memory of " + bound->to_string() +
+                    " has no host copy; read it with a kernel or a copy, or make the buffer over "
+                    "host memory",
+                loc);
+  }
+  // Pinned, so that moving the data never goes through a staging copy (on cuda a staging
+  // buffer may synchronize the device while a host-accessor gate holds it).
+  const Device device = copies.empty() ? Device{"host", 0} : copies.front()->device;
+  own_host_ = sluice::detail::RawPinnedBuffer(device, bytes, loc);
+  host = static_cast<std::byte*>(own_host_.data());
+  host_id = own_host_.id();
+}
+
+void BufferState::refresh_host(std::source_location loc) {
+  if (host_valid || !initialized) return;
+  ensure_host(loc);
+  for (auto& c : copies) {
+    if (c->valid) {
+      sluice::detail::copy_bytes(*c->home, host, c->ptr, bytes, loc);
+      host_valid = true;
+      return;
+    }
+  }
+}
+
+BufferState::Copy& BufferState::copy_for(QueueState& q, std::source_location loc) {
+  for (auto& c : copies) {
+    if (c->device == q.device) {
+      if (!c->home) c->home = q.contexts.front();
+      return *c;
+    }
+  }
+  if (bound) {
+    throw Error(Errc::invalid_argument,
+                "Buffer made over device memory of " + bound->to_string() + " used on queue '" +
+                    q.name + "' of " + q.device.to_string() +
+                    ": it has no host copy to move the data through; submit to a queue on " +
+                    bound->to_string() + ", or make the buffer over host memory",
+                loc);
+  }
+  auto c = std::make_unique<Copy>();
+  c->device = q.device;
+  c->owned = sluice::detail::RawDeviceBuffer(q.contexts.front(), bytes, loc);
+  c->ptr = static_cast<std::byte*>(c->owned.data());
+  c->id = c->owned.id();
+  c->home = q.contexts.front();
+  copies.push_back(std::move(c));
+  return *copies.back();
+}
+
+std::shared_ptr<BufferState> make_buffer(std::size_t bytes, void* host, bool write_back,
+                                         std::source_location loc) {
+  return std::make_shared<BufferState>(bytes, host, write_back, loc);
+}
+
+void set_write_back(BufferState& b, bool on) noexcept {
+  std::lock_guard lock(b.mutex);
+  b.write_back = on && b.host != nullptr && !b.bound;
+}
+
+void check_access_range(const std::size_t* buffer, const std::size_t* r, const std::size_t* offset,
+                        int dims, std::source_location loc) {
+  for (int d = 0; d < dims; ++d) {
+    if (offset[d] > buffer[d] || r[d] > buffer[d] - offset[d]) {
+      throw Error(Errc::invalid_argument,
+                  "accessor range out of bounds: dimension " + std::to_string(d) + " asks for " +
+                      std::to_string(r[d]) + " elements from offset " + std::to_string(offset[d]) +
+                      " of a buffer with " + std::to_string(buffer[d]) +
+                      "; shrink the range or the offset",
+                  loc);
+    }
+  }
+}
+
+void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, AccessMode mode,
+                     std::size_t offset, std::size_t bytes, std::source_location loc) {
+  if (s.launched) {
+    throw Error(Errc::invalid_state,
+                "accessor created after the command group's kernel was issued; create accessors "
+                "before calling single_task / parallel_for",
+                loc);
+  }
+  BufferState& b = *keep;
+  std::lock_guard lock(b.mutex);
+  if (b.bytes == 0) return nullptr;
+  auto& c = b.copy_for(*s.queue, loc);
+  if (b.host_accessors > 0) {
+    // SYCL: device work on the buffer starts only after the host accessors are gone.
+    if (!b.gate) {
+      auto g = std::make_shared<Gate>(s.queue->device);
+      for (auto t : b.holders) g->add_holder(t);
+      register_gate(g);
+      b.gate = std::move(g);
+    }
+    b.gate->issue(*s.ctx, loc);
+  }
+  const bool whole = offset == 0 && bytes == b.bytes;
+  if (!c.valid) {
+    if (!b.initialized) {
+      c.valid = true;  // nothing to copy: the contents are undefined until written
+      b.initialized = true;
+    } else if (!(mode == AccessMode::discard_write && whole)) {
+      b.refresh_host(loc);  // from another device, through the host
+      sluice::detail::copy_bytes(*s.ctx, c.ptr, b.host, b.bytes, loc);
+      c.valid = true;
+    }
+  }
+  if (bytes == 0) return c.ptr;  // an empty range touches nothing
+  if (mode != AccessMode::read) s.written.push_back({keep, &c});
+  s.buffers.push_back(keep);
+  s.accesses.push_back({c.id, {offset, bytes}, tracker_mode(mode)});
+  return c.ptr;
+}
+
+/// After the kernel is issued: the written copies are the only current ones.
+void apply_writes(SubmitState& s) {
+  for (auto& w : s.written) {
+    std::lock_guard lock(w.buffer->mutex);
+    for (auto& c : w.buffer->copies) c->valid = c.get() == w.copy;
+    w.buffer->host_valid = false;
+    w.buffer->initialized = true;
+  }
+}
+
+void* host_access_begin(BufferState& b, AccessMode mode, std::source_location loc) {
+  std::unique_lock lock(b.mutex);
+  if (b.bytes == 0) return nullptr;
+  b.ensure_host(loc);
+  if (!b.initialized) {
+    b.initialized = true;
+    b.host_valid = true;
+  }
+  b.refresh_host(loc);
+  const ObjectId id = b.host_id;
+  const ByteRange range{b.host_offset, b.bytes};
+  lock.unlock();
+  // Waits only for the copy that brings the data back (and, to write, for copies reading it).
+  Tracker::instance().wait_host(id, tracker_mode(mode), range, loc);
+  lock.lock();
+  if (mode != AccessMode::read) {
+    for (auto& c : b.copies) c->valid = false;
+    b.host_valid = true;
+  }
+  ++b.host_accessors;
+  b.holders.push_back(std::this_thread::get_id());
+  if (b.gate) b.gate->add_holder(std::this_thread::get_id());
+  return b.host;
+}
+
+void host_access_end(BufferState& b, AccessMode) noexcept {
+  std::lock_guard lock(b.mutex);
+  if (b.bytes == 0) return;
+  const auto me = std::this_thread::get_id();
+  if (auto it = std::find(b.holders.begin(), b.holders.end(), me); it != b.holders.end()) {
+    b.holders.erase(it);
+  } else if (!b.holders.empty()) {
+    b.holders.pop_back();  // destroyed on another thread than the one that made it
+  }
+  if (b.gate) b.gate->remove_holder(me);
+  if (--b.host_accessors == 0 && b.gate) {
+    b.gate->open();
+    unregister_gate(b.gate.get());
+    b.gate.reset();
+  }
+}
+
+}  // namespace sluice::dataflow::detail

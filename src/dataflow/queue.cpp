@@ -1,0 +1,149 @@
+// Queues, command-group submission and events of the dataflow layer.
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "dataflow/state.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::dataflow {
+namespace detail {
+namespace {
+
+constexpr std::size_t kDefaultContexts = 4;
+
+std::string default_name() {
+  static std::atomic<int> counter{0};
+  return "queue#" + std::to_string(counter.fetch_add(1) + 1);
+}
+
+/// Command groups in construction on this thread: reused, so a submit allocates nothing once
+/// warm. A vector, because a command-group function may itself submit.
+thread_local std::vector<std::unique_ptr<SubmitState>> t_free;
+
+}  // namespace
+
+QueueState::QueueState(const QueueOptions& options, std::source_location loc)
+    : device(options.device ? *options.device : default_device()),
+      in_order(options.in_order),
+      name(options.name.empty() ? default_name() : options.name) {
+  (void)device_info(device);  // an unknown device is an Error here, not at the first submit
+  backend = device.backend == "host"   ? BackendKind::host
+            : device.backend == "cuda" ? BackendKind::cuda
+                                       : BackendKind::other;
+  if (options.in_order && options.contexts > 1) {
+    throw Error(Errc::invalid_argument,
+                "Queue '" + name + "': an in-order queue has one context, not " +
+                    std::to_string(options.contexts) + "; drop `contexts` or `in_order`",
+                loc);
+  }
+  const std::size_t n =
+      in_order ? 1 : (options.contexts == 0 ? kDefaultContexts : options.contexts);
+  contexts.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    contexts.emplace_back(ContextOptions{.device = device, .name = name + "/" + std::to_string(i)});
+  }
+}
+
+const Context& QueueState::pick() noexcept {
+  if (contexts.size() == 1) return contexts.front();
+  return contexts[next_.fetch_add(1, std::memory_order_relaxed) % contexts.size()];
+}
+
+std::shared_ptr<QueueState> make_queue(const QueueOptions& options, std::source_location loc) {
+  return std::make_shared<QueueState>(options, loc);
+}
+
+void SubmitState::reset(QueueState& q, std::source_location) {
+  queue = &q;
+  ctx = &q.pick();
+  accesses.clear();
+  waits.clear();
+  written.clear();
+  buffers.clear();
+  local_bytes = 0;
+  has_local = false;
+  launched = false;
+  result = Event();
+}
+
+SubmitState& begin_submit(QueueState& q, std::source_location loc) {
+  std::unique_ptr<SubmitState> s;
+  if (t_free.empty()) {
+    s = std::make_unique<SubmitState>();
+  } else {
+    s = std::move(t_free.back());
+    t_free.pop_back();
+  }
+  s->reset(q, loc);
+  return *s.release();
+}
+
+namespace {
+void release(SubmitState& s) noexcept {
+  s.buffers.clear();
+  s.written.clear();
+  s.waits.clear();
+  try {
+    t_free.emplace_back(&s);
+  } catch (...) {
+    delete &s;
+  }
+}
+}  // namespace
+
+Event end_submit(SubmitState& s, std::source_location loc) {
+  try {
+    // A command group without a kernel still orders: it completes after its dependencies.
+    if (!s.launched) launch(s, KernelDesc{}, loc);
+  } catch (...) {
+    release(s);
+    throw;
+  }
+  Event e = std::move(s.result);
+  release(s);
+  return e;
+}
+
+void abandon_submit(SubmitState& s) noexcept {
+  release(s);
+}
+
+}  // namespace detail
+
+void Queue::wait(std::source_location loc) const {
+  for (const auto& c : state_->contexts) {
+    detail::check_gates(c.impl().timeline(), 0, "Queue::wait", loc);
+  }
+  for (const auto& c : state_->contexts) c.synchronize(loc);
+}
+
+const Device& Queue::device() const noexcept {
+  return state_->device;
+}
+bool Queue::in_order() const noexcept {
+  return state_->in_order;
+}
+std::span<const Context> Queue::contexts() const noexcept {
+  return state_->contexts;
+}
+
+void Event::wait(std::source_location loc) const {
+  if (!point_.recorded()) return;
+  detail::check_gates(ctx_->timeline(), seq_, "Event::wait", loc);
+  point_.synchronize(loc);
+}
+
+bool Event::complete() const {
+  return point_.query();
+}
+
+void Event::wait(const std::vector<Event>& events, std::source_location loc) {
+  for (const auto& e : events) {
+    if (e.point_.recorded()) detail::check_gates(e.ctx_->timeline(), e.seq_, "wait", loc);
+  }
+  for (const auto& e : events) e.wait(loc);
+}
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,155 @@
+#pragma once
+// The dataflow layer's internal state: queues, command groups being built, buffers and the gates
+// that hold device work back while host accessors live. Lock order: buffer, tracker, context.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "dataflow/device_ops.hpp"
+#include "deps/tracker.hpp"
+#include "sluice/dataflow.hpp"
+#include "sluice/memory.hpp"
+
+namespace sluice::dataflow::detail {
+
+using sluice::detail::AccessSpec;
+using sluice::detail::ContextImpl;
+
+enum class BackendKind : std::uint8_t { host, cuda, other };
+
+class QueueState {
+ public:
+  QueueState(const QueueOptions& options, std::source_location loc);
+  /// The context the next command group runs on (round robin when out-of-order).
+  [[nodiscard]] const Context& pick() noexcept;
+
+  Device device;
+  BackendKind backend = BackendKind::other;
+  bool in_order = false;
+  std::string name;
+  std::vector<Context> contexts;
+
+ private:
+  std::atomic<std::size_t> next_{0};
+};
+
+/// Holds device work on a buffer back while host accessors on it live (one per "generation" of
+/// host accessors): issued on each context before the first command group there that touches the
+/// buffer, opened when the last host accessor goes.
+class Gate {
+ public:
+  explicit Gate(const Device& device);
+  /// Issues the gate on `ctx` unless already there.
+  void issue(const Context& ctx, std::source_location loc);
+  void open() noexcept;
+  /// True if `thread` holds the host accessors that keep it closed and operation `seq` of
+  /// `timeline` is at or after the gate.
+  [[nodiscard]] bool blocks(std::uint64_t timeline, std::uint64_t seq) const;
+  void add_holder(std::thread::id t);
+  void remove_holder(std::thread::id t);
+
+ private:
+  std::vector<std::thread::id> holders_;
+  DeviceOps* ops_;  // the backend's gate, or null: a blocking host task
+  std::shared_ptr<std::atomic<int>> flag_ = std::make_shared<std::atomic<int>>(0);
+  std::optional<PinnedBuffer<int>> device_flag_;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> issued_;  // timeline, seq
+};
+
+/// Gates currently closed, for the deadlock check of waits.
+void register_gate(const std::shared_ptr<Gate>& g);
+void unregister_gate(const Gate* g) noexcept;
+/// Throws Error if waiting for operation `seq` of `timeline` (0: every operation) on this thread
+/// would wait for a gate this thread keeps closed.
+void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view what,
+                 std::source_location loc);
+
+class BufferState {
+ public:
+  BufferState(std::size_t bytes, void* host, bool write_back, std::source_location loc);
+  BufferState(const BufferState&) = delete;
+  BufferState& operator=(const BufferState&) = delete;
+  ~BufferState();
+
+  struct Copy {
+    Device device;
+    sluice::detail::RawDeviceBuffer owned;  // empty for a buffer over the user's device memory
+    std::byte* ptr = nullptr;
+    ObjectId id = 0;
+    std::optional<Context> home;  // copies out of this copy are issued here
+    bool valid = false;
+  };
+
+  /// The device copy for `q`'s device, allocated on first use.
+  Copy& copy_for(QueueState& q, std::source_location loc);
+  /// Makes the host copy current (issuing a copy from a device if needed) and returns nothing:
+  /// the caller waits for it through the tracker.
+  void refresh_host(std::source_location loc);
+  /// Allocates and registers host memory for a buffer made without any.
+  void ensure_host(std::source_location loc);
+
+  std::mutex mutex;
+  std::size_t bytes;
+  std::byte* host = nullptr;
+  ObjectId host_id = 0;
+  std::size_t host_offset = 0;  // of `host` in the region `host_id`
+  bool write_back;
+  bool host_valid = false;
+  bool initialized = false;  // some copy holds data
+  std::vector<std::unique_ptr<Copy>> copies;
+  std::shared_ptr<Gate> gate;  // while host accessors live
+  int host_accessors = 0;
+  std::vector<std::thread::id> holders;  // threads holding the host accessors
+  std::optional<Device> bound;           // made over this device's memory: no host copy
+
+ private:
+  sluice::detail::RawPinnedBuffer own_host_;  // host memory for a buffer made without any
+  bool registered_host_ = false;
+};
+
+/// One command group being built.
+class SubmitState {
+ public:
+  void reset(QueueState& q, std::source_location loc);
+
+  QueueState* queue = nullptr;
+  const Context* ctx = nullptr;
+  std::vector<AccessSpec> accesses;
+  std::vector<std::shared_ptr<sluice::EventImpl>> waits;
+  struct Written {
+    std::shared_ptr<BufferState> buffer;
+    BufferState::Copy* copy;
+  };
+  std::vector<Written> written;
+  std::vector<std::shared_ptr<BufferState>> buffers;  // kept alive until issued
+  std::size_t local_bytes = 0;
+  bool has_local = false;
+  bool launched = false;
+  Event result;
+};
+
+/// Constructs an Event (its members are private to the public header).
+class EventAccess {
+ public:
+  static Event make(const Context& ctx, sluice::Event point, std::uint64_t seq) {
+    Event e;
+    e.ctx_ = ctx.shared_impl();
+    e.point_ = std::move(point);
+    e.seq_ = seq;
+    return e;
+  }
+  static const sluice::Event& point(const Event& e) { return e.point_; }
+  static std::uint64_t seq(const Event& e) { return e.seq_; }
+};
+
+}  // namespace sluice::dataflow::detail

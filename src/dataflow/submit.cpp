@@ -1,0 +1,153 @@
+// Issuing a command group: its dependencies become waits (events) and tracker marks (accessors,
+// tracked USM), then the kernel is one operation of the chosen context.
+
+#include <string>
+
+#include "dataflow/state.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::dataflow::detail {
+
+using sluice::detail::Tracker;
+
+void apply_writes(SubmitState& s);  // buffer.cpp
+
+namespace {
+void check_not_launched(const SubmitState& s, const char* what, std::source_location loc) {
+  if (s.launched) {
+    throw Error(Errc::invalid_state,
+                std::string(what) +
+                    " after the command group's kernel was issued; a command group runs one "
+                    "kernel, named last: declare accessors and dependencies before it",
+                loc);
+  }
+}
+}  // namespace
+
+void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMode mode,
+                    std::source_location loc) {
+  check_not_launched(s, "Handler::use", loc);
+  if (bytes == 0) return;
+  auto region = find_memory(ptr);
+  if (!region) {
+    throw Error(Errc::invalid_argument,
+                "Handler::use: the pointer is not memory sluice tracks; allocate it with "
+                "malloc_device / malloc_host / malloc_shared",
+                loc);
+  }
+  const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(ptr) -
+                                            static_cast<const std::byte*>(region->base));
+  if (off + bytes > region->attributes.size) {
+    throw Error(Errc::invalid_argument,
+                "Handler::use: " + std::to_string(bytes) +
+                    " bytes run past the end of the "
+                    "allocation (" +
+                    std::to_string(region->attributes.size - off) +
+                    " bytes left); pass the element count actually used",
+                loc);
+  }
+  const Access m = mode == AccessMode::read         ? Access::read
+                   : mode == AccessMode::read_write ? Access::read_write
+                                                    : Access::write;
+  s.accesses.push_back({region->id, {off, bytes}, m});
+}
+
+std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,
+                           std::source_location loc) {
+  check_not_launched(s, "local_accessor created", loc);
+  align = std::max<std::size_t>(align, 16);
+  const std::size_t offset = (s.local_bytes + align - 1) / align * align;
+  s.local_bytes = offset + bytes;
+  s.has_local = true;
+  return offset;
+}
+
+void add_dependency(SubmitState& s, const Event& e, std::source_location loc) {
+  check_not_launched(s, "depends_on", loc);
+  const auto& point = EventAccess::point(e);
+  if (!point.recorded()) return;  // a default event: complete
+  s.waits.push_back(point.impl());
+}
+
+void check_plain_range(SubmitState& s, std::source_location loc) {
+  if (s.has_local) {
+    throw Error(Errc::invalid_argument,
+                "a local_accessor was created for a plain range kernel (single_task or "
+                "parallel_for(range)); work-group local memory exists only in "
+                "parallel_for(nd_range) kernels",
+                loc);
+  }
+}
+
+void check_nd_range(const std::size_t* global, const std::size_t* local, int dims,
+                    std::source_location loc) {
+  std::size_t items = 1;
+  for (int d = 0; d < dims; ++d) {
+    if (local[d] == 0 || global[d] % local[d] != 0) {
+      throw Error(Errc::invalid_argument,
+                  "nd_range: global extent " + std::to_string(global[d]) + " of dimension " +
+                      std::to_string(d) + " is not a multiple of the local extent " +
+                      std::to_string(local[d]) + "; round the global range up and guard",
+                  loc);
+    }
+    items *= local[d];
+  }
+  if (items > 1024) {
+    throw Error(Errc::invalid_argument,
+                "nd_range: a work-group of " + std::to_string(items) +
+                    " work-items; at most 1024 are supported (the cuda limit)",
+                loc);
+  }
+}
+
+void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
+  check_not_launched(s, "a second kernel", loc);
+  QueueState& q = *s.queue;
+  const Context& ctx = *s.ctx;
+  auto& c = ctx.impl();
+  if (k.host_run != nullptr) {
+    if (q.backend == BackendKind::cuda && k.device_launch == nullptr) {
+      throw Error(Errc::unsupported,
+                  std::string(k.what) + " on queue '" + q.name + "' (" + q.device.to_string() +
+                      ") has no device code: compile this file with nvcc --extended-lambda and "
+                      "include <sluice/dataflow_cuda.cuh> before other dataflow headers",
+                  loc);
+    }
+    if (q.backend == BackendKind::other) {
+      throw Error(Errc::unsupported,
+                  "the dataflow layer runs kernels on the host and cuda backends only, not on " +
+                      q.device.to_string(),
+                  loc);
+    }
+  }
+  s.launched = true;
+  // Host kernels run user code that may throw: failures must be reported at the next wait.
+  if (q.backend == BackendKind::host && k.host_run != nullptr) c.failures()->set_may_fail();
+  for (const auto& e : s.waits) c.wait(e, loc);
+  auto enqueue = [&] {
+    if (k.host_run == nullptr) return;
+    c.enqueue(k.what, loc, [&](Stream& st, const OpInfo& op) {
+      if (q.backend == BackendKind::host) {
+        st.host_task([task = k.copy(k.task), run = k.host_run,
+                      bytes = s.local_bytes] { run(task.get(), bytes); },
+                     op);
+      } else if (const char* err = k.device_launch(st.native_handle(), k.task, s.local_bytes)) {
+        throw Error(Errc::backend_failure,
+                    std::string(k.what) + ": the kernel launch failed with " + err +
+                        (s.local_bytes > 48 * 1024 ? " (local memory above 48 KiB per group)" : ""),
+                    loc);
+      }
+    });
+  };
+  if (s.accesses.empty()) {
+    enqueue();
+  } else {
+    Tracker::instance().run(c, s.accesses, k.what, loc, enqueue);
+  }
+  apply_writes(s);
+  sluice::Event point;
+  point.record(ctx, loc);
+  s.result = EventAccess::make(ctx, point, point.impl()->seq);
+}
+
+}  // namespace sluice::dataflow::detail

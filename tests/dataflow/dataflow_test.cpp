@@ -1,0 +1,4 @@
+// The dataflow conformance cases on a build without the cuda backend (host compiler).
+#include "sluice/dataflow.hpp"
+
+#include "dataflow_cases.hpp"

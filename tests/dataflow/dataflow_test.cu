@@ -1,0 +1,5 @@
+// The dataflow conformance cases compiled by nvcc: the same kernels run on the host and cuda
+// backends.
+#include "sluice/dataflow_cuda.cuh"
+
+#include "dataflow_cases.hpp"

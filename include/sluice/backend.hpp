@@ -24,6 +24,9 @@
 namespace sluice {
 
 enum class StreamKind : std::uint8_t;
+namespace detail {
+class CaptureSink;
+}
 
 /// Who issued an operation and where: carried with every piece of queued work so that a failure
 /// names the operation and the line that issued it.
@@ -79,6 +82,12 @@ class EventImpl {
   virtual void synchronize() = 0;
   /// Milliseconds between `start` and this event; both must have been recorded with timing.
   [[nodiscard]] virtual double elapsed_ms_since(const EventImpl& start) = 0;
+  /// Graph capture (sluice/graph.hpp): the capture that recorded this point while it is still
+  /// recording, else null.
+  [[nodiscard]] virtual detail::CaptureSink* capture_sink() const noexcept { return nullptr; }
+  /// For a point recorded inside a capture: the real point it stands for (the stream where the
+  /// context entered the capture); null for other events.
+  [[nodiscard]] virtual std::shared_ptr<EventImpl> captured_base() const { return nullptr; }
 
   std::shared_ptr<FailureState> failures;  ///< of the stream it was recorded on
   std::uint64_t seq = 0;                   ///< last operation number before the recorded point
@@ -118,6 +127,34 @@ class Stream {
   [[nodiscard]] virtual void* native_handle() noexcept = 0;
   /// The effective (clamped) priority.
   [[nodiscard]] virtual int priority() const noexcept = 0;
+
+  /// Graph capture of one operation (sluice/graph.hpp): work enqueued between `begin_capture`
+  /// and `end_capture` is recorded instead of run; `end_capture` returns the recording, which
+  /// the same backend's `instantiate_graph` understands as a `NodeKind::captured` node (null if
+  /// nothing was enqueued). Waits and records are never enqueued while capturing (the core turns
+  /// them into edges); allocations and frees bypass the recording. `end_capture` throws
+  /// Error(invalid_state) if the recording was invalidated (e.g. by a foreign call on a cuda
+  /// stream). The default says the backend cannot capture.
+  virtual void begin_capture(const OpInfo& op);
+  [[nodiscard]] virtual std::shared_ptr<void> end_capture(const OpInfo& op);
+  /// Drops a recording begun with `begin_capture` (the operation threw). Never throws.
+  virtual void abort_capture() noexcept {}
+};
+
+namespace detail {
+struct GraphData;
+}
+
+/// A graph instantiated by a backend (sluice/graph.hpp's GraphExec).
+class GraphExecutable {
+ public:
+  virtual ~GraphExecutable() = default;
+  /// Enqueues one run of the whole graph on `stream` (of the same backend and device).
+  virtual void launch(Stream& stream, const OpInfo& op) = 0;
+  /// Takes every parameter of `graph`, whose topology the core checked to be the same. Returns
+  /// an empty string, or why the backend could not update in place (the core re-instantiates).
+  [[nodiscard]] virtual std::string update(
+      const std::shared_ptr<const detail::GraphData>& graph) = 0;
 };
 
 /// Parameters for a new stream.
@@ -150,6 +187,11 @@ class Backend {
   virtual void trim_pool(int device, std::size_t keep_bytes) = 0;
   /// Bytes the pool holds (in use and cached).
   [[nodiscard]] virtual std::size_t pool_reserved(int device) = 0;
+
+  /// Instantiates a graph for `device` (sluice/graph.hpp). Throws Error naming the first node
+  /// that cannot run here. The default says the backend has no graphs.
+  [[nodiscard]] virtual std::unique_ptr<GraphExecutable> instantiate_graph(
+      const std::shared_ptr<const detail::GraphData>& graph, int device);
 };
 
 /// Adds a backend under its name; later lookups of that name find it. Throws if the name is taken.

@@ -52,4 +52,21 @@ std::unique_ptr<Stream> Backend::wrap_stream(const StreamConfig&, void*) {
                                      "' has no native streams to wrap; Context::wrap needs cuda");
 }
 
+void Stream::begin_capture(const OpInfo& op) {
+  throw Error(Errc::unsupported,
+              "this backend cannot capture operations into a graph (" + std::string(op.what) +
+                  "); use the host or cuda backend",
+              op.where);
+}
+
+std::shared_ptr<void> Stream::end_capture(const OpInfo& op) {
+  throw Error(Errc::unsupported, "this backend cannot capture operations into a graph", op.where);
+}
+
+std::unique_ptr<GraphExecutable> Backend::instantiate_graph(
+    const std::shared_ptr<const detail::GraphData>&, int) {
+  throw Error(Errc::unsupported,
+              "backend '" + std::string(name()) + "' has no graphs; use the host or cuda backend");
+}
+
 }  // namespace sluice

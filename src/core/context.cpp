@@ -103,6 +103,10 @@ ContextImpl::~ContextImpl() {
 }
 
 std::shared_ptr<EventImpl> ContextImpl::record(bool timing, std::source_location loc) {
+  if (capturing() && !timing) {
+    if (auto sink = capture(); sink && sink->active()) return sink->record(*this, loc);
+  }
+  if (capturing()) refuse_if_capturing("a timing event", loc);
   std::lock_guard lock(mutex_);
   const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
   auto e = stream_->record(timing, {seq, "record", loc});
@@ -122,10 +126,22 @@ bool ContextImpl::waits_for(std::uint64_t timeline, std::uint64_t seq) {
   return false;
 }
 
-bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event, std::source_location loc) {
-  if (event->timeline == timeline_) return false;  // issue order already covers it
+bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_location loc) {
+  std::shared_ptr<EventImpl> event = event_in;
+  if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
+  // A point inside a capture: an edge of the graph (joining this context to the capture), or,
+  // once the capture ended, the real point it stands for (the stream as the capture began).
+  if (auto* sink = event->capture_sink()) return sink->wait(*this, event, loc);
+  if (auto base = event->captured_base()) event = std::move(base);
+  if (capturing()) {
+    // A point outside the capture: waited for now (so eager frees stay ordered) and remembered
+    // for the graph's launches by the sink.
+    if (auto sink = capture(); sink && sink->active()) (void)sink->wait(*this, event, loc);
+  }
+  if (event->timeline == timeline_) return false;
   bool issued = false;
-  enqueue("wait", loc, [&](Stream& s, const OpInfo& op) {
+  // Eager even while capturing: a point outside the capture is waited for now (see above).
+  enqueue_eager("wait", loc, [&](Stream& s, const OpInfo& op) {
     auto it = std::find_if(clock_.begin(), clock_.end(),
                            [&](const auto& e) { return e.first == event->timeline; });
     if (it != clock_.end() && it->second >= event->seq) return;
@@ -141,7 +157,8 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event, std::source_loca
   return issued;
 }
 
-void ContextImpl::synchronize() {
+void ContextImpl::synchronize(std::source_location loc) {
+  if (capturing()) refuse_if_capturing("synchronize", loc);
   const auto target = issued();
   stream_->synchronize();
   note_completed(target);
@@ -164,6 +181,67 @@ void ContextImpl::deallocate(void* ptr, std::size_t bytes) noexcept {
   std::lock_guard lock(mutex_);
   seq_.fetch_add(1, std::memory_order_relaxed);
   stream_->deallocate(ptr, bytes);
+}
+
+std::shared_ptr<CaptureSink> ContextImpl::capture() {
+  std::lock_guard lock(mutex_);
+  return capture_;
+}
+
+void ContextImpl::begin_capture(std::shared_ptr<CaptureSink> sink, std::source_location loc) {
+  if (kind_ == StreamKind::blocking) {
+    throw Error(Errc::invalid_state,
+                "context '" + name_ +
+                    "' is of the blocking kind: its work completes as it is issued and cannot be "
+                    "captured into a graph; capture on an async context",
+                loc);
+  }
+  std::lock_guard lock(mutex_);
+  if (capture_ && capture_->active() && capture_ != sink) {
+    throw Error(
+        Errc::invalid_state,
+        "context '" + name_ + "' is already recorded by another capture; end that capture first",
+        loc);
+  }
+  capture_ = std::move(sink);
+  capture_uses_.clear();
+  capturing_.store(true, std::memory_order_release);
+}
+
+void ContextImpl::end_capture(const CaptureSink* sink) noexcept {
+  std::lock_guard lock(mutex_);
+  if (capture_.get() != sink) return;
+  capturing_.store(false, std::memory_order_release);
+  capture_.reset();
+  capture_uses_.clear();
+}
+
+void ContextImpl::refuse_if_capturing(std::string_view what, std::source_location loc) {
+  auto sink = capture();
+  if (sink && sink->active()) sink->refuse(*this, what, loc);
+}
+
+void ContextImpl::note_capture_uses(std::span<const AccessSpec> accesses) {
+  std::lock_guard lock(mutex_);
+  capture_uses_.insert(capture_uses_.end(), accesses.begin(), accesses.end());
+}
+
+std::vector<AccessSpec> ContextImpl::take_capture_uses() {
+  return std::exchange(capture_uses_, {});
+}
+
+std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_location loc,
+                                            const std::function<void(Stream&, const OpInfo&)>& f) {
+  std::unique_lock lock(mutex_);
+  if (!capture_ || !capture_->active()) {
+    capturing_.store(false, std::memory_order_release);
+    capture_.reset();
+    return 0;
+  }
+  auto sink = capture_;
+  auto op = next_op(what, loc);
+  sink->record_op(*this, op, f);  // throws through the guard with the capture discarded
+  return op.seq;
 }
 
 std::vector<std::shared_ptr<EventImpl>> ContextImpl::record_device_work(std::source_location loc) {
@@ -198,8 +276,12 @@ void* Context::native_handle() const noexcept { return impl_->stream().native_ha
 
 void Context::wait_for(const Context& other, std::source_location loc) const {
   if (other.impl_ == impl_) return;  // one context is already ordered
-  // Skip the event when the vector clock says this context already waits for all of `other`.
-  if (impl_->waits_for(other.impl_->timeline(), other.impl_->issued())) return;
+  // Skip the event when the vector clock says this context already waits for all of `other`,
+  // unless `other` is capturing: then the wait is what joins this context to the capture.
+  if (!other.impl_->capturing() &&
+      impl_->waits_for(other.impl_->timeline(), other.impl_->issued())) {
+    return;
+  }
   impl_->wait(other.impl_->record(false, loc), loc);
   impl_->finish_if_blocking();
 }
@@ -212,7 +294,7 @@ void Context::wait(const Event& event, std::source_location loc) const {
 
 bool Context::idle() const { return impl_->stream().query(); }
 
-void Context::synchronize(std::source_location) const { impl_->synchronize(); }
+void Context::synchronize(std::source_location loc) const { impl_->synchronize(loc); }
 
 std::vector<Context> Context::fork(std::size_t n, std::source_location loc) const {
   std::vector<Context> children;

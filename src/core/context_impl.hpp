@@ -4,18 +4,52 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
+#include "sluice/deps.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
 namespace sluice::detail {
+
+/// One access of an operation: which object, which bytes, how.
+struct AccessSpec {
+  ObjectId id = 0;
+  ByteRange range;
+  Access mode = Access::read;
+};
+
+/// Where a capturing context sends its work (src/graph/capture_state.hpp): the graph layer's
+/// hook into the context, so that the core stays below it.
+class CaptureSink {
+ public:
+  virtual ~CaptureSink() = default;
+  [[nodiscard]] virtual bool active() const noexcept = 0;
+  /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream.
+  virtual void record_op(ContextImpl& ctx, const OpInfo& op,
+                         const std::function<void(Stream&, const OpInfo&)>& f) = 0;
+  /// An event marking ctx's current point in the capture.
+  virtual std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) = 0;
+  /// An event for exactly ctx's work up to operation `seq` (the tracker's marks): the node of
+  /// that operation, or the real point where ctx entered the capture for earlier work. Exact
+  /// points keep the edges of a capture independent of when the tracker asks.
+  virtual std::shared_ptr<EventImpl> record_at(ContextImpl& ctx, std::uint64_t seq) = 0;
+  /// `ctx` waits for `event`: an edge, joining ctx to the capture if needed. False if nothing
+  /// was added.
+  virtual bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
+                    std::source_location loc) = 0;
+  /// An operation that cannot be captured: discards the capture and throws Error naming it.
+  [[noreturn]] virtual void refuse(const ContextImpl& ctx, std::string_view what,
+                                   std::source_location loc) = 0;
+};
 
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:
@@ -38,6 +72,15 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// a lock of their own and complete after releasing it). Returns the operation's number.
   template <class F>
   std::uint64_t enqueue(std::string_view what, std::source_location loc, F&& f) {
+    if (capturing_.load(std::memory_order_acquire)) {
+      if (auto seq = enqueue_captured(what, loc, f)) return seq;
+    }
+    return enqueue_eager(what, loc, std::forward<F>(f));
+  }
+
+  /// As `enqueue`, but never recorded by a capture (allocations: their memory must exist now).
+  template <class F>
+  std::uint64_t enqueue_eager(std::string_view what, std::source_location loc, F&& f) {
     std::vector<std::shared_ptr<EventImpl>> prior;
     if (kind_ == StreamKind::blocking) prior = record_device_work(loc);
     std::lock_guard lock(mutex_);
@@ -61,7 +104,25 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// True if work issued here from now on is already ordered after operation `seq` of `timeline`.
   [[nodiscard]] bool waits_for(std::uint64_t timeline, std::uint64_t seq);
   /// Blocks until all issued work completed, then throws the unreported failure if any.
-  void synchronize();
+  void synchronize(std::source_location loc = std::source_location::current());
+
+  // ---- graph capture (sluice/graph.hpp) ----
+  /// True while this context's work is recorded by a capture.
+  [[nodiscard]] bool capturing() const noexcept {
+    return capturing_.load(std::memory_order_acquire);
+  }
+  /// The capture recording this context, if any.
+  [[nodiscard]] std::shared_ptr<CaptureSink> capture();
+  /// Starts recording into `sink`; throws if another capture records this context.
+  void begin_capture(std::shared_ptr<CaptureSink> sink, std::source_location loc);
+  /// Stops recording into `sink` (no-op if it is not the one recording). Never throws.
+  void end_capture(const CaptureSink* sink) noexcept;
+  /// Throws through the capture's guard if this context is capturing: `what` cannot be captured.
+  void refuse_if_capturing(std::string_view what, std::source_location loc);
+  /// Accesses the tracker declared for the next captured operation.
+  void note_capture_uses(std::span<const AccessSpec> accesses);
+  /// Takes the accesses noted since the last captured operation (mutex_ held by the caller).
+  [[nodiscard]] std::vector<AccessSpec> take_capture_uses();
   /// Releases device memory in stream order. Never throws.
   void deallocate(void* ptr, std::size_t bytes) noexcept;
   /// Throws the carried failure once (used after the context drained).
@@ -103,6 +164,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   }
 
  private:
+  /// Returns 0 if the capture ended meanwhile (then the caller enqueues eagerly).
+  std::uint64_t enqueue_captured(std::string_view what, std::source_location loc,
+                                 const std::function<void(Stream&, const OpInfo&)>& f);
+
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {
     return {seq_.fetch_add(1, std::memory_order_acq_rel) + 1, what, loc};
@@ -122,6 +187,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::atomic<std::uint64_t> completed_{0};
   // Vector clock: per other timeline, the highest operation this context already waits for.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;
+  // Capture: the flag is the fast path of `enqueue`; the sink and pending uses live under mutex_.
+  std::atomic<bool> capturing_{false};
+  std::shared_ptr<CaptureSink> capture_;
+  std::vector<AccessSpec> capture_uses_;
   // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
   std::array<void*, 16> extension_cache_{};
   // Extensions' per-context state, by slot; declared after stream_ so that it goes first (the

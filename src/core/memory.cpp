@@ -11,8 +11,9 @@ using detail::Tracker;
 RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::source_location loc)
     : ctx_(ctx.shared_impl()), bytes_(bytes) {
   if (bytes == 0) return;
-  const auto seq = ctx_->enqueue("allocate", loc,
-                                 [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
+  // Never recorded by a capture: the buffer's memory must exist now and belongs to the buffer.
+  const auto seq = ctx_->enqueue_eager(
+      "allocate", loc, [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
   try {
     // Work on other contexts waits for the stream-ordered allocation.
     id_ = Tracker::instance().register_memory(
@@ -104,6 +105,17 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   }
   if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   auto& c = ctx.impl();
+  if (c.capturing()) {
+    // A graph replays the copy later: pageable memory would be read or written at launch time
+    // without the staging that makes an eager copy safe, so only sluice memory is allowed.
+    auto& t = Tracker::instance();
+    for (const void* p : {static_cast<const void*>(dst), src}) {
+      auto m = t.find_memory(p);
+      if (!m || m->attributes.type == MemoryType::host) {
+        c.refuse_if_capturing("a copy from or to pageable host memory (use a PinnedBuffer)", loc);
+      }
+    }
+  }
   Tracker::instance().run(
       c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
         c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });

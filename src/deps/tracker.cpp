@@ -163,6 +163,14 @@ std::pair<std::size_t, std::size_t> Tracker::bounds(const Object& obj, const Acc
   return {lo, lo + std::min(a.range.size, avail)};
 }
 
+void Tracker::refuse_if_captured(const std::vector<Mark*>& deps, std::string_view what,
+                                 std::source_location loc) {
+  for (const Mark* m : deps) {
+    // The host cannot wait for work that a capture recorded instead of running.
+    if (auto c = m->ctx.lock(); c && c->capturing()) c->refuse_if_capturing(what, loc);
+  }
+}
+
 bool Tracker::complete(const Mark& m) {
   auto c = m.ctx.lock();
   return c == nullptr || c->completed() >= m.seq;  // a destroyed context drained its work
@@ -201,8 +209,11 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const AccessSp
 }
 
 std::shared_ptr<EventImpl> Tracker::event_for(Mark& m) {
-  if (m.event) return m.event;
   auto c = m.ctx.lock();
+  if (c && c->capturing()) {
+    if (auto sink = c->capture(); sink && sink->active()) return sink->record_at(*c, m.seq);
+  }
+  if (m.event) return m.event;
   if (!c) return nullptr;
   // Recorded now, it also covers work issued after the access: conservative, never wrong.
   m.event = c->record(false, std::source_location::current());
@@ -345,6 +356,7 @@ void Tracker::run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses,
       collect(obj, a, ctx.timeline(), deps, loc);
     }
     wait_all(ctx, deps, node, loc);
+    if (ctx.capturing()) ctx.note_capture_uses(accesses);
     enqueue();
     const auto seq = ctx.issued();
     for (const auto& a : accesses) record(ctx, objects_.at(a.id), a, seq, node, loc);
@@ -365,6 +377,7 @@ void Tracker::begin(ContextImpl& ctx, const AccessSpec& a, std::string_view what
     std::vector<Mark*> deps;
     collect(obj, a, ctx.timeline(), deps, loc);
     wait_all(ctx, deps, node, loc);
+    if (ctx.capturing()) ctx.note_capture_uses({&a, 1});
   }
   ctx.finish_if_blocking();
 }
@@ -411,10 +424,19 @@ void Tracker::wait_on_host(std::unique_lock<std::mutex>& lock, std::vector<Mark*
   (void)loc;
 }
 
+void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
+                                           std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  std::vector<Mark*> deps;
+  collect(object(id, loc), {id, {}, mode}, 0, deps, loc);
+  refuse_if_captured(deps, what, loc);
+}
+
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;
   collect(object(id, loc), {id, range, mode}, 0, deps, loc);
+  refuse_if_captured(deps, "a host wait", loc);
   wait_on_host(lock, deps, true, loc);
 }
 

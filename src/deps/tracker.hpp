@@ -40,13 +40,6 @@ struct Segment {
   std::vector<MarkRef> readers;  // at most one per timeline: the latest
 };
 
-/// One access of an operation: which object, which bytes, how.
-struct AccessSpec {
-  ObjectId id = 0;
-  ByteRange range;
-  Access mode = Access::read;
-};
-
 class Tracker {
  public:
   static Tracker& instance();
@@ -78,6 +71,10 @@ class Tracker {
   void end(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
            std::source_location loc);
 
+  /// Capture guard for a host access about to wait by other means (a read-back context): throws
+  /// through the capture if the work it would wait for is being captured.
+  void refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
+                                    std::source_location loc);
   /// Blocks the host for the accesses a host access in `mode` conflicts with.
   void wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc);
   /// Host accessor bookkeeping: conflicting device work is refused while one is alive.
@@ -144,6 +141,9 @@ class Tracker {
   std::shared_ptr<ContextImpl> release_target(const std::shared_ptr<ContextImpl>& home,
                                               const std::vector<Mark*>& deps);
   static bool complete(const Mark& m);
+  /// Capture guard: throws (through the capture) if any of `deps` is being captured.
+  static void refuse_if_captured(const std::vector<Mark*>& deps, std::string_view what,
+                                 std::source_location loc);
   /// Host-side wait on `deps`; reports a failure (once) if `report`.
   void wait_on_host(std::unique_lock<std::mutex>& lock, std::vector<Mark*>& deps, bool report,
                     std::source_location loc);

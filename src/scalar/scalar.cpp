@@ -201,6 +201,9 @@ void scalar_read(const ManagedCell* cell, void* out, ScalarKind kind, std::sourc
     Tracker::instance().wait_host(cell->buffer.id(), Access::read, {}, loc);
     std::memcpy(out, cell->buffer.data(), bytes);
   } else {
+    // The read-back context would join a capture that is recording the value's producer.
+    Tracker::instance().refuse_host_wait_if_captured(cell->buffer.id(), Access::read,
+                                                     "a host wait (Managed::value())", loc);
     Context rb = readback_context(home.device());
     copy_bytes(rb, out, cell->buffer.data(), bytes, loc);
     rb.synchronize(loc);

@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "sluice/error.hpp"
@@ -44,6 +45,11 @@ class CudaBackend final : public Backend {
   std::size_t pool_reserved(int device) override {
     require_device(device);
     return cuda::pool_reserved(device);
+  }
+
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+                                                     int device) override {
+    return instantiate_cuda_graph(graph, device);
   }
 };
 

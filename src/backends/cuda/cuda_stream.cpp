@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
+#include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_staging.hpp"
@@ -50,6 +51,26 @@ void run_host_call(void* raw) noexcept {
   }
   if (call->cleanup) call->cleanup();  // cleanups are noexcept lambdas
   call.reset();                        // the captures die inside the scope
+}
+
+// As run_host_call for a host function inside a graph: it runs at every launch, so the call is
+// owned by the recording, not consumed.
+void run_kept_host_call(void* raw) noexcept {
+  HostCallbackScope scope;
+  auto* call = static_cast<HostCall*>(raw);
+  try {
+    if (call->essential || !call->failures->skip(call->seq)) {
+      const OpInfo op{call->seq, call->what, call->where};
+      try {
+        call->fn();
+      } catch (const std::exception& e) {
+        call->failures->fail(op, e.what());
+      } catch (...) {
+        call->failures->fail(op, "an exception not derived from std::exception");
+      }
+    }
+  } catch (...) {
+  }
 }
 
 }  // namespace
@@ -108,6 +129,13 @@ void CudaStream::enqueue_host(std::function<void()> fn, const OpInfo& op, bool e
   auto call =
       std::make_unique<HostCall>(HostCall{std::move(fn), failures_, op.seq, std::string(op.what),
                                           op.where, essential, std::move(cleanup)});
+  if (recording_ != nullptr) {
+    std::shared_ptr<HostCall> kept(std::move(call));
+    check(cudaLaunchHostFunc(stream_, &run_kept_host_call, kept.get()), "cudaLaunchHostFunc",
+          op.where);
+    recording_->push_back(std::move(kept));
+    return;
+  }
   check(cudaLaunchHostFunc(stream_, &run_host_call, call.get()), "cudaLaunchHostFunc", op.where);
   (void)call.release();  // run_host_call owns it now
 }
@@ -241,6 +269,52 @@ void CudaStream::wait(const std::shared_ptr<EventImpl>& event, const OpInfo& op)
         op, /*essential=*/true);
   }
   recent_.add(op);
+}
+
+void CudaStream::begin_capture(const OpInfo& op) {
+  DeviceGuard guard(device_, op.where);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream_, &status), "cudaStreamIsCapturing", op.where);
+  if (status != cudaStreamCaptureStatusNone) {
+    throw Error(Errc::invalid_state,
+                "the context's cudaStream_t is already being captured by code outside sluice",
+                op.where);
+  }
+  // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded.
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture",
+        op.where);
+  recorded_.clear();
+  recording_ = &recorded_;
+}
+
+std::shared_ptr<void> CudaStream::end_capture(const OpInfo& op) {
+  DeviceGuard guard(device_, op.where);
+  recording_ = nullptr;
+  auto r = std::make_shared<CudaRecording>();
+  r->keep_alive = std::move(recorded_);
+  recorded_.clear();
+  const auto err = cudaStreamEndCapture(stream_, &r->graph);
+  if (err != cudaSuccess) {
+    clear_error();
+    throw Error(Errc::invalid_state,
+                "the CUDA stream capture was invalidated (" + describe(err) +
+                    "): a call that cannot be captured (one that synchronizes, or work a foreign "
+                    "library put on the stream) ran during the operation",
+                op.where);
+  }
+  std::size_t nodes = 0;
+  check(cudaGraphGetNodes(r->graph, nullptr, &nodes), "cudaGraphGetNodes", op.where);
+  if (nodes == 0) return nullptr;
+  return r;
+}
+
+void CudaStream::abort_capture() noexcept {
+  recording_ = nullptr;
+  recorded_.clear();
+  DeviceGuard guard(device_, std::nothrow);
+  cudaGraph_t g = nullptr;
+  if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g != nullptr) (void)cudaGraphDestroy(g);
+  clear_error();
 }
 
 bool CudaStream::query() {

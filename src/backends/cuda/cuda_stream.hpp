@@ -37,6 +37,9 @@ class CudaStream final : public Stream {
   void synchronize() override;
   void* native_handle() noexcept override { return stream_; }
   int priority() const noexcept override { return priority_; }
+  void begin_capture(const OpInfo& op) override;
+  std::shared_ptr<void> end_capture(const OpInfo& op) override;
+  void abort_capture() noexcept override;
 
   /// Launches a kernel (what sluice::cuda::launch issues).
   void launch(const void* func, dim3 grid, dim3 block, std::size_t shared_bytes, void** args,
@@ -73,6 +76,10 @@ class CudaStream final : public Stream {
   std::mutex handles_mutex_;
   cublasContext* blas_ = nullptr;
   cusparseContext* sparse_ = nullptr;
+  // Graph capture of one operation: host functions enqueued meanwhile stay alive with the
+  // recording (a graph runs them at every launch) instead of being freed after one run.
+  std::vector<std::shared_ptr<void>>* recording_ = nullptr;
+  std::vector<std::shared_ptr<void>> recorded_;
 };
 
 /// `s` as a CudaStream; throws Error(unsupported) naming `what` if it is of another backend.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backends/host/faults.hpp"
+#include "backends/host/host_graph.hpp"
 #include "backends/host/host_pool.hpp"
 #include "backends/host/host_stream.hpp"
 #include "backends/host/host_topology.hpp"
@@ -87,6 +88,12 @@ class HostBackend final : public Backend {
     return pool_.reserved();
   }
 
+
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+                                                     int device) override {
+    check_device(device);
+    return instantiate_host_graph(graph);
+  }
 
  private:
   static void check_device(int device) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backends/host/faults.hpp"
+#include "backends/host/host_graph.hpp"
 #include "backends/host/host_pool.hpp"
 #include "backends/host/spin_wait.hpp"
 #include "sluice/error.hpp"
@@ -182,6 +183,10 @@ HostStream::~HostStream() {
 }
 
 void HostStream::push(std::function<void()> fn, const OpInfo& op, bool essential) {
+  if (recording_ && !essential) {
+    recording_->push_back(std::move(fn));
+    return;
+  }
   queue_->push({std::move(fn), op.seq, std::string(op.what), op.where, essential});
 }
 
@@ -270,6 +275,16 @@ void HostStream::wait(const std::shared_ptr<EventImpl>& event, const OpInfo& op)
         }
       },
       op, /*essential=*/true);  // ordering must hold even while a failure is being skipped past
+}
+
+void HostStream::begin_capture(const OpInfo&) {
+  recording_ = std::make_unique<std::vector<std::function<void()>>>();
+}
+
+std::shared_ptr<void> HostStream::end_capture(const OpInfo&) {
+  auto ops = std::move(recording_);
+  if (!ops || ops->empty()) return nullptr;
+  return make_recording(std::move(*ops));
 }
 
 bool HostStream::query() {

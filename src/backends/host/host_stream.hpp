@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sluice/backend.hpp"
 
@@ -95,6 +96,9 @@ class HostStream final : public Stream {
   void synchronize() override;
   void* native_handle() noexcept override { return nullptr; }
   int priority() const noexcept override { return priority_; }
+  void begin_capture(const OpInfo& op) override;
+  std::shared_ptr<void> end_capture(const OpInfo& op) override;
+  void abort_capture() noexcept override { recording_.reset(); }
 
  private:
   void push(std::function<void()> fn, const OpInfo& op, bool essential = false);
@@ -114,6 +118,9 @@ class HostStream final : public Stream {
   std::shared_ptr<FreeList> freed_ = std::make_shared<FreeList>();
   int priority_;
   std::thread worker_;
+  // Graph capture (host_graph.hpp): non-essential work goes here instead of the queue. Touched
+  // only by the issuing thread under the context's lock.
+  std::unique_ptr<std::vector<std::function<void()>>> recording_;
 };
 
 }  // namespace sluice::detail::host

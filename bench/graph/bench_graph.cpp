@@ -1,0 +1,180 @@
+// Graph layer benchmarks (docs/graph.md, "Benchmarks"). Per-node figures are counters in
+// seconds per node ("s_per_node"); the replay/eager pair reports host time per 100-op body.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "sluice/graph.hpp"
+#include "sluice/memory.hpp"
+#include "sluice/sluice.hpp"
+
+#ifdef SLUICE_BENCH_CUDA
+#include "empty_kernel.hpp"
+#include "raw_graph.hpp"
+#endif
+
+namespace {
+
+using namespace sluice;
+
+constexpr int kBodyOps = 100;
+
+bool have_backend(benchmark::State& state, const std::string& name) {
+  for (const auto& b : backends()) {
+    if (b.name == name && b.device_count > 0) return true;
+  }
+  state.SkipWithError((name + " has no device in this build or on this machine").c_str());
+  return false;
+}
+
+const char* backend_of(benchmark::State& state) {
+  return state.range(0) == 0 ? "host" : "cuda";
+}
+
+/// The 100-operation body: memsets of small buffers.
+struct Body {
+  Context ctx;
+  std::vector<DeviceBuffer<std::uint8_t>> bufs;
+  explicit Body(const Context& c) : ctx(c) {
+    for (int i = 0; i < kBodyOps; ++i) bufs.emplace_back(ctx, 256);
+  }
+  void issue(int value) {
+    for (auto& b : bufs) memset(ctx, b, value);
+  }
+};
+
+void per_node(benchmark::State& state, int nodes) {
+  state.counters["s_per_node"] =
+      benchmark::Counter(static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate |
+                                                         benchmark::Counter::kInvert);
+}
+
+void BM_Capture(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  for (auto _ : state) {
+    Capture cap(ctx);
+    body.issue(1);
+    benchmark::DoNotOptimize(cap.end());
+  }
+  per_node(state, kBodyOps);
+}
+
+void BM_Instantiate(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  Graph g;
+  {
+    Capture cap(ctx);
+    body.issue(1);
+    g = cap.end();
+  }
+  for (auto _ : state) {
+    GraphExec exec(g, ctx.device());
+    benchmark::DoNotOptimize(exec);
+  }
+  per_node(state, kBodyOps);
+}
+
+void BM_Update(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  Graph g1, g2;
+  {
+    Capture cap(ctx);
+    body.issue(1);
+    g1 = cap.end();
+  }
+  {
+    Capture cap(ctx);
+    body.issue(2);
+    g2 = cap.end();
+  }
+  GraphExec exec(g1, ctx.device());
+  int i = 0;
+  for (auto _ : state) exec.update(++i % 2 == 0 ? g1 : g2);
+  per_node(state, kBodyOps);
+}
+
+/// Host cost of issuing the body eagerly (completion excluded: synchronized outside the timing).
+void BM_EagerBody(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  int i = 0;
+  for (auto _ : state) {
+    body.issue(++i);
+    state.PauseTiming();
+    ctx.synchronize();
+    state.ResumeTiming();
+  }
+}
+
+/// Host cost of the same body through Replay (capture, compare, update, launch).
+void BM_ReplayBody(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  Replay replay;
+  int i = 0;
+  for (auto _ : state) {
+    const int v = ++i;
+    replay.run(ctx, "body", [&] { body.issue(v); });
+    state.PauseTiming();
+    ctx.synchronize();
+    state.ResumeTiming();
+  }
+}
+
+BENCHMARK(BM_Capture)->Arg(0)->Arg(1);
+BENCHMARK(BM_Instantiate)->Arg(0)->Arg(1);
+BENCHMARK(BM_Update)->Arg(0)->Arg(1);
+BENCHMARK(BM_EagerBody)->Arg(0)->Arg(1);
+BENCHMARK(BM_ReplayBody)->Arg(0)->Arg(1);
+
+#ifdef SLUICE_BENCH_CUDA
+constexpr int kNodes = 1000;
+
+/// Launch + synchronize of 1000 empty kernels through sluice (arg 1: chain, 0: fan-out).
+void BM_SluiceGraphLaunch(benchmark::State& state) {
+  if (!have_backend(state, "cuda")) return;
+  Context ctx(Device{"cuda", 0});
+  Graph g(state.range(0) ? "chain" : "fan-out");
+  Node prev;
+  for (int i = 0; i < kNodes; ++i) {
+    KernelWork w;
+    w.device = device_kernel(empty_kernel_ptr(), 1u, 1u, 0);
+    NodeOptions o;
+    if (state.range(0) && i > 0) o.after = {prev};
+    prev = g.add_kernel(std::move(w), std::move(o));
+  }
+  GraphExec exec(g, ctx.device());
+  exec.launch(ctx);
+  ctx.synchronize();
+  for (auto _ : state) {
+    exec.launch(ctx);
+    ctx.synchronize();
+  }
+  per_node(state, kNodes);
+}
+
+void BM_RawGraphLaunch(benchmark::State& state) {
+  if (!have_backend(state, "cuda")) return;
+  RawGraph* r = raw_graph_create(kNodes, state.range(0) != 0);
+  raw_graph_launch_sync(r);
+  for (auto _ : state) raw_graph_launch_sync(r);
+  raw_graph_destroy(r);
+  per_node(state, kNodes);
+}
+
+BENCHMARK(BM_SluiceGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
+BENCHMARK(BM_RawGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
+#endif
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,377 @@
+#pragma once
+/// @file
+/// Task graphs (references 001 and 002): explicit graphs of nodes joined by edges, executable
+/// graphs launched as one operation of a context, scoped capture of the work issued on contexts,
+/// and record-and-replay with in-place parameter update.
+///
+/// A `Graph` is a DAG of named nodes. Every node declares what it reads and writes (the tracker's
+/// marks), so a launch of the graph is ordered against other work like any sluice operation and
+/// memory it uses is never released under it. `GraphExec` is a graph instantiated for one
+/// device: on cuda a `cudaGraphExec_t`, on the host a task DAG run on a work-stealing pool.
+///
+/// @code
+/// sluice::Graph g("step");
+/// auto fill = g.add_memset(x.data(), 0, x.bytes(), {.name = "zero x", .uses = {writes(x)}});
+/// auto down = g.add_copy(h.data(), x.data(), x.bytes(),
+///                        {.name = "x to host", .uses = {reads(x), writes(h)}, .after = {fill}});
+/// sluice::GraphExec exec(g, ctx.device());
+/// for (int i = 0; i < 10; ++i) exec.launch(ctx);   // each launch: one operation of ctx
+///
+/// sluice::Capture cap(ctx);                          // or record what ordinary calls issue
+/// sluice::copy(ctx, y, x);
+/// sluice::Graph captured = cap.end();
+/// @endcode
+///
+/// Thread safety: a `Graph` and a `GraphExec` are not safe to modify from several threads at
+/// once; launching one `GraphExec` from several threads is safe. A `Capture` records the work of
+/// every thread that issues on its contexts.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "sluice/context.hpp"
+#include "sluice/deps.hpp"
+#include "sluice/scalar.hpp"
+
+namespace sluice {
+
+namespace detail {
+struct GraphData;
+struct NodeData;
+class CaptureState;
+class GraphExecImpl;
+}  // namespace detail
+
+class Graph;
+
+/// What a node does.
+enum class NodeKind : std::uint8_t {
+  empty,       ///< does nothing; joins edges
+  kernel,      ///< a kernel: a function over an index range on the host, a cuda kernel on cuda
+  copy,        ///< bytes from one address to another (host, device, peer)
+  memset,      ///< bytes set to a value
+  host,        ///< a host function
+  alloc,       ///< start of a temporary's lifetime (memory owned by the graph)
+  free,        ///< end of a temporary's lifetime
+  child,       ///< a whole graph as one node
+  if_then,     ///< runs its `then` graph (or its `else` graph) on a device integer's value
+  while_loop,  ///< runs its body graph while a device integer is non-zero
+  captured,    ///< one operation recorded by a Capture (a la step, a scalar program, ...)
+};
+/// Lower-case name of a node kind ("kernel", "while", ...).
+[[nodiscard]] const char* to_string(NodeKind kind) noexcept;
+
+/// One declared access of a node: which tracked object, which bytes, how.
+struct Use {
+  ObjectId id = 0;
+  Access mode = Access::read;
+  ByteRange range;
+};
+/// A read of a tracked buffer (anything with `object_id()`), optionally of a byte range.
+template <class T>
+requires requires(const T& t) {
+  t.object_id();
+}
+[[nodiscard]] Use reads(const T& tracked, ByteRange range = {}) {
+  return {tracked.object_id(), Access::read, range};
+}
+/// A write of a tracked buffer.
+template <class T>
+requires requires(const T& t) {
+  t.object_id();
+}
+[[nodiscard]] Use writes(const T& tracked, ByteRange range = {}) {
+  return {tracked.object_id(), Access::write, range};
+}
+/// A read and write of a tracked buffer.
+template <class T>
+requires requires(const T& t) {
+  t.object_id();
+}
+[[nodiscard]] Use updates(const T& tracked, ByteRange range = {}) {
+  return {tracked.object_id(), Access::read_write, range};
+}
+
+/// A handle to a node of a Graph. Cheap to copy; does not keep the graph alive: using it after
+/// its graph is gone, or with another graph, is an Error.
+class Node {
+ public:
+  Node() = default;
+  /// The node's name (throws if its graph is gone).
+  [[nodiscard]] std::string name() const;
+  [[nodiscard]] NodeKind kind() const;
+  /// Position in its graph (nodes are numbered in the order they were added).
+  [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
+  [[nodiscard]] bool valid() const noexcept { return !graph_.expired(); }
+
+ private:
+  friend class Graph;
+  friend class GraphExec;
+  Node(std::weak_ptr<detail::GraphData> g, std::uint32_t i) : graph_(std::move(g)), index_(i) {}
+  std::weak_ptr<detail::GraphData> graph_;
+  std::uint32_t index_ = 0;
+};
+
+/// Options every node takes.
+struct NodeOptions {
+  std::string name;         ///< shows in DOT output and error messages; default "<kind>#<index>"
+  std::vector<Use> uses;    ///< what the node reads and writes
+  std::vector<Node> after;  ///< edges: nodes of the same graph this one runs after
+};
+
+/// A cuda kernel with its arguments, for a kernel node on the cuda backend. Build it with
+/// `device_kernel(kernel, grid, block, shared, args...)`: the arguments are converted to the
+/// kernel's parameter types and stored by value.
+struct DeviceKernel {
+  const void* function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  std::size_t shared_bytes = 0;
+  std::vector<std::vector<std::byte>> args;  ///< one entry per parameter, its bytes
+};
+/// Packs a cuda kernel launch for a kernel node (a plain C++ caller needs only the kernel's
+/// declaration).
+template <class... Params, class... Args>
+[[nodiscard]] DeviceKernel device_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
+                                         std::size_t shared_bytes, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "sluice::device_kernel: pass exactly one argument per kernel parameter");
+  DeviceKernel k;
+  k.function = reinterpret_cast<const void*>(kernel);
+  k.grid[0] = grid;
+  k.block[0] = block;
+  k.shared_bytes = shared_bytes;
+  auto pack = [&k](auto value) {
+    std::vector<std::byte> bytes(sizeof(value));
+    std::memcpy(bytes.data(), &value, sizeof(value));
+    k.args.push_back(std::move(bytes));
+  };
+  (pack(static_cast<std::remove_cvref_t<Params>>(std::forward<Args>(args))), ...);
+  (void)pack;  // a kernel without parameters
+  return k;
+}
+
+/// A kernel node's work. On the host `host(lo, hi)` runs over chunks of [0, range), possibly
+/// concurrently; on cuda `device` is launched. A node may carry both (a portable graph).
+struct KernelWork {
+  std::size_t range = 0;
+  std::function<void(std::size_t lo, std::size_t hi)> host;
+  std::optional<DeviceKernel> device;
+};
+
+/// A temporary owned by the graph: an alloc node and the memory it stands for.
+struct Temporary {
+  Node node;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// A DAG of named nodes. Copying a Graph copies its nodes (handles of the copy refer to the copy);
+/// moving keeps them.
+class Graph {
+ public:
+  explicit Graph(std::string name = "graph");
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  ~Graph();
+
+  [[nodiscard]] const std::string& name() const noexcept;
+  [[nodiscard]] std::size_t size() const noexcept;
+  /// The node at `index` (0 .. size()-1).
+  [[nodiscard]] Node node(std::uint32_t index) const;
+  /// The first node named `name`; throws if there is none.
+  [[nodiscard]] Node find(std::string_view name) const;
+  /// Edges (from, to) by node index.
+  [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> edges() const;
+  /// Every access its nodes declare (children and conditional bodies included).
+  [[nodiscard]] std::vector<Use> uses() const;
+
+  Node add_empty(NodeOptions options = {});
+  Node add_kernel(KernelWork work, NodeOptions options = {});
+  Node add_copy(void* dst, const void* src, std::size_t bytes, NodeOptions options = {});
+  Node add_memset(void* dst, int value, std::size_t bytes, NodeOptions options = {});
+  Node add_host(std::function<void()> fn, NodeOptions options = {});
+  /// A temporary of `bytes` on ctx's device, owned by the graph and every executable made from
+  /// it. Its memory is reserved once, when the node is added (so later nodes can use its
+  /// address), and released in stream order on `ctx` when the last owner is gone.
+  Temporary add_alloc(const Context& ctx, std::size_t bytes, NodeOptions options = {});
+  /// Ends the lifetime of a temporary: nodes after it must not use the memory.
+  Node add_free(const Temporary& temp, NodeOptions options = {});
+  /// `child` as one node (a copy of it, taken now).
+  Node add_child(const Graph& child, NodeOptions options = {});
+  /// Runs `then_graph` if `cond` is non-zero when the node starts, else `else_graph`.
+  template <class T>
+  requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
+                                             const Graph& else_graph, NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), &then_graph, &else_graph, false,
+                           std::move(options));
+  }
+  template <class T>
+  requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
+                                             NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), &then_graph, nullptr, false,
+                           std::move(options));
+  }
+  /// Runs `body` while `cond` is non-zero: tested before each trip, on the device (body nodes
+  /// write `cond` to end the loop).
+  template <class T>
+  requires std::is_integral_v<T> Node add_while(const Managed<T>& cond, const Graph& body,
+                                                NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), &body, nullptr, true, std::move(options));
+  }
+
+  /// `to` runs after `from`. A cycle, or a node of another graph, is an Error naming them.
+  void add_edge(const Node& from, const Node& to,
+                std::source_location loc = std::source_location::current());
+
+  /// Graphviz DOT: node names and kinds, edges, the contexts nodes were captured from.
+  void write_dot(std::ostream& out) const;
+  [[nodiscard]] std::string dot() const;
+
+  /// Internal.
+  [[nodiscard]] const std::shared_ptr<detail::GraphData>& data() const noexcept { return data_; }
+  explicit Graph(std::shared_ptr<detail::GraphData> data) : data_(std::move(data)) {}
+
+ private:
+  Node add_conditional(const detail::CellPtr& cell, std::size_t bytes, const Graph* first,
+                       const Graph* second, bool loop, NodeOptions options);
+  Node add(detail::NodeData node, NodeOptions options);
+  std::uint32_t check_node(const Node& n, std::string_view role, std::source_location loc) const;
+
+  std::shared_ptr<detail::GraphData> data_;
+};
+
+/// A graph instantiated for one device. Launching is one operation of a context, ordered by the
+/// tracker from the graph's declared accesses.
+class GraphExec {
+ public:
+  GraphExec();
+  /// Instantiates `graph` for `device` (validates it: every node must be runnable there).
+  GraphExec(const Graph& graph, const Device& device,
+            std::source_location loc = std::source_location::current());
+  GraphExec(GraphExec&&) noexcept;
+  GraphExec& operator=(GraphExec&&) noexcept;
+  ~GraphExec();
+
+  /// Runs the graph as one operation of `ctx` (ctx must be on the exec's device). Earlier work on
+  /// other contexts that conflicts with the graph's accesses is waited for; later work waits for
+  /// the launch.
+  void launch(const Context& ctx, std::source_location loc = std::source_location::current());
+
+  /// In-place updates of one node's parameters (no re-instantiation); later launches see them,
+  /// launches already issued do not. `node` must be a node of the graph this was made from (by
+  /// index and kind).
+  void set_kernel(const Node& node, KernelWork work,
+                  std::source_location loc = std::source_location::current());
+  void set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
+                std::source_location loc = std::source_location::current());
+  void set_memset(const Node& node, void* dst, int value, std::size_t bytes,
+                  std::source_location loc = std::source_location::current());
+  void set_host(const Node& node, std::function<void()> fn,
+                std::source_location loc = std::source_location::current());
+  /// Takes every parameter from `graph`, which must have the same topology (nodes of the same
+  /// kinds in the same order, the same edges, the same nested graphs); otherwise throws Error
+  /// naming the first node and parameter that differ, and leaves this unchanged.
+  void update(const Graph& graph, std::source_location loc = std::source_location::current());
+
+  [[nodiscard]] const Device& device() const;
+  /// The graph as last updated (its DOT is that of the executable).
+  [[nodiscard]] Graph graph() const;
+  void write_dot(std::ostream& out) const;
+
+ private:
+  std::unique_ptr<detail::GraphExecImpl> impl_;
+};
+
+/// Records everything issued on `ctx` (and on contexts that join the capture by waiting on its
+/// work, through `wait_for`, `fork` or the tracker) into a Graph instead of running it.
+///
+/// Operations that cannot be part of a graph (a host wait such as `synchronize` or
+/// `Managed::value()`, a host accessor of captured memory, a copy from or to pageable host
+/// memory, a blocking-kind context, a foreign call that invalidates a cuda stream capture) throw
+/// Error(invalid_state) naming the operation and its line; the partial capture is then discarded
+/// and every context involved stays usable. Allocations made during a capture happen at once
+/// (they are owned by their buffers, which must outlive the graph's launches).
+class Capture {
+ public:
+  explicit Capture(const Context& ctx, std::string name = "capture",
+                   std::source_location loc = std::source_location::current());
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+  /// Ends the capture if `end` was not called, discarding what was recorded.
+  ~Capture();
+  /// Ends the capture and returns the graph. A context that joined the capture and was not
+  /// joined back into `ctx` is an Error naming it (the capture is discarded).
+  [[nodiscard]] Graph end(std::source_location loc = std::source_location::current());
+  /// True while recording (false after end, or after a guard error discarded it).
+  [[nodiscard]] bool active() const noexcept;
+
+ private:
+  std::shared_ptr<detail::CaptureState> state_;
+};
+
+/// Counters of the graph layer (process-wide, monotonic).
+namespace graph {
+struct Stats {
+  std::uint64_t captures = 0;
+  std::uint64_t instantiations = 0;
+  std::uint64_t launches = 0;
+  std::uint64_t updates = 0;           ///< whole-exec updates (replay hits)
+  std::uint64_t reinstantiations = 0;  ///< replays whose topology changed
+  std::uint64_t eager_fallbacks = 0;   ///< replays run eagerly after a capture-guard error
+};
+[[nodiscard]] Stats stats();
+}  // namespace graph
+
+/// Why a replay did not simply update and launch.
+struct ReplayEvent {
+  enum class Kind : std::uint8_t { instantiated, reinstantiated, eager } kind;
+  std::string key;
+  std::string reason;  ///< e.g. "node 3 'axpy': operation differs", or the guard error
+};
+
+/// Record and replay: `run(ctx, key, body)` captures `body` on ctx; the first time it
+/// instantiates and launches; later it captures again, compares with the cached topology, and if
+/// equal updates the parameters and launches, else re-instantiates (reported through the
+/// callback). A body that hits the capture guard runs eagerly instead (also reported). Outputs
+/// are ordinary tracked buffers.
+///
+/// @code
+/// sluice::Replay replay;
+/// for (auto& batch : batches) replay.run(ctx, "step", [&] { step(ctx, batch); });
+/// @endcode
+class Replay {
+ public:
+  using Callback = std::function<void(const ReplayEvent&)>;
+  Replay();
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+  void on_event(Callback callback);
+  void run(const Context& ctx, const std::string& key, const std::function<void()>& body,
+           std::source_location loc = std::source_location::current());
+  /// Cached executables.
+  [[nodiscard]] std::size_t size() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// `Replay::run` on a process-wide cache.
+void replay(const Context& ctx, const std::string& key, const std::function<void()>& body,
+            std::source_location loc = std::source_location::current());
+
+}  // namespace sluice

@@ -1,0 +1,196 @@
+// Host graphs run as task DAGs on the host backend's shared pool (host_parallel.hpp): a node
+// becomes ready when its last predecessor finished, ready nodes are taken by whichever worker is
+// free (the launching context's thread among them), kernel nodes split their range into chunks
+// over the same pool, and conditional nodes read their device integer (host memory here) when
+// they start, as a cuda conditional node does on the device. Not oneTBB: its runtime is not
+// instrumented for ThreadSanitizer, which then reports its task handoffs as races, and every
+// graph test runs under TSan in CI (docs/graph.md).
+#include "backends/host/host_graph.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+
+#include "backends/host/host_parallel.hpp"
+#include "graph/graph_data.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail::host {
+namespace {
+
+struct Recording {
+  std::vector<std::function<void()>> ops;
+};
+
+bool condition(const NodeData& n) {
+  const void* p = n.cond->buffer.data();
+  if (n.cond_bytes == 8) {
+    std::int64_t v;
+    std::memcpy(&v, p, 8);
+    return v != 0;
+  }
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v != 0;
+}
+
+void run_graph(const GraphData& g);
+
+void run_node(const GraphData& g, std::uint32_t i) {
+  const NodeData& n = g.nodes[i];
+  try {
+    switch (n.kind) {
+      case NodeKind::empty:
+      case NodeKind::alloc:
+      case NodeKind::free:
+        break;
+      case NodeKind::kernel: {
+        const auto& k = n.kernel;
+        // Grain: big enough that a chunk outweighs its scheduling, small enough to share.
+        constexpr std::size_t kGrain = 4096;
+        auto chunk = [&](std::size_t c) {
+          k.host(c * kGrain, std::min(k.range, (c + 1) * kGrain));
+        };
+        parallel_chunks((k.range + kGrain - 1) / kGrain, chunk);
+        break;
+      }
+      case NodeKind::copy:
+        if (n.bytes != 0) std::memmove(n.dst, n.src, n.bytes);
+        break;
+      case NodeKind::memset:
+        if (n.bytes != 0) std::memset(n.dst, n.value, n.bytes);
+        break;
+      case NodeKind::host:
+        n.host();
+        break;
+      case NodeKind::child:
+        run_graph(*n.graphs[0]);
+        break;
+      case NodeKind::if_then:
+        if (condition(n)) {
+          run_graph(*n.graphs[0]);
+        } else if (n.graphs.size() > 1) {
+          run_graph(*n.graphs[1]);
+        }
+        break;
+      case NodeKind::while_loop:
+        while (condition(n)) run_graph(*n.graphs[0]);
+        break;
+      case NodeKind::captured:
+        for (const auto& op : static_cast<const Recording*>(n.payload.get())->ops) op();
+        break;
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Errc::work_failed, "graph '" + g.name + "' node " + std::to_string(i) + " '" +
+                                       n.name + "': " + e.what());
+  }
+}
+
+void run_graph(const GraphData& g) {
+  const auto count = g.nodes.size();
+  if (count == 0) return;
+  std::vector<std::vector<std::uint32_t>> succ(count);
+  std::vector<std::uint32_t> pending(count, 0);
+  for (auto [a, b] : g.edges) {
+    succ[a].push_back(b);
+    ++pending[b];
+  }
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::uint32_t> ready;
+    std::size_t done = 0;
+    std::exception_ptr error;
+  } st;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (pending[i] == 0) st.ready.push_back(i);
+  }
+  // Every worker takes ready nodes until the graph is done; the calling thread is one of them,
+  // so the graph progresses even when every pool thread is busy elsewhere.
+  auto worker = [&](std::size_t) {
+    for (;;) {
+      std::uint32_t i;
+      {
+        std::unique_lock lock(st.mutex);
+        st.cv.wait(lock, [&] { return !st.ready.empty() || st.done == count || st.error; });
+        if (st.done == count || st.error) return;
+        i = st.ready.front();
+        st.ready.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        run_node(g, i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(st.mutex);
+        ++st.done;
+        if (error && !st.error) st.error = error;
+        for (auto s : succ[i]) {
+          if (--pending[s] == 0) st.ready.push_back(s);
+        }
+      }
+      st.cv.notify_all();
+    }
+  };
+  const std::size_t workers = std::min<std::size_t>(count, parallel_threads() + 1);
+  parallel_chunks(workers, worker);
+  if (st.error) std::rethrow_exception(st.error);
+}
+
+void check(const GraphData& g) {
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto& n = g.nodes[i];
+    if (n.kind == NodeKind::kernel && !n.kernel.host) {
+      throw Error(Errc::unsupported,
+                  "kernel node " + std::to_string(i) + " '" + n.name +
+                      "' has no host function (only a cuda kernel); give it KernelWork::host to "
+                      "run on the host backend");
+    }
+    if (n.kind == NodeKind::captured && n.payload == nullptr) {
+      throw Error(Errc::unsupported, "captured node '" + n.name + "' has no recording");
+    }
+    for (const auto& child : n.graphs) check(*child);
+  }
+}
+
+class HostGraph final : public GraphExecutable {
+ public:
+  explicit HostGraph(std::shared_ptr<const GraphData> g) : graph_(std::move(g)) { check(*graph_); }
+
+  void launch(Stream& stream, const OpInfo& op) override {
+    // The launch is one task of the context's queue; its nodes fan out on the TBB pool. Each
+    // launch keeps the parameters it was issued with (updates make a new GraphData).
+    stream.host_task([g = graph_] { run_graph(*g); }, op);
+  }
+
+  std::string update(const std::shared_ptr<const GraphData>& graph) override {
+    check(*graph);
+    graph_ = graph;
+    return {};
+  }
+
+ private:
+  std::shared_ptr<const GraphData> graph_;
+};
+
+}  // namespace
+
+std::shared_ptr<void> make_recording(std::vector<std::function<void()>> ops) {
+  auto r = std::make_shared<Recording>();
+  r->ops = std::move(ops);
+  return r;
+}
+
+std::unique_ptr<GraphExecutable> instantiate_host_graph(
+    const std::shared_ptr<const GraphData>& graph) {
+  return std::make_unique<HostGraph>(graph);
+}
+
+}  // namespace sluice::detail::host

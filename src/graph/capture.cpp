@@ -1,0 +1,110 @@
+// Capture and Replay: recording work issued on contexts into a Graph, and replaying it.
+#include <map>
+#include <mutex>
+
+#include "graph/capture_state.hpp"
+#include "graph/graph_exec_impl.hpp"
+#include "graph/graph_stats.hpp"
+#include "sluice/error.hpp"
+#include "sluice/graph.hpp"
+
+namespace sluice {
+
+Capture::Capture(const Context& ctx, std::string name, std::source_location loc)
+    : state_(std::make_shared<detail::CaptureState>(ctx.shared_impl(), std::move(name), loc)) {
+  state_->start();
+}
+
+Capture::~Capture() {
+  if (state_) {
+    state_->discard();
+    state_->release_members();
+  }
+}
+
+Graph Capture::end(std::source_location loc) {
+  if (!state_) throw Error(Errc::invalid_state, "Capture::end called twice", loc);
+  auto state = std::move(state_);
+  return Graph(state->finish(loc));
+}
+
+bool Capture::active() const noexcept {
+  return state_ && state_->active();
+}
+
+struct Replay::Impl {
+  struct Entry {
+    std::unique_ptr<detail::GraphExecImpl> exec;
+  };
+  std::mutex mutex;  // one replay at a time per cache
+  std::map<std::string, Entry> cache;
+  Callback callback;
+
+  void report(ReplayEvent::Kind kind, const std::string& key, std::string reason) {
+    if (callback) callback({kind, key, std::move(reason)});
+  }
+};
+
+Replay::Replay() : impl_(std::make_unique<Impl>()) {}
+Replay::~Replay() = default;
+void Replay::on_event(Callback callback) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->callback = std::move(callback);
+}
+std::size_t Replay::size() const noexcept {
+  return impl_->cache.size();
+}
+
+void Replay::run(const Context& ctx, const std::string& key, const std::function<void()>& body,
+                 std::source_location loc) {
+  std::lock_guard lock(impl_->mutex);
+  std::shared_ptr<detail::GraphData> graph;
+  try {
+    Capture cap(ctx, key, loc);
+    body();
+    graph = cap.end(loc).data();
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_state) throw;
+    // The capture guard (or an unjoined context): run the region as ordinary work instead.
+    detail::graph_stats().eager_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    impl_->report(ReplayEvent::Kind::eager, key, e.what());
+    body();
+    return;
+  }
+  auto& entry = impl_->cache[key];
+  if (!entry.exec) {
+    entry.exec = std::make_unique<detail::GraphExecImpl>(std::move(graph), ctx.device(), loc);
+    impl_->report(ReplayEvent::Kind::instantiated, key, "first run");
+  } else {
+    std::string diff;
+    if (entry.exec->device() != ctx.device()) {
+      diff =
+          "device " + ctx.device().to_string() + " instead of " + entry.exec->device().to_string();
+    } else {
+      diff = detail::topology_difference(*entry.exec->graph(), *graph);
+    }
+    if (diff.empty()) {
+      diff = entry.exec->update(graph, loc);
+      if (diff.empty()) {
+        detail::graph_stats().updates.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        diff = "the backend could not update in place: " + diff;
+        detail::graph_stats().reinstantiations.fetch_add(1, std::memory_order_relaxed);
+        impl_->report(ReplayEvent::Kind::reinstantiated, key, diff);
+      }
+    } else {
+      entry.exec = std::make_unique<detail::GraphExecImpl>(std::move(graph), ctx.device(), loc);
+      detail::graph_stats().reinstantiations.fetch_add(1, std::memory_order_relaxed);
+      impl_->report(ReplayEvent::Kind::reinstantiated, key, diff);
+    }
+  }
+  entry.exec->launch(ctx, loc);
+}
+
+void replay(const Context& ctx, const std::string& key, const std::function<void()>& body,
+            std::source_location loc) {
+  static Replay cache;
+  cache.run(ctx, key, body, loc);
+}
+
+}  // namespace sluice

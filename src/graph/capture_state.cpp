@@ -1,0 +1,268 @@
+#include "graph/capture_state.hpp"
+
+#include <algorithm>
+
+#include "graph/graph_stats.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail {
+namespace {
+
+/// A point inside a capture: the nodes recorded so far on its context.
+class CaptureEvent final : public EventImpl {
+ public:
+  bool query() override { return base_ ? base_->query() : true; }
+  void synchronize() override {
+    if (base_) base_->synchronize();
+  }
+  double elapsed_ms_since(const EventImpl&) override {
+    throw Error(Errc::invalid_state,
+                "an event recorded inside a graph capture has no time; time the graph's launch");
+  }
+  CaptureSink* capture_sink() const noexcept override {
+    auto s = state_.lock();
+    return s && s->active() ? s.get() : nullptr;
+  }
+  std::shared_ptr<EventImpl> captured_base() const override { return base_; }
+
+  std::weak_ptr<CaptureState> state_;
+  std::vector<std::uint32_t> nodes_;
+  std::shared_ptr<EventImpl> base_;
+};
+
+std::string at(std::source_location loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+}  // namespace
+
+CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name,
+                           std::source_location loc)
+    : origin_(std::move(origin)),
+      name_(std::move(name)),
+      loc_(loc),
+      graph_(std::make_shared<GraphData>()) {
+  graph_->name = name_;
+}
+
+std::string CaptureState::where() const {
+  return "capture '" + name_ + "' begun at " + at(loc_);
+}
+
+void CaptureState::start() {
+  auto base = origin_->record(false, loc_);
+  {
+    std::lock_guard lock(mutex_);
+    members_.push_back({origin_, origin_.get(), origin_->name(), {}, std::move(base)});
+  }
+  active_.store(true, std::memory_order_release);
+  try {
+    origin_->begin_capture(shared_from_this(), loc_);
+  } catch (...) {
+    active_.store(false, std::memory_order_release);
+    throw;
+  }
+  graph_stats().captures.fetch_add(1, std::memory_order_relaxed);
+}
+
+CaptureState::Member* CaptureState::member(const ContextImpl& ctx) {
+  for (auto& m : members_) {
+    if (m.key == &ctx && !m.ctx.expired()) return &m;
+  }
+  return nullptr;
+}
+
+void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
+                             const std::function<void(Stream&, const OpInfo&)>& f) {
+  auto& stream = ctx.stream();
+  try {
+    stream.begin_capture(op);
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_state) throw;
+    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+  }
+  try {
+    f(stream, op);
+  } catch (...) {
+    stream.abort_capture();
+    throw;
+  }
+  std::shared_ptr<void> payload;
+  try {
+    payload = stream.end_capture(op);
+  } catch (const Error& e) {
+    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+  }
+  auto uses = ctx.take_capture_uses();
+  if (!payload) return;  // nothing to run (e.g. an empty operation)
+  NodeData node;
+  node.kind = NodeKind::captured;
+  node.name = std::string(op.what);
+  node.payload = std::move(payload);
+  node.context = ctx.name();
+  node.where = op.where;
+  for (const auto& u : uses) node.uses.push_back({u.id, u.mode, u.range});
+  std::lock_guard lock(mutex_);
+  Member* m = member(ctx);
+  if (m == nullptr) return;  // cannot happen: only members record
+  const auto index = static_cast<std::uint32_t>(graph_->nodes.size());
+  graph_->nodes.push_back(std::move(node));
+  for (auto p : m->frontier) graph_->edges.emplace_back(p, index);
+  m->frontier.assign(1, index);
+  m->ops.emplace_back(op.seq, index);
+}
+
+std::shared_ptr<EventImpl> CaptureState::record(ContextImpl& ctx, std::source_location) {
+  auto e = std::make_shared<CaptureEvent>();
+  e->state_ = weak_from_this();
+  e->failures = ctx.failures();
+  e->seq = ctx.issued();
+  e->timeline = ctx.timeline();
+  e->device = ctx.device();
+  std::lock_guard lock(mutex_);
+  if (Member* m = member(ctx)) {
+    e->nodes_ = m->frontier;
+    e->base_ = m->base;
+  }
+  return e;
+}
+
+std::shared_ptr<EventImpl> CaptureState::record_at(ContextImpl& ctx, std::uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  Member* m = member(ctx);
+  if (m == nullptr) return ctx.record(false, loc_);  // cannot happen: only members capture
+  auto it = std::upper_bound(m->ops.begin(), m->ops.end(), seq,
+                             [](std::uint64_t s, const auto& e) { return s < e.first; });
+  if (it == m->ops.begin()) return m->base;  // work from before the context joined: real
+  auto e = std::make_shared<CaptureEvent>();
+  e->state_ = weak_from_this();
+  e->failures = ctx.failures();
+  e->seq = seq;
+  e->timeline = ctx.timeline();
+  e->device = ctx.device();
+  e->nodes_.assign(1, std::prev(it)->second);
+  e->base_ = m->base;
+  return e;
+}
+
+bool CaptureState::wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
+                        std::source_location loc) {
+  auto* ce = dynamic_cast<CaptureEvent*>(event.get());
+  if (ce == nullptr) {
+    // A point outside the capture: launches of the graph wait for it too.
+    std::lock_guard lock(mutex_);
+    auto& ext = graph_->external_waits;
+    if (std::find(ext.begin(), ext.end(), event) == ext.end()) ext.push_back(event);
+    return false;
+  }
+  if (auto other = ctx.capture(); other && other.get() != this && other->active()) {
+    refuse(ctx, "a wait for work of capture '" + name_ + "' while recording another capture", loc);
+  }
+  bool joined;
+  {
+    std::lock_guard lock(mutex_);
+    joined = member(ctx) != nullptr;
+  }
+  if (!joined) {
+    // Waiting on captured work makes the context part of the capture (reference 002's
+    // multi-stream capture): its later work is recorded too, until the capture ends.
+    if (ctx.kind() == StreamKind::blocking) {
+      refuse(ctx, "a blocking-kind context waiting for captured work", loc);
+    }
+    auto base = ctx.record(false, loc);
+    {
+      std::lock_guard lock(mutex_);
+      members_.push_back({ctx.weak_from_this(), &ctx, ctx.name(), {}, std::move(base)});
+    }
+    ctx.begin_capture(shared_from_this(), loc);
+  }
+  std::lock_guard lock(mutex_);
+  Member* m = member(ctx);
+  for (auto n : ce->nodes_) {
+    if (std::find(m->frontier.begin(), m->frontier.end(), n) == m->frontier.end()) {
+      m->frontier.push_back(n);
+    }
+  }
+  return true;
+}
+
+void CaptureState::refuse(const ContextImpl& ctx, std::string_view what, std::source_location loc) {
+  discard();
+  throw Error(Errc::invalid_state,
+              std::string(what) + " on context '" + ctx.name() + "' at " + at(loc) +
+                  " cannot be part of a graph; the " + where() +
+                  " was discarded and every context in it stays usable. Move the operation "
+                  "out of the captured region",
+              loc);
+}
+
+void CaptureState::discard() noexcept {
+  active_.store(false, std::memory_order_release);
+  // Contexts drop this sink on their next operation (a lock of theirs may be held here); the
+  // Capture's end or destructor releases them at once.
+}
+
+void CaptureState::release_members() noexcept {
+  std::vector<std::shared_ptr<ContextImpl>> live;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& m : members_) {
+      if (auto c = m.ctx.lock()) live.push_back(std::move(c));
+    }
+  }
+  for (auto& c : live) c->end_capture(this);
+}
+
+std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
+  if (!active()) {
+    release_members();
+    throw Error(
+        Errc::invalid_state,
+        "the " + where() + " was discarded by an earlier error (see that error); capture again",
+        loc);
+  }
+  active_.store(false, std::memory_order_release);
+  std::string unjoined;
+  {
+    std::lock_guard lock(mutex_);
+    // Every node a member ended on must lead into the origin's last nodes.
+    const auto& g = *graph_;
+    std::vector<std::vector<std::uint32_t>> succ(g.nodes.size());
+    for (auto [a, b] : g.edges) succ[a].push_back(b);
+    std::vector<char> reaches(g.nodes.size(), 0);
+    std::vector<std::uint32_t> todo = members_.front().frontier;
+    auto pred = predecessors(g);
+    for (auto n : todo) reaches[n] = 1;
+    while (!todo.empty()) {  // backwards from the origin's frontier
+      auto n = todo.back();
+      todo.pop_back();
+      for (auto p : pred[n]) {
+        if (!reaches[p]) {
+          reaches[p] = 1;
+          todo.push_back(p);
+        }
+      }
+    }
+    for (std::size_t i = 1; i < members_.size(); ++i) {
+      for (auto n : members_[i].frontier) {
+        if (!reaches[n]) {
+          unjoined = members_[i].name;
+          break;
+        }
+      }
+      if (!unjoined.empty()) break;
+    }
+  }
+  release_members();
+  if (!unjoined.empty()) {
+    throw Error(Errc::invalid_state,
+                "context '" + unjoined + "' joined the " + where() +
+                    " (it was forked from or waited for captured work) but was not joined back "
+                    "before the capture ended; call wait_for or join on the capturing context "
+                    "for it. The capture was discarded",
+                loc);
+  }
+  return graph_;
+}
+
+}  // namespace sluice::detail

@@ -1,0 +1,62 @@
+#pragma once
+// The state of one Capture: the graph being recorded, the contexts recording into it and, per
+// context, the nodes its next operation runs after (its frontier).
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "graph/graph_data.hpp"
+
+namespace sluice::detail {
+
+class CaptureState final : public CaptureSink, public std::enable_shared_from_this<CaptureState> {
+ public:
+  CaptureState(std::shared_ptr<ContextImpl> origin, std::string name, std::source_location loc);
+
+  /// Makes the origin record into this capture.
+  void start();
+  [[nodiscard]] bool active() const noexcept override {
+    return active_.load(std::memory_order_acquire);
+  }
+  void record_op(ContextImpl& ctx, const OpInfo& op,
+                 const std::function<void(Stream&, const OpInfo&)>& f) override;
+  std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) override;
+  std::shared_ptr<EventImpl> record_at(ContextImpl& ctx, std::uint64_t seq) override;
+  bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
+            std::source_location loc) override;
+  [[noreturn]] void refuse(const ContextImpl& ctx, std::string_view what,
+                           std::source_location loc) override;
+
+  /// Ends the capture: checks every joined context was joined back, returns the graph.
+  std::shared_ptr<GraphData> finish(std::source_location loc);
+  /// Ends the capture, dropping what was recorded. Never throws.
+  void discard() noexcept;
+  /// Stops every member context recording into this capture. Never throws.
+  void release_members() noexcept;
+
+ private:
+  struct Member {
+    std::weak_ptr<ContextImpl> ctx;
+    const ContextImpl* key = nullptr;
+    std::string name;
+    std::vector<std::uint32_t> frontier;
+    std::shared_ptr<EventImpl> base;  // the real stream point where it entered the capture
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> ops = {};  // (operation number, node)
+  };
+  Member* member(const ContextImpl& ctx);  // mutex_ held
+  [[nodiscard]] std::string where() const;
+
+  std::shared_ptr<ContextImpl> origin_;
+  std::string name_;
+  std::source_location loc_;
+  std::atomic<bool> active_{false};
+  std::mutex mutex_;
+  std::shared_ptr<GraphData> graph_;
+  std::vector<Member> members_;
+};
+
+}  // namespace sluice::detail

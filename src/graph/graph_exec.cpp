@@ -1,0 +1,208 @@
+// GraphExec: instantiation on a backend, launch as one tracked operation, parameter updates.
+#include <algorithm>
+#include <map>
+
+#include "deps/tracker.hpp"
+#include "graph/graph_exec_impl.hpp"
+#include "graph/graph_stats.hpp"
+#include "sluice/error.hpp"
+#include "sluice/graph.hpp"
+
+namespace sluice {
+namespace detail {
+
+GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& device,
+                             std::source_location loc)
+    : graph_(std::move(graph)), device_(device), backend_(find_backend(device.backend)) {
+  (void)device_info(device_);  // a clear error for a missing device
+  try {
+    exec_ = backend_->instantiate_graph(graph_, device_.index);
+  } catch (const Error& e) {
+    throw Error(
+        e.code(),
+        "instantiating graph '" + graph_->name + "' on " + device_.to_string() + ": " + e.what(),
+        loc);
+  }
+  what_ = "graph '" + graph_->name + "'";
+  set_accesses();
+  graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+}
+
+void GraphExecImpl::set_accesses() {
+  std::vector<Use> uses;
+  collect_uses(*graph_, uses);
+  // One access per object: the tracker orders a launch as a whole.
+  std::map<ObjectId, AccessSpec> merged;
+  for (const auto& u : uses) {
+    auto [it, fresh] = merged.try_emplace(u.id, AccessSpec{u.id, u.range, u.mode});
+    if (fresh) continue;
+    auto& a = it->second;
+    if (a.mode != u.mode) a.mode = Access::read_write;
+    if (a.range.offset != u.range.offset || a.range.size != u.range.size) {
+      const auto lo = std::min(a.range.offset, u.range.offset);
+      const auto a_end =
+          a.range.size == ByteRange::whole().size ? a.range.size : a.range.offset + a.range.size;
+      const auto u_end =
+          u.range.size == ByteRange::whole().size ? u.range.size : u.range.offset + u.range.size;
+      const auto hi = std::max(a_end, u_end);
+      a.range = {lo, hi == ByteRange::whole().size ? hi : hi - lo};
+    }
+  }
+  accesses_.clear();
+  for (auto& [id, a] : merged) accesses_.push_back(a);
+}
+
+void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
+  if (ctx.device() != device_) {
+    throw Error(Errc::invalid_argument,
+                "graph '" + graph_->name + "' was instantiated for " + device_.to_string() +
+                    " but launched on context '" + ctx.name() + "' of " + ctx.device().to_string() +
+                    "; instantiate it for that device",
+                loc);
+  }
+  auto& c = ctx.impl();
+  for (const auto& e : graph_->external_waits) c.wait(e, loc);
+  try {
+    Tracker::instance().run(c, accesses_, what_, loc, [&] {
+      c.enqueue(what_, loc, [&](Stream& s, const OpInfo& op) { exec_->launch(s, op); });
+    });
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_argument) throw;
+    throw Error(e.code(),
+                "launch of graph '" + graph_->name + "': " + e.what() +
+                    "; every buffer a graph uses must outlive its launches",
+                loc);
+  }
+  graph_stats().launches.fetch_add(1, std::memory_order_relaxed);
+  c.finish_if_blocking();
+}
+
+std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
+  auto reason = exec_->update(next);
+  if (!reason.empty()) {
+    auto fresh = backend_->instantiate_graph(next, device_.index);
+    (void)loc;
+    exec_ = std::move(fresh);
+    graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+  }
+  graph_ = std::move(next);
+  set_accesses();
+  return reason;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::GraphData;
+
+std::uint32_t checked_index(const detail::GraphExecImpl* impl, const Node& node, NodeKind kind,
+                            std::string_view what, std::source_location loc) {
+  if (impl == nullptr) {
+    throw Error(Errc::invalid_state, "GraphExec is empty (default-constructed or moved from)", loc);
+  }
+  const auto& g = *impl->graph();
+  if (!node.valid()) {
+    throw Error(Errc::invalid_state,
+                std::string(what) + ": node " + std::to_string(node.index()) +
+                    " is used after its graph was destroyed; keep the Graph alive while you use "
+                    "its nodes",
+                loc);
+  }
+  if (node.index() >= g.nodes.size() || g.nodes[node.index()].kind != kind) {
+    throw Error(Errc::invalid_argument,
+                std::string(what) + ": node " + std::to_string(node.index()) + " '" + node.name() +
+                    "' is not a " + to_string(kind) + " node of graph '" + g.name +
+                    "' this was instantiated from",
+                loc);
+  }
+  return node.index();
+}
+
+}  // namespace
+
+GraphExec::GraphExec() = default;
+GraphExec::GraphExec(const Graph& graph, const Device& device, std::source_location loc)
+    : impl_(std::make_unique<detail::GraphExecImpl>(std::make_shared<GraphData>(*graph.data()),
+                                                    device, loc)) {}
+GraphExec::GraphExec(GraphExec&&) noexcept = default;
+GraphExec& GraphExec::operator=(GraphExec&&) noexcept = default;
+GraphExec::~GraphExec() = default;
+
+void GraphExec::launch(const Context& ctx, std::source_location loc) {
+  if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
+  impl_->launch(ctx, loc);
+}
+
+void GraphExec::set_kernel(const Node& node, KernelWork work, std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::kernel, "set_kernel", loc);
+  if (impl_->graph()->nodes[i].kernel.device.has_value() != work.device.has_value()) {
+    throw Error(Errc::invalid_argument,
+                "set_kernel: node '" + impl_->graph()->nodes[i].name +
+                    "' parameter 'device kernel' differs in presence; a kernel node keeps its "
+                    "kind of work (instantiate anew to change it)",
+                loc);
+  }
+  auto g = impl_->editable();
+  g->nodes[i].kernel = std::move(work);
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
+                         std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::copy, "set_copy", loc);
+  auto g = impl_->editable();
+  auto& n = g->nodes[i];
+  n.dst = dst;
+  n.src = src;
+  n.bytes = bytes;
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::set_memset(const Node& node, void* dst, int value, std::size_t bytes,
+                           std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::memset, "set_memset", loc);
+  auto g = impl_->editable();
+  auto& n = g->nodes[i];
+  n.dst = dst;
+  n.value = value;
+  n.bytes = bytes;
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::set_host(const Node& node, std::function<void()> fn, std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::host, "set_host", loc);
+  if (!fn) throw Error(Errc::invalid_argument, "set_host: empty function", loc);
+  auto g = impl_->editable();
+  g->nodes[i].host = std::move(fn);
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::update(const Graph& graph, std::source_location loc) {
+  if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
+  auto diff = detail::topology_difference(*impl_->graph(), *graph.data());
+  if (!diff.empty()) {
+    throw Error(Errc::invalid_argument,
+                "GraphExec::update: graph '" + graph.name() + "' has another topology than '" +
+                    impl_->graph()->name + "': " + diff + ". Instantiate a new GraphExec for it",
+                loc);
+  }
+  (void)impl_->update(std::make_shared<GraphData>(*graph.data()), loc);
+  detail::graph_stats().updates.fetch_add(1, std::memory_order_relaxed);
+}
+
+const Device& GraphExec::device() const {
+  if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty");
+  return impl_->device();
+}
+
+Graph GraphExec::graph() const {
+  if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty");
+  return Graph(std::make_shared<GraphData>(*impl_->graph()));
+}
+
+void GraphExec::write_dot(std::ostream& out) const {
+  graph().write_dot(out);
+}
+
+}  // namespace sluice

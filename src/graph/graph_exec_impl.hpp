@@ -1,0 +1,39 @@
+#pragma once
+// An instantiated graph: the backend's executable plus the IR its parameters came from.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "graph/graph_data.hpp"
+
+namespace sluice::detail {
+
+class GraphExecImpl {
+ public:
+  GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& device, std::source_location loc);
+
+  void launch(const Context& ctx, std::source_location loc);
+  /// Takes `next` (same topology, checked by the caller). Returns why the backend re-instantiated
+  /// instead of updating in place (empty if it updated).
+  std::string update(std::shared_ptr<GraphData> next, std::source_location loc);
+  /// A private copy of the IR to edit (launches already issued keep theirs).
+  [[nodiscard]] std::shared_ptr<GraphData> editable() const {
+    return std::make_shared<GraphData>(*graph_);
+  }
+  [[nodiscard]] const std::shared_ptr<GraphData>& graph() const noexcept { return graph_; }
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+
+ private:
+  void set_accesses();
+
+  std::shared_ptr<GraphData> graph_;
+  Device device_;
+  std::shared_ptr<Backend> backend_;
+  std::unique_ptr<GraphExecutable> exec_;
+  std::vector<AccessSpec> accesses_;
+  std::string what_;
+};
+
+}  // namespace sluice::detail

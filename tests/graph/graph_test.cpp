@@ -1,0 +1,489 @@
+// The graph layer on every backend: explicit graphs, validation errors, DOT, updates, conditional
+// nodes, capture across contexts, the capture guard and replay.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <vector>
+
+#include "backend_param.hpp"
+#include "sluice/graph.hpp"
+#ifdef SLUICE_TEST_CUDA
+#include "graph_test_kernels.hpp"
+#endif
+
+namespace sluice::test {
+namespace {
+
+class GraphTest : public BackendTest {
+ protected:
+  /// x[i] += v on whichever backend runs it.
+  static KernelWork add_work(int* x, int n, int v) {
+    KernelWork w;
+    w.range = static_cast<std::size_t>(n);
+    w.host = [=](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) x[i] += v;
+    };
+#ifdef SLUICE_TEST_CUDA
+    w.device =
+        device_kernel(graph_test_add, static_cast<unsigned>((n + 255) / 256), 256u, 0, x, n, v);
+#endif
+    return w;
+  }
+  static KernelWork countdown_work(int* counter, int* trips) {
+    KernelWork w;
+    w.range = 1;
+    w.host = [=](std::size_t, std::size_t) {
+      ++*trips;
+      --*counter;
+    };
+#ifdef SLUICE_TEST_CUDA
+    w.device = device_kernel(graph_test_countdown, 1u, 1u, 0, counter, trips);
+#endif
+    return w;
+  }
+  template <class T>
+  std::vector<T> read(const Context& ctx, const DeviceBuffer<T>& b) {
+    std::vector<T> h(b.size());
+    copy(ctx, h, b);
+    ctx.synchronize();
+    return h;
+  }
+};
+
+TEST_P(GraphTest, ExplicitGraphRunsInDependencyOrderManyTimes) {
+  auto ctx = make_context();
+  constexpr int n = 1000;
+  DeviceBuffer<int> x(ctx, n), y(ctx, n);
+  Graph g("explicit");
+  auto zero = g.add_memset(x.data(), 0, x.bytes(), {.name = "zero x", .uses = {writes(x)}});
+  auto add = g.add_kernel(add_work(x.data(), n, 3),
+                          {.name = "x += 3", .uses = {updates(x)}, .after = {zero}});
+  auto cp = g.add_copy(y.data(), x.data(), x.bytes(),
+                       {.name = "y = x", .uses = {reads(x), writes(y)}, .after = {add}});
+  g.add_kernel(add_work(y.data(), n, 1), {.name = "y += 1", .uses = {updates(y)}, .after = {cp}});
+  EXPECT_EQ(g.size(), 4u);
+  GraphExec exec(g, device());
+  for (int i = 0; i < 5; ++i) exec.launch(ctx);
+  EXPECT_EQ(read(ctx, x), std::vector<int>(n, 3));
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 4));
+  EXPECT_GE(graph::stats().launches, 5u);
+}
+
+TEST_P(GraphTest, LaunchIsOrderedByTheTrackerAcrossContexts) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr int n = 4096;
+  DeviceBuffer<int> x(a, n);
+  memset(a, x, 0);
+  Graph g;
+  g.add_kernel(add_work(x.data(), n, 1), {.name = "x += 1", .uses = {updates(x)}});
+  GraphExec exec(g, device());
+  // Alternating contexts: each launch must see the previous one's write.
+  for (int i = 0; i < 20; ++i) exec.launch(i % 2 == 0 ? a : b);
+  EXPECT_EQ(read(a, x), std::vector<int>(n, 20));
+}
+
+TEST_P(GraphTest, ValidationErrorsNameTheNodes) {
+  Graph g("g1");
+  auto a = g.add_empty({.name = "first"});
+  auto b = g.add_empty({.name = "second", .after = {a}});
+  auto c = g.add_empty({.name = "third", .after = {b}});
+  try {
+    g.add_edge(c, a);
+    FAIL() << "a cycle was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'third' -> 'first'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.add_edge(a, a), Error);
+  Graph other("g2");
+  auto foreign = other.add_empty({.name = "stranger"});
+  try {
+    g.add_edge(a, foreign);
+    FAIL() << "a foreign node was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'stranger' belongs to graph 'g2'"), std::string::npos)
+        << e.what();
+  }
+  Node dangling;
+  {
+    Graph gone("gone");
+    dangling = gone.add_empty({.name = "ghost"});
+  }
+  EXPECT_FALSE(dangling.valid());
+  try {
+    g.add_edge(a, dangling);
+    FAIL() << "a node of a destroyed graph was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("after its graph was destroyed"), std::string::npos);
+  }
+  EXPECT_THROW((void)g.find("nobody"), Error);
+  EXPECT_EQ(g.find("second").index(), 1u);
+  EXPECT_EQ(g.edges().size(), 2u);  // the failed edges left nothing behind
+}
+
+TEST_P(GraphTest, DotShowsNamesKindsAndEdges) {
+  auto ctx = make_context();
+  DeviceBuffer<int> x(ctx, 16);
+  Graph g("dotted");
+  auto m = g.add_memset(x.data(), 0, x.bytes(), {.name = "clear"});
+  Graph body("inner");
+  body.add_empty({.name = "inside"});
+  g.add_child(body, {.name = "nested", .after = {m}});
+  const auto dot = g.dot();
+  EXPECT_NE(dot.find("digraph \"dotted\""), std::string::npos);
+  EXPECT_NE(dot.find("clear\\nmemset"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("nested\\nchild"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("inside\\nempty"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("n0 -> n1"), std::string::npos) << dot;
+  GraphExec exec(g, device());
+  std::ostringstream s;
+  exec.write_dot(s);
+  EXPECT_EQ(s.str(), dot);
+}
+
+TEST_P(GraphTest, ParameterUpdatesInPlace) {
+  auto ctx = make_context();
+  constexpr int n = 512;
+  DeviceBuffer<int> x(ctx, n), y(ctx, n), z(ctx, n);
+  Graph g("updatable");
+  auto set = g.add_memset(x.data(), 0, x.bytes(), {.name = "set", .uses = {writes(x)}});
+  auto k = g.add_kernel(add_work(x.data(), n, 2), {.name = "add", .after = {set}});
+  auto cp = g.add_copy(y.data(), x.data(), x.bytes(), {.name = "copy", .after = {k}});
+  GraphExec exec(g, device());
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));
+  exec.set_kernel(k, add_work(x.data(), n, 7));
+  exec.set_copy(cp, z.data(), x.data(), x.bytes());
+  exec.set_memset(set, x.data(), 1, x.bytes());  // every byte 1: 0x01010101
+  const auto before = graph::stats().instantiations;
+  exec.launch(ctx);
+  EXPECT_EQ(graph::stats().instantiations, before);  // no re-instantiation
+  EXPECT_EQ(read(ctx, z), std::vector<int>(n, 0x01010101 + 7));
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));               // the old destination is untouched
+  EXPECT_THROW(exec.set_copy(k, z.data(), x.data(), 4), Error);  // wrong kind
+}
+
+TEST_P(GraphTest, WholeUpdateAndTopologyErrors) {
+  auto ctx = make_context();
+  constexpr int n = 64;
+  DeviceBuffer<int> x(ctx, n), y(ctx, n);
+  auto build = [&](int* target, int v, bool extra) {
+    Graph g("step");
+    auto s = g.add_memset(target, 0, n * sizeof(int), {.name = "clear"});
+    auto k = g.add_kernel(add_work(target, n, v), {.name = "bump", .after = {s}});
+    if (extra) g.add_empty({.name = "tail", .after = {k}});
+    return g;
+  };
+  GraphExec exec(build(x.data(), 1, false), device());
+  exec.update(build(y.data(), 5, false));
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 5));
+  try {
+    exec.update(build(x.data(), 1, true));
+    FAIL() << "a topology change was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 2 'tail': node added"), std::string::npos)
+        << e.what();
+  }
+  Graph swapped("step");
+  swapped.add_kernel(add_work(x.data(), n, 1), {.name = "bump"});
+  swapped.add_memset(x.data(), 0, 4, {.name = "clear"});
+  try {
+    exec.update(swapped);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 0 'bump': kind kernel instead of memset"),
+              std::string::npos)
+        << e.what();
+  }
+  exec.launch(ctx);  // still the last good parameters
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 5));
+}
+
+TEST_P(GraphTest, WhileNodeRunsADataDependentNumberOfTrips) {
+  auto ctx = make_context();
+  for (int trips_wanted : {0, 1, 7}) {
+    Managed<std::int32_t> counter(trips_wanted, ctx);
+    DeviceBuffer<int> trips(ctx, 1);
+    memset(ctx, trips, 0);
+    Graph body("body");
+    body.add_kernel(countdown_work(counter.device_ptr(), trips.data()),
+                    {.name = "count down", .uses = {updates(counter), updates(trips)}});
+    Graph g("loop");
+    g.add_while(counter, body, {.name = "while counter"});
+    GraphExec exec(g, device());
+    exec.launch(ctx);
+    EXPECT_EQ(read(ctx, trips)[0], trips_wanted);
+    EXPECT_EQ(counter.value(), 0);
+  }
+}
+
+TEST_P(GraphTest, IfNodeTakesItsBranchFromADeviceValue) {
+  auto ctx = make_context();
+  DeviceBuffer<int> x(ctx, 1);
+  Graph then_g("then"), else_g("else");
+  then_g.add_kernel(add_work(x.data(), 1, 10), {.name = "then"});
+  else_g.add_kernel(add_work(x.data(), 1, 100), {.name = "else"});
+  Managed<std::int64_t> flag(std::int64_t{1}, ctx);
+  Graph g("branch");
+  g.add_if(flag, then_g, else_g, {.name = "if flag", .uses = {updates(x)}});
+  GraphExec exec(g, device());
+  memset(ctx, x, 0);
+  exec.launch(ctx);
+  flag.assign(std::int64_t{0}, ctx);
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, x)[0], 110);
+}
+
+TEST_P(GraphTest, TemporariesAndHostNodes) {
+  auto ctx = make_context();
+  constexpr int n = 32;
+  DeviceBuffer<int> out(ctx, n);
+  int calls = 0;
+  Graph g("temps");
+  auto t = g.add_alloc(ctx, n * sizeof(int), {.name = "scratch"});
+  auto z = g.add_memset(t.ptr, 0, t.bytes, {.name = "zero scratch", .after = {t.node}});
+  auto k = g.add_kernel(add_work(static_cast<int*>(t.ptr), n, 9), {.after = {z}});
+  auto c = g.add_copy(out.data(), t.ptr, t.bytes, {.uses = {writes(out)}, .after = {k}});
+  auto f = g.add_free(t, {.after = {c}});
+  g.add_host([&calls] { ++calls; }, {.name = "count", .after = {f}});
+  GraphExec exec(g, device());
+  exec.launch(ctx);
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, out), std::vector<int>(n, 9));
+  EXPECT_EQ(calls, 2);
+}
+
+TEST_P(GraphTest, LaunchAfterAUsedBufferWasDestroyedIsAnError) {
+  auto ctx = make_context();
+  Graph g("dangling");
+  {
+    DeviceBuffer<int> x(ctx, 16);
+    g.add_memset(x.data(), 0, x.bytes(), {.name = "clear", .uses = {writes(x)}});
+  }
+  GraphExec exec(g, device());
+  try {
+    exec.launch(ctx);
+    FAIL() << "a launch using a destroyed buffer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must outlive its launches"), std::string::npos)
+        << e.what();
+  }
+  ctx.synchronize();  // nothing was issued
+  Graph other("wrong device");
+  EXPECT_THROW(GraphExec(other, Device{device().backend, 7}), Error);
+}
+
+// ---- capture ---------------------------------------------------------------------------------
+
+TEST_P(GraphTest, CaptureAcrossTwoContextsReplaysLikeEagerWork) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr std::size_t n = 256;
+  DeviceBuffer<std::uint8_t> x(a, n), y(a, n), z(a, n);
+  memset(a, x, 1);
+  a.synchronize();
+  Graph g;
+  {
+    Capture cap(a, "two contexts");
+    memset(a, y, 7);
+    b.wait_for(a);  // b joins the capture
+    copy(b, z, y);
+    copy(a, x, y);
+    a.wait_for(b);  // and is joined back
+    g = cap.end();
+  }
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_NE(g.dot().find("[" + b.name() + "]"), std::string::npos) << g.dot();
+  // Nothing ran yet: capture records, launch runs.
+  EXPECT_EQ(read(a, z)[0], read(a, z)[0]);  // contexts stay usable after the capture
+  auto xs = read(a, x);
+  EXPECT_EQ(xs[0], 1);
+  GraphExec exec(g, device());
+  exec.launch(b);
+  EXPECT_EQ(read(a, x), std::vector<std::uint8_t>(n, 7));
+  EXPECT_EQ(read(b, z), std::vector<std::uint8_t>(n, 7));
+  // The edge memset -> copy on b exists.
+  auto edges = g.edges();
+  EXPECT_NE(std::find(edges.begin(), edges.end(), std::pair<std::uint32_t, std::uint32_t>{0, 1}),
+            edges.end());
+}
+
+TEST_P(GraphTest, UnjoinedForkIsAnErrorNamingTheContext) {
+  auto a = make_context();
+  DeviceBuffer<std::uint8_t> x(a, 64), y(a, 64);
+  std::string forked;
+  try {
+    Capture cap(a, "forky");
+    memset(a, x, 1);
+    auto kids = a.fork(1);
+    forked = kids[0].name();
+    copy(kids[0], y, x);
+    (void)cap.end();
+    FAIL() << "an unjoined fork was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + forked + "'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not joined back"), std::string::npos) << e.what();
+  }
+  memset(a, x, 3);  // usable afterwards
+  EXPECT_EQ(read(a, x)[0], 3);
+}
+
+TEST_P(GraphTest, ForkAndJoinInsideACaptureBecomeEdges) {
+  auto a = make_context();
+  constexpr std::size_t n = 128;
+  DeviceBuffer<std::uint8_t> x(a, n), y(a, n), z(a, n);
+  memset(a, x, 5);
+  Graph g;
+  {
+    Capture cap(a);
+    auto kids = a.fork(2);
+    copy(kids[0], y, x);
+    copy(kids[1], z, x);
+    a.join(kids);
+    g = cap.end();
+  }
+  EXPECT_EQ(g.size(), 2u);  // two copies, independent
+  EXPECT_TRUE(g.edges().empty());
+  GraphExec exec(g, device());
+  exec.launch(a);
+  EXPECT_EQ(read(a, y), std::vector<std::uint8_t>(n, 5));
+  EXPECT_EQ(read(a, z), std::vector<std::uint8_t>(n, 5));
+}
+
+TEST_P(GraphTest, CaptureGuardNamesTheOperationAndLine) {
+  auto a = make_context();
+  DeviceBuffer<std::uint8_t> x(a, 64);
+  int line = 0;  // set by each body to the line of the operation that must be refused
+  auto expect_guard = [&](const std::function<void()>& body, const char* what) {
+    try {
+      Capture cap(a, "guarded");
+      memset(a, x, 1);
+      body();
+      (void)cap.end();
+      ADD_FAILURE() << what << " was captured";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_state) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_EQ(e.where().line(), static_cast<std::uint_least32_t>(line)) << e.what();
+      EXPECT_NE(std::string(e.what()).find("graph_test.cpp:" + std::to_string(line)),
+                std::string::npos)
+          << e.what();
+    }
+    memset(a, x, 2);  // the context stays usable
+    EXPECT_EQ(read(a, x)[0], 2);
+  };
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        a.synchronize();
+      },
+      "synchronize");
+  Managed<double> m(1.0, a);
+  expect_guard(
+      [&] {
+        m.assign(m + 1.0, a);
+        line = __LINE__ + 1;
+        (void)m.value();
+      },
+      "host wait");
+  std::vector<std::uint8_t> pageable(64);
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        copy(a, pageable, x);
+      },
+      "pageable");
+  auto blocking = make_context(StreamKind::blocking);
+  EXPECT_THROW(Capture cap(blocking), Error);
+  expect_guard(
+      [&] {
+        line = __LINE__ + 1;
+        blocking.wait_for(a);
+      },
+      "blocking");
+  EXPECT_EQ(m.value(), 1.0);  // the captured assignment never ran
+}
+
+TEST_P(GraphTest, CapturedManagedAndLaOperations) {
+  auto a = make_context();
+  Managed<double> s(2.0, a);
+  Managed<double> out(a);
+  Graph g;
+  {
+    Capture cap(a);
+    out.assign(s * 3.0 + 1.0, a);
+    g = cap.end();
+  }
+  EXPECT_EQ(g.size(), 1u);
+  GraphExec exec(g, device());
+  exec.launch(a);
+  EXPECT_EQ(out.value(), 7.0);
+  s.assign(5.0, a);
+  exec.launch(a);
+  EXPECT_EQ(out.value(), 16.0);
+}
+
+// ---- replay ----------------------------------------------------------------------------------
+
+TEST_P(GraphTest, ReplayUpdatesChangedBuffersAndReportsReinstantiation) {
+  auto a = make_context();
+  constexpr std::size_t n = 128;
+  std::vector<DeviceBuffer<std::uint8_t>> ins, outs;
+  for (int i = 0; i < 3; ++i) {
+    ins.emplace_back(a, n);
+    outs.emplace_back(a, n);
+    memset(a, ins.back(), 10 + i);
+  }
+  Replay r;
+  std::vector<ReplayEvent> events;
+  r.on_event([&](const ReplayEvent& e) { events.push_back(e); });
+  const auto updates_before = graph::stats().updates;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      r.run(a, "copy", [&] { copy(a, outs[i], ins[i]); });
+      EXPECT_EQ(read(a, outs[i]), std::vector<std::uint8_t>(n, 10 + i));  // host reads between
+      memset(a, outs[i], 0);
+    }
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplayEvent::Kind::instantiated);
+  EXPECT_EQ(graph::stats().updates - updates_before, 5u);
+  r.run(a, "copy", [&] {
+    copy(a, outs[0], ins[0]);
+    memset(a, outs[1], 3);
+  });
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].kind, ReplayEvent::Kind::reinstantiated);
+  EXPECT_NE(events[1].reason.find("node 1 'memset': node added"), std::string::npos)
+      << events[1].reason;
+  EXPECT_EQ(read(a, outs[1])[0], 3);
+  r.run(a, "copy", [&] { a.synchronize(); });
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].kind, ReplayEvent::Kind::eager);
+  EXPECT_NE(events[2].reason.find("synchronize"), std::string::npos) << events[2].reason;
+}
+
+TEST_P(GraphTest, ReplayOutputsReadByTheHostAreOrdered) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr std::size_t n = 1 << 16;
+  DeviceBuffer<std::uint8_t> src(a, n);
+  PinnedBuffer<std::uint8_t> out(a, n);
+  for (int i = 0; i < 10; ++i) {
+    memset(a, src, i);
+    replay(b, "pinned output", [&] { copy(b, out, src); });
+    auto r = out.read();  // waits for the replay that wrote it, and only that
+    EXPECT_EQ(r[0], i);
+    EXPECT_EQ(r[n - 1], i);
+  }
+}
+
+SLUICE_INSTANTIATE_BACKENDS(GraphTest);
+
+}  // namespace
+}  // namespace sluice::test

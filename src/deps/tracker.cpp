@@ -9,9 +9,12 @@ namespace {
 
 const char* mode_name(Access m) {
   switch (m) {
-    case Access::read: return "read";
-    case Access::write: return "write";
-    case Access::read_write: return "read_write";
+    case Access::read:
+      return "read";
+    case Access::write:
+      return "write";
+    case Access::read_write:
+      return "read_write";
   }
   return "?";
 }
@@ -20,7 +23,9 @@ std::string where(std::source_location loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
 
-std::uint64_t open_key(std::uint64_t timeline, ObjectId id) { return timeline * 1000003u ^ id; }
+std::uint64_t open_key(std::uint64_t timeline, ObjectId id) {
+  return timeline * 1000003u ^ id;
+}
 
 }  // namespace
 
@@ -44,9 +49,10 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
   }
   const auto base = reinterpret_cast<std::uintptr_t>(ptr);
   if (attr.alignment == 0 || base % attr.alignment != 0) {
-    throw Error(Errc::invalid_argument, "register_memory: pointer is not aligned to " +
-                                            std::to_string(attr.alignment) + " bytes",
-                loc);
+    throw Error(
+        Errc::invalid_argument,
+        "register_memory: pointer is not aligned to " + std::to_string(attr.alignment) + " bytes",
+        loc);
   }
   std::lock_guard lock(mutex_);
   if (auto it = regions_.upper_bound(base + attr.size - 1); it != regions_.begin()) {
@@ -109,10 +115,10 @@ void Tracker::resolve(const RawAccess& a, std::vector<AccessSpec>& out) {
   if (p >= it->first + it->second.size) return;
   const std::size_t offset = p - it->first;
   if (a.bytes > it->second.size - offset) {
-    throw Error(Errc::invalid_argument,
-                std::to_string(a.bytes) + " bytes at offset " + std::to_string(offset) +
-                    " overrun object " + std::to_string(it->second.id) + " of " +
-                    std::to_string(it->second.size) + " bytes");
+    throw Error(Errc::invalid_argument, std::to_string(a.bytes) + " bytes at offset " +
+                                            std::to_string(offset) + " overrun object " +
+                                            std::to_string(it->second.id) + " of " +
+                                            std::to_string(it->second.size) + " bytes");
   }
   out.push_back({it->second.id, {offset, a.bytes}, a.mode});
 }
@@ -133,6 +139,11 @@ void Tracker::run(ContextImpl& ctx, std::initializer_list<RawAccess> raw, std::s
   ctx.finish_if_blocking();
 }
 
+void Tracker::require_tracked(std::span<const AccessSpec> accesses, std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  for (const auto& a : accesses) (void)object(a.id, loc);
+}
+
 Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
@@ -148,16 +159,16 @@ std::pair<std::size_t, std::size_t> Tracker::bounds(const Object& obj, const Acc
                                                     std::source_location loc) const {
   const std::size_t lo = a.range.offset;
   if (lo > obj.size) {
-    throw Error(Errc::invalid_argument, "byte range starts at " + std::to_string(lo) +
-                                            ", past the object's " + std::to_string(obj.size) +
-                                            " bytes",
+    throw Error(Errc::invalid_argument,
+                "byte range starts at " + std::to_string(lo) + ", past the object's " +
+                    std::to_string(obj.size) + " bytes",
                 loc);
   }
   const std::size_t avail = obj.size - lo;
   if (a.range.size != ByteRange::whole().size && a.range.size > avail) {
-    throw Error(Errc::invalid_argument, "byte range [" + std::to_string(lo) + ", +" +
-                                            std::to_string(a.range.size) + ") exceeds the object's " +
-                                            std::to_string(obj.size) + " bytes",
+    throw Error(Errc::invalid_argument,
+                "byte range [" + std::to_string(lo) + ", +" + std::to_string(a.range.size) +
+                    ") exceeds the object's " + std::to_string(obj.size) + " bytes",
                 loc);
   }
   return {lo, lo + std::min(a.range.size, avail)};
@@ -200,9 +211,8 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const AccessSp
   if (obj.host_writers > 0 || (obj.host_readers > 0 && a.mode != Access::read)) {
     throw Error(Errc::invalid_state,
                 "'" + std::string(what) + "' on " + ctx.name() + " would " +
-                    (a.mode == Access::read ? "read" : "write") + " object " +
-                    std::to_string(id) + " while a host accessor " +
-                    (obj.host_writers > 0 ? "writes" : "reads") +
+                    (a.mode == Access::read ? "read" : "write") + " object " + std::to_string(id) +
+                    " while a host accessor " + (obj.host_writers > 0 ? "writes" : "reads") +
                     " it; destroy the accessor before issuing this work",
                 loc);
   }
@@ -285,7 +295,8 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
       return;
     }
   }
-  auto mark = std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
+  auto mark =
+      std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
   if (obj.shared) {
     mark->event = ctx.record(false, loc);
     ++stats_.events_recorded;
@@ -320,8 +331,8 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
 
 std::uint32_t Tracker::add_node(ContextImpl& ctx, std::span<const AccessSpec> accesses,
                                 std::string_view what, std::source_location loc) {
-  std::string label = ctx.name() + " #" + std::to_string(ctx.issued() + 1) + "\\n" +
-                      std::string(what);
+  std::string label =
+      ctx.name() + " #" + std::to_string(ctx.issued() + 1) + "\\n" + std::string(what);
   for (const auto& a : accesses) {
     label += "\\n" + std::string(mode_name(a.mode)) + " obj" + std::to_string(a.id);
     if (a.range.size != ByteRange::whole().size) {
@@ -498,8 +509,8 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
       writer.replace(pos, 2, ", ");  // DOT line breaks in the label
     }
     throw Error(Errc::invalid_state,
-                "host access to object " + std::to_string(id) + " bytes [" +
-                    std::to_string(start) + "," + std::to_string(s.end) +
+                "host access to object " + std::to_string(id) + " bytes [" + std::to_string(start) +
+                    "," + std::to_string(s.end) +
                     ") outside an accessor while queued work still writes them (" + writer +
                     "); use the buffer's read()/write() accessor or synchronize first",
                 loc);
@@ -570,7 +581,9 @@ std::shared_ptr<ContextImpl> Tracker::release_target(const std::shared_ptr<Conte
   return r;
 }
 
-void Tracker::set_debug(bool on) { debug_.store(on); }
+void Tracker::set_debug(bool on) {
+  debug_.store(on);
+}
 
 void Tracker::write_dot(std::ostream& out) {
   std::lock_guard lock(mutex_);

@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
-#include <limits>
 #include <mutex>
-#include <tuple>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -65,6 +65,9 @@ class Tracker {
   /// records the accesses. `enqueue` runs under the tracker lock and must only enqueue.
   void run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
            std::source_location loc, const std::function<void()>& enqueue);
+
+  /// Throws Error(invalid_argument) if any object of `accesses` is no longer tracked (destroyed).
+  void require_tracked(std::span<const AccessSpec> accesses, std::source_location loc);
 
   void begin(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
              std::source_location loc);
@@ -153,7 +156,6 @@ class Tracker {
   void wait_host_quietly(ObjectId id) noexcept;
 
  private:
-
   std::mutex mutex_;
   std::unordered_map<ObjectId, Object> objects_;
   std::map<std::uintptr_t, Region> regions_;  // by base address

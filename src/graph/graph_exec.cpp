@@ -15,6 +15,9 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
                              std::source_location loc)
     : graph_(std::move(graph)), device_(device), backend_(find_backend(device.backend)) {
   (void)device_info(device_);  // a clear error for a missing device
+  set_accesses();
+  // A node of a destroyed buffer would hand the backend a dangling address.
+  require_live_buffers(loc);
   try {
     exec_ = backend_->instantiate_graph(graph_, device_.index);
   } catch (const Error& e) {
@@ -24,7 +27,6 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
         loc);
   }
   what_ = "graph '" + graph_->name + "'";
-  set_accesses();
   graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -50,6 +52,17 @@ void GraphExecImpl::set_accesses() {
   }
   accesses_.clear();
   for (auto& [id, a] : merged) accesses_.push_back(a);
+}
+
+void GraphExecImpl::require_live_buffers(std::source_location loc) const {
+  try {
+    Tracker::instance().require_tracked(accesses_, loc);
+  } catch (const Error& e) {
+    throw Error(e.code(),
+                "graph '" + graph_->name + "': " + e.what() +
+                    "; every buffer a graph uses must outlive its launches",
+                loc);
+  }
 }
 
 void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
@@ -78,16 +91,23 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
 }
 
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
-  auto reason = exec_->update(next);
-  if (!reason.empty()) {
-    auto fresh = backend_->instantiate_graph(next, device_.index);
-    (void)loc;
-    exec_ = std::move(fresh);
-    graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
-  }
-  graph_ = std::move(next);
+  auto previous = graph_;
+  auto previous_accesses = accesses_;
+  graph_ = next;
   set_accesses();
-  return reason;
+  try {
+    require_live_buffers(loc);
+    auto reason = exec_->update(next);
+    if (!reason.empty()) {
+      exec_ = backend_->instantiate_graph(next, device_.index);
+      graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+    }
+    return reason;
+  } catch (...) {
+    graph_ = std::move(previous);  // nothing half-done: the executable keeps its graph
+    accesses_ = std::move(previous_accesses);
+    throw;
+  }
 }
 
 }  // namespace detail

@@ -27,6 +27,7 @@ class GraphExecImpl {
 
  private:
   void set_accesses();
+  void require_live_buffers(std::source_location loc) const;
 
   std::shared_ptr<GraphData> graph_;
   Device device_;

@@ -117,10 +117,11 @@ void BufferState::refresh_host(std::source_location loc) {
   }
 }
 
-BufferState::Copy& BufferState::copy_for(QueueState& q, std::source_location loc) {
+BufferState::Copy& BufferState::copy_for(QueueState& q, const Context& ctx,
+                                         std::source_location loc) {
   for (auto& c : copies) {
     if (c->device == q.device) {
-      if (!c->home) c->home = q.contexts.front();
+      if (!c->home) c->home = ctx;
       return *c;
     }
   }
@@ -134,10 +135,12 @@ BufferState::Copy& BufferState::copy_for(QueueState& q, std::source_location loc
   }
   auto c = std::make_unique<Copy>();
   c->device = q.device;
-  c->owned = sluice::detail::RawDeviceBuffer(q.contexts.front(), bytes, loc);
+  // Allocated in the order of the context that first uses it: made on another context, it
+  // would be ready only after that context's earlier work (independent groups serialized).
+  c->owned = sluice::detail::RawDeviceBuffer(ctx, bytes, loc);
   c->ptr = static_cast<std::byte*>(c->owned.data());
   c->id = c->owned.id();
-  c->home = q.contexts.front();
+  c->home = ctx;
   copies.push_back(std::move(c));
   return *copies.back();
 }
@@ -177,7 +180,7 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
   BufferState& b = *keep;
   std::lock_guard lock(b.mutex);
   if (b.bytes == 0) return nullptr;
-  auto& c = b.copy_for(*s.queue, loc);
+  auto& c = b.copy_for(*s.queue, *s.ctx, loc);
   if (b.host_accessors > 0) {
     // SYCL: device work on the buffer starts only after the host accessors are gone.
     if (!b.gate) {

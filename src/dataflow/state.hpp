@@ -91,7 +91,8 @@ class BufferState {
   };
 
   /// The device copy for `q`'s device, allocated on first use.
-  Copy& copy_for(QueueState& q, std::source_location loc);
+  /// The copy on q's device, made (allocated in `ctx`'s stream order) on first use.
+  Copy& copy_for(QueueState& q, const Context& ctx, std::source_location loc);
   /// Makes the host copy current (issuing a copy from a device if needed) and returns nothing:
   /// the caller waits for it through the tracker.
   void refresh_host(std::source_location loc);

@@ -29,26 +29,31 @@ struct HostCall {
   std::function<void()> cleanup;  // runs even when `fn` is skipped (returns staging blocks)
 };
 
-// The trampoline CUDA calls. Nothing may escape it: an exception crossing the runtime's thread
-// would terminate the process. It runs with the thread marked, so that destructors of sluice
-// objects released here defer their CUDA calls instead of making them.
-void run_host_call(void* raw) noexcept {
-  HostCallbackScope scope;
-  std::unique_ptr<HostCall> call(static_cast<HostCall*>(raw));
+// Runs the call's function unless its context skips it, recording what it throws. Nothing may
+// escape: an exception crossing the runtime's thread would terminate the process.
+void run_call(HostCall& call) noexcept {
   try {
-    if (call->essential || !call->failures->skip(call->seq)) {
-      const OpInfo op{call->seq, call->what, call->where};
+    if (call.essential || !call.failures->skip(call.seq)) {
+      const OpInfo op{call.seq, call.what, call.where};
       try {
-        call->fn();
+        call.fn();
       } catch (const std::exception& e) {
-        call->failures->fail(op, e.what());
+        call.failures->fail(op, e.what());
       } catch (...) {
-        call->failures->fail(op, "an exception not derived from std::exception");
+        call.failures->fail(op, "an exception not derived from std::exception");
       }
     }
   } catch (...) {
     // Recording the failure itself failed (out of memory): nothing better can be done here.
   }
+}
+
+// The trampoline CUDA calls. It runs with the thread marked, so that destructors of sluice
+// objects released here defer their CUDA calls instead of making them.
+void run_host_call(void* raw) noexcept {
+  HostCallbackScope scope;
+  std::unique_ptr<HostCall> call(static_cast<HostCall*>(raw));
+  run_call(*call);
   if (call->cleanup) call->cleanup();  // cleanups are noexcept lambdas
   call.reset();                        // the captures die inside the scope
 }
@@ -57,20 +62,7 @@ void run_host_call(void* raw) noexcept {
 // owned by the recording, not consumed.
 void run_kept_host_call(void* raw) noexcept {
   HostCallbackScope scope;
-  auto* call = static_cast<HostCall*>(raw);
-  try {
-    if (call->essential || !call->failures->skip(call->seq)) {
-      const OpInfo op{call->seq, call->what, call->where};
-      try {
-        call->fn();
-      } catch (const std::exception& e) {
-        call->failures->fail(op, e.what());
-      } catch (...) {
-        call->failures->fail(op, "an exception not derived from std::exception");
-      }
-    }
-  } catch (...) {
-  }
+  run_call(*static_cast<HostCall*>(raw));
 }
 
 }  // namespace

@@ -26,7 +26,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jax_cupy_cg import STENCILS, nnz_of, problems_from_file, problems_from_rule  # noqa: E402
+from jax_cupy_cg import (  # noqa: E402
+    STENCILS,
+    laplacian_csr,
+    nnz_of,
+    problems_from_file,
+    problems_from_rule,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -90,33 +96,9 @@ def run_petsc(exe, ranks, ksp, problems, iterations, repeat):
 def scipy_solver(stencil, grid, iterations):
     import numpy as np
     import scipy
-    import scipy.sparse as sp
     import scipy.sparse.linalg as sl
 
-    dims, box = STENCILS[stencil]
-    ns = grid[:dims]
-
-    def ones3(m):
-        return sp.diags([np.ones(m - 1), np.ones(m), np.ones(m - 1)], [-1, 0, 1], format="csr")
-
-    def lap1(m):
-        return sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1], format="csr")
-
-    if box:
-        K = ones3(ns[0])
-        for m in ns[1:]:
-            K = sp.kron(ones3(m), K, format="csr")
-        A = (3**dims) * sp.identity(K.shape[0], format="csr") - K
-    else:
-        A = None
-        for axis in range(dims):
-            term = None
-            for k in range(dims):
-                f = lap1(ns[k]) if k == axis else sp.identity(ns[k], format="csr")
-                term = f if term is None else sp.kron(f, term, format="csr")
-            A = term if A is None else A + term
-    A = A.tocsr().astype(np.float64)
-    A.eliminate_zeros()
+    A = laplacian_csr(stencil, grid)
     inv = 1.0 / A.diagonal()
     M = sl.LinearOperator(A.shape, matvec=lambda r: inv * r, dtype=np.float64)
     b = A @ np.ones(A.shape[0])

@@ -182,10 +182,8 @@ def jax_solvers(stencil, grid, iterations):
 # ---- CuPy --------------------------------------------------------------------------------------
 
 
-def cupy_solver(stencil, grid, iterations):
-    import cupy as cp
-    import cupyx.scipy.sparse as csp
-    import cupyx.scipy.sparse.linalg as csl
+def laplacian_csr(stencil, grid):
+    """The stencil's matrix as a SciPy CSR matrix (float64), as sluice assembles it."""
     import scipy.sparse as sp
 
     dims, box = STENCILS[stencil]
@@ -211,7 +209,17 @@ def cupy_solver(stencil, grid, iterations):
                 f = lap1(ns[k]) if k == axis else sp.identity(ns[k], format="csr")
                 term = f if term is None else sp.kron(f, term, format="csr")
             A = term if A is None else A + term
-    A = csp.csr_matrix(A.tocsr().astype("float64"))
+    A = A.tocsr().astype("float64")
+    A.eliminate_zeros()
+    return A
+
+
+def cupy_solver(stencil, grid, iterations):
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+    import cupyx.scipy.sparse.linalg as csl
+
+    A = csp.csr_matrix(laplacian_csr(stencil, grid))
     inv = 1.0 / A.diagonal()
     M = csl.LinearOperator(A.shape, matvec=lambda r: inv * r, dtype=cp.float64)
     b = A @ cp.ones(A.shape[0], dtype=cp.float64)

@@ -15,7 +15,6 @@ then the minimum and median of --repeat timed solves from a zero guess (PETSc: t
 rank's time of each solve, ranks started together by a barrier).
 """
 
-import argparse
 import json
 import math
 import os
@@ -23,15 +22,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jax_cupy_cg import (  # noqa: E402
     STENCILS,
     laplacian_csr,
+    problem_arguments,
     nnz_of,
     problems_from_file,
     problems_from_rule,
+    timed,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,16 +112,6 @@ def scipy_solver(stencil, grid, iterations):
     return run, int(A.nnz)
 
 
-def timed(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -134,14 +124,7 @@ def cpu_name():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--from", dest="source", help="take the problems from a sluice bench JSON file")
-    ap.add_argument("--stencils", default="2d5,3d7")
-    ap.add_argument("--min-nnz", type=float, default=1e3)
-    ap.add_argument("--max-nnz", type=float, default=1e7)
-    ap.add_argument("--per-decade", type=int, default=2)
-    ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap = problem_arguments(__doc__, stencils="2d5,3d7", max_nnz=1e7, repeat=5)
     ap.add_argument("--ksp", default="cg,tfqmr", help="solvers for PETSc (SciPy runs cg)")
     ap.add_argument("--peers", default="petsc,scipy-cg")
     ap.add_argument("--ranks", type=int, default=os.cpu_count() or 1,

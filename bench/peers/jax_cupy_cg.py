@@ -83,6 +83,19 @@ def problems_from_file(path, ksp):
     return seen
 
 
+def problem_arguments(doc, stencils, max_nnz, repeat):
+    """The command-line options every peer script shares: where the problems come from."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--from", dest="source", help="take the problems from a sluice bench JSON file")
+    ap.add_argument("--stencils", default=stencils)
+    ap.add_argument("--min-nnz", type=float, default=1e3)
+    ap.add_argument("--max-nnz", type=float, default=max_nnz)
+    ap.add_argument("--per-decade", type=int, default=2)
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    return ap
+
+
 def timed(fn, repeat):
     fn()  # warm-up (and compilation)
     times = []
@@ -254,14 +267,7 @@ def device_name():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--from", dest="source", help="take the problems from a sluice bench JSON file")
-    ap.add_argument("--stencils", default="2d5,2d9,3d7,3d27")
-    ap.add_argument("--min-nnz", type=float, default=1e3)
-    ap.add_argument("--max-nnz", type=float, default=1e8)
-    ap.add_argument("--per-decade", type=int, default=2)
-    ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=10)
+    ap = problem_arguments(__doc__, stencils="2d5,2d9,3d7,3d27", max_nnz=1e8, repeat=10)
     ap.add_argument("--peers", default="jax-jit,jax-loop,cupy-cg")
     ap.add_argument("--cupy-max-nnz", type=float, default=5e7,
                     help="largest problem for CuPy (its CSR is assembled on the host by SciPy)")

@@ -36,6 +36,17 @@ struct OpInfo {
   std::source_location where;
 };
 
+/// A copy or a memset told by its parameters, so that a graph capture can record it as a node of
+/// its own (compared and updated in place by later replays) rather than as a backend recording.
+struct SimpleOp {
+  enum class Kind : std::uint8_t { copy, memset };
+  Kind kind = Kind::copy;
+  void* dst = nullptr;
+  const void* src = nullptr;  ///< copies only
+  std::size_t bytes = 0;
+  int value = 0;  ///< memsets only
+};
+
 /// A failure of queued work, shared by every context whose work depended on it.
 struct Failure {
   std::string operation;
@@ -139,6 +150,13 @@ class Stream {
   [[nodiscard]] virtual std::shared_ptr<void> end_capture(const OpInfo& op);
   /// Drops a recording begun with `begin_capture` (the operation threw). Never throws.
   virtual void abort_capture() noexcept {}
+  /// True if this backend's graphs run `op` as a copy or memset node exactly as this stream would
+  /// run it (no staging, no host function): a capture then records it as that node instead of
+  /// calling `begin_capture`. The default says no.
+  [[nodiscard]] virtual bool can_record_as_node(const SimpleOp& op) const {
+    (void)op;
+    return false;
+  }
 };
 
 namespace detail {

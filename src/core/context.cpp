@@ -231,7 +231,8 @@ std::vector<AccessSpec> ContextImpl::take_capture_uses() {
 }
 
 std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_location loc,
-                                            const std::function<void(Stream&, const OpInfo&)>& f) {
+                                            const std::function<void(Stream&, const OpInfo&)>& f,
+                                            const SimpleOp* simple) {
   std::unique_lock lock(mutex_);
   if (!capture_ || !capture_->active()) {
     capturing_.store(false, std::memory_order_release);
@@ -240,7 +241,7 @@ std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_l
   }
   auto sink = capture_;
   auto op = next_op(what, loc);
-  sink->record_op(*this, op, f);  // throws through the guard with the capture discarded
+  sink->record_op(*this, op, f, simple);  // throws through the guard with the capture discarded
   return op.seq;
 }
 
@@ -268,11 +269,21 @@ Context Context::wrap(const Device& device, void* native_stream, std::string nam
   return Context(make_impl({.device = device, .name = std::move(name)}, native_stream));
 }
 
-const Device& Context::device() const noexcept { return impl_->device(); }
-StreamKind Context::kind() const noexcept { return impl_->kind(); }
-int Context::priority() const noexcept { return impl_->stream().priority(); }
-const std::string& Context::name() const noexcept { return impl_->name(); }
-void* Context::native_handle() const noexcept { return impl_->stream().native_handle(); }
+const Device& Context::device() const noexcept {
+  return impl_->device();
+}
+StreamKind Context::kind() const noexcept {
+  return impl_->kind();
+}
+int Context::priority() const noexcept {
+  return impl_->stream().priority();
+}
+const std::string& Context::name() const noexcept {
+  return impl_->name();
+}
+void* Context::native_handle() const noexcept {
+  return impl_->stream().native_handle();
+}
 
 void Context::wait_for(const Context& other, std::source_location loc) const {
   if (other.impl_ == impl_) return;  // one context is already ordered
@@ -292,9 +303,13 @@ void Context::wait(const Event& event, std::source_location loc) const {
   impl_->finish_if_blocking();
 }
 
-bool Context::idle() const { return impl_->stream().query(); }
+bool Context::idle() const {
+  return impl_->stream().query();
+}
 
-void Context::synchronize(std::source_location loc) const { impl_->synchronize(loc); }
+void Context::synchronize(std::source_location loc) const {
+  impl_->synchronize(loc);
+}
 
 std::vector<Context> Context::fork(std::size_t n, std::source_location loc) const {
   std::vector<Context> children;

@@ -33,9 +33,11 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   [[nodiscard]] virtual bool active() const noexcept = 0;
-  /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream.
+  /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream; `simple`,
+  /// if given, describes the same operation (a copy or memset) for a node of its own.
   virtual void record_op(ContextImpl& ctx, const OpInfo& op,
-                         const std::function<void(Stream&, const OpInfo&)>& f) = 0;
+                         const std::function<void(Stream&, const OpInfo&)>& f,
+                         const SimpleOp* simple) = 0;
   /// An event marking ctx's current point in the capture.
   virtual std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) = 0;
   /// An event for exactly ctx's work up to operation `seq` (the tracker's marks): the node of
@@ -73,7 +75,17 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   template <class F>
   std::uint64_t enqueue(std::string_view what, std::source_location loc, F&& f) {
     if (capturing_.load(std::memory_order_acquire)) {
-      if (auto seq = enqueue_captured(what, loc, f)) return seq;
+      if (auto seq = enqueue_captured(what, loc, f, nullptr)) return seq;
+    }
+    return enqueue_eager(what, loc, std::forward<F>(f));
+  }
+  /// As `enqueue` for a copy or memset that `simple` describes: a capture may record it as a
+  /// copy or memset node instead of a backend recording (cheaper to capture and to update).
+  template <class F>
+  std::uint64_t enqueue(std::string_view what, std::source_location loc, const SimpleOp& simple,
+                        F&& f) {
+    if (capturing_.load(std::memory_order_acquire)) {
+      if (auto seq = enqueue_captured(what, loc, f, &simple)) return seq;
     }
     return enqueue_eager(what, loc, std::forward<F>(f));
   }
@@ -166,7 +178,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  private:
   /// Returns 0 if the capture ended meanwhile (then the caller enqueues eagerly).
   std::uint64_t enqueue_captured(std::string_view what, std::source_location loc,
-                                 const std::function<void(Stream&, const OpInfo&)>& f);
+                                 const std::function<void(Stream&, const OpInfo&)>& f,
+                                 const SimpleOp* simple);
 
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {

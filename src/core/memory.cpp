@@ -16,8 +16,8 @@ RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::sou
       "allocate", loc, [&](Stream& s, const OpInfo& op) { ptr_ = s.allocate(bytes, op); });
   try {
     // Work on other contexts waits for the stream-ordered allocation.
-    id_ = Tracker::instance().register_memory(
-        ptr_, {MemoryType::device, bytes, 1, ctx_->device()}, ctx_, seq, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::device, bytes, 1, ctx_->device()},
+                                              ctx_, seq, loc);
   } catch (...) {
     ctx_->deallocate(ptr_, bytes_);
     throw;
@@ -27,9 +27,8 @@ RawDeviceBuffer::RawDeviceBuffer(const Context& ctx, std::size_t bytes, std::sou
 
 RawDeviceBuffer::~RawDeviceBuffer() {
   if (ptr_ == nullptr) return;
-  Tracker::instance().retire(id_, ctx_, [p = ptr_, n = bytes_](ContextImpl& c) {
-    c.deallocate(p, n);
-  });
+  Tracker::instance().retire(id_, ctx_,
+                             [p = ptr_, n = bytes_](ContextImpl& c) { c.deallocate(p, n); });
 }
 
 RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::source_location loc)
@@ -37,8 +36,8 @@ RawPinnedBuffer::RawPinnedBuffer(const Device& device, std::size_t bytes, std::s
   if (bytes == 0) return;
   ptr_ = backend_->allocate_pinned(bytes);
   try {
-    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device},
-                                              nullptr, 0, loc);
+    id_ = Tracker::instance().register_memory(ptr_, {MemoryType::pinned, bytes, 1, device}, nullptr,
+                                              0, loc);
   } catch (...) {
     backend_->deallocate_pinned(ptr_);
     throw;
@@ -118,7 +117,8 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   }
   Tracker::instance().run(
       c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
-        c.enqueue("copy", loc, [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
+        c.enqueue("copy", loc, SimpleOp{SimpleOp::Kind::copy, dst, src, bytes, 0},
+                  [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
       });
 }
 
@@ -128,7 +128,7 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
   Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
-    c.enqueue("memset", loc,
+    c.enqueue("memset", loc, SimpleOp{SimpleOp::Kind::memset, dst, nullptr, bytes, value},
               [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
   });
 }

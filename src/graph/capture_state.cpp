@@ -43,6 +43,7 @@ CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name
       loc_(loc),
       graph_(std::make_shared<GraphData>()) {
   graph_->name = name_;
+  graph_->nodes.reserve(32);  // a capture rarely records fewer; moving nodes as it grows costs
 }
 
 std::string CaptureState::where() const {
@@ -73,34 +74,51 @@ CaptureState::Member* CaptureState::member(const ContextImpl& ctx) {
 }
 
 void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
-                             const std::function<void(Stream&, const OpInfo&)>& f) {
+                             const std::function<void(Stream&, const OpInfo&)>& f,
+                             const SimpleOp* simple) {
   auto& stream = ctx.stream();
-  try {
-    stream.begin_capture(op);
-  } catch (const Error& e) {
-    if (e.code() != Errc::invalid_state) throw;
-    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
-  }
-  try {
-    f(stream, op);
-  } catch (...) {
-    stream.abort_capture();
-    throw;
-  }
-  std::shared_ptr<void> payload;
-  try {
-    payload = stream.end_capture(op);
-  } catch (const Error& e) {
-    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
-  }
-  auto uses = ctx.take_capture_uses();
-  if (!payload) return;  // nothing to run (e.g. an empty operation)
   NodeData node;
-  node.kind = NodeKind::captured;
+  if (simple != nullptr && stream.can_record_as_node(*simple)) {
+    // A copy or memset the backend's graph runs as such: a node of its own, without recording
+    // on the stream, and compared parameter by parameter when a replay updates the executable.
+    node.kind = simple->kind == SimpleOp::Kind::copy ? NodeKind::copy : NodeKind::memset;
+    node.dst = simple->dst;
+    node.src = simple->src;
+    node.bytes = simple->bytes;
+    node.value = simple->value;
+  } else {
+    try {
+      stream.begin_capture(op);
+    } catch (const Error& e) {
+      if (e.code() != Errc::invalid_state) throw;
+      refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+    }
+    try {
+      f(stream, op);
+    } catch (...) {
+      stream.abort_capture();
+      throw;
+    }
+    try {
+      node.payload = stream.end_capture(op);
+    } catch (const Error& e) {
+      refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+    }
+    if (!node.payload) {
+      (void)ctx.take_capture_uses();
+      return;  // nothing to run (e.g. an empty operation)
+    }
+    node.kind = NodeKind::captured;
+  }
+  append(ctx, op, std::move(node));
+}
+
+void CaptureState::append(ContextImpl& ctx, const OpInfo& op, NodeData node) {
+  auto uses = ctx.take_capture_uses();
   node.name = std::string(op.what);
-  node.payload = std::move(payload);
   node.context = ctx.name();
   node.where = op.where;
+  node.uses.reserve(uses.size());
   for (const auto& u : uses) node.uses.push_back({u.id, u.mode, u.range});
   std::lock_guard lock(mutex_);
   Member* m = member(ctx);

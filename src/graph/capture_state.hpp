@@ -23,7 +23,8 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
     return active_.load(std::memory_order_acquire);
   }
   void record_op(ContextImpl& ctx, const OpInfo& op,
-                 const std::function<void(Stream&, const OpInfo&)>& f) override;
+                 const std::function<void(Stream&, const OpInfo&)>& f,
+                 const SimpleOp* simple) override;
   std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) override;
   std::shared_ptr<EventImpl> record_at(ContextImpl& ctx, std::uint64_t seq) override;
   bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
@@ -48,6 +49,8 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
     std::vector<std::pair<std::uint64_t, std::uint32_t>> ops = {};  // (operation number, node)
   };
   Member* member(const ContextImpl& ctx);  // mutex_ held
+  /// Appends `node` after ctx's frontier (which it becomes).
+  void append(ContextImpl& ctx, const OpInfo& op, NodeData node);
   [[nodiscard]] std::string where() const;
 
   std::shared_ptr<ContextImpl> origin_;

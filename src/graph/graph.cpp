@@ -94,7 +94,7 @@ std::string topology_difference(const GraphData& a, const GraphData& b) {
       auto d = topology_difference(*x.graphs[k], *y.graphs[k]);
       if (!d.empty()) return node_label(b, i) + ", nested graph " + std::to_string(k) + ": " + d;
     }
-    if (x.kind == NodeKind::captured && x.context != y.context) {
+    if (x.context != y.context) {
       return node_label(b, i) + ": context '" + y.context + "' instead of '" + x.context + "'";
     }
   }

@@ -90,11 +90,34 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
   c.finish_if_blocking();
 }
 
+namespace {
+bool same_uses(const GraphData& a, const GraphData& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  auto same = [](const Use& x, const Use& y) {
+    return x.id == y.id && x.mode == y.mode && x.range.offset == y.range.offset &&
+           x.range.size == y.range.size;
+  };
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const auto& x = a.nodes[i];
+    const auto& y = b.nodes[i];
+    if (!std::equal(x.uses.begin(), x.uses.end(), y.uses.begin(), y.uses.end(), same)) {
+      return false;
+    }
+    if (x.cond != y.cond || x.graphs.size() != y.graphs.size()) return false;
+    for (std::size_t k = 0; k < x.graphs.size(); ++k) {
+      if (x.graphs[k] != y.graphs[k] && !same_uses(*x.graphs[k], *y.graphs[k])) return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
   auto previous = graph_;
   auto previous_accesses = accesses_;
   graph_ = next;
-  set_accesses();
+  // A replay usually declares the same accesses again: merging them anew is then wasted work.
+  if (!same_uses(*previous, *next)) set_accesses();
   try {
     require_live_buffers(loc);
     auto reason = exec_->update(next);

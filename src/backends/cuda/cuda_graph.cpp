@@ -2,6 +2,7 @@
 // nodes), instantiated once, launched with cudaGraphLaunch and updated with cudaGraphExecUpdate.
 #include "backends/cuda/cuda_graph.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <string>
@@ -37,6 +38,34 @@ void run_host_node(void* raw) noexcept {
   throw Error(Errc::unsupported, "node '" + n.name + "' (" + to_string(n.kind) + "): " + why);
 }
 
+cudaKernelNodeParams kernel_params(const DeviceKernel& k, std::vector<void*>& args) {
+  args.clear();
+  for (const auto& a : k.args) args.push_back(const_cast<std::byte*>(a.data()));
+  cudaKernelNodeParams p{};
+  p.func = const_cast<void*>(k.function);
+  p.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+  p.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+  p.sharedMemBytes = static_cast<unsigned>(k.shared_bytes);
+  p.kernelParams = args.data();
+  return p;
+}
+
+cudaMemsetParams memset_params(const NodeData& n) {
+  cudaMemsetParams p{};
+  p.dst = n.dst;
+  p.value = static_cast<unsigned>(n.value) & 0xffu;
+  p.elementSize = 1;
+  p.width = n.bytes;
+  p.height = 1;
+  return p;
+}
+
+bool same_kernel(const DeviceKernel& a, const DeviceKernel& b) {
+  return a.function == b.function && std::equal(a.grid, a.grid + 3, b.grid) &&
+         std::equal(a.block, a.block + 3, b.block) && a.shared_bytes == b.shared_bytes &&
+         a.args == b.args;
+}
+
 std::vector<std::uint32_t> topological_order(const GraphData& g) {
   std::vector<std::uint32_t> indegree(g.nodes.size(), 0);
   std::vector<std::vector<std::uint32_t>> succ(g.nodes.size());
@@ -56,8 +85,10 @@ std::vector<std::uint32_t> topological_order(const GraphData& g) {
   return order;
 }
 
-/// Builds `g` into `target` (in a conditional body when `in_conditional`).
-void build(cudaGraph_t target, const GraphData& g, bool in_conditional) {
+/// Builds `g` into `target` (in a conditional body when `in_conditional`). `handles`, if given,
+/// receives the CUDA node of each IR node (the conditional node for a conditional).
+void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
+           std::vector<cudaGraphNode_t>* handles = nullptr) {
   const auto pred = predecessors(g);
   std::vector<cudaGraphNode_t> last(g.nodes.size());  // where edges out of node i attach
   for (auto i : topological_order(g)) {
@@ -76,15 +107,8 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional) {
         if (!n.kernel.device) {
           unsupported(n, "no cuda kernel (only a host function); give it KernelWork::device");
         }
-        const auto& k = *n.kernel.device;
         std::vector<void*> args;
-        for (const auto& a : k.args) args.push_back(const_cast<std::byte*>(a.data()));
-        cudaKernelNodeParams p{};
-        p.func = const_cast<void*>(k.function);
-        p.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
-        p.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
-        p.sharedMemBytes = static_cast<unsigned>(k.shared_bytes);
-        p.kernelParams = args.data();
+        const auto p = kernel_params(*n.kernel.device, args);
         check(cudaGraphAddKernelNode(&node, target, d, deps.size(), &p), "cudaGraphAddKernelNode");
         break;
       }
@@ -102,12 +126,7 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional) {
           check(cudaGraphAddEmptyNode(&node, target, d, deps.size()), "cudaGraphAddEmptyNode");
           break;
         }
-        cudaMemsetParams p{};
-        p.dst = n.dst;
-        p.value = static_cast<unsigned>(n.value) & 0xffu;
-        p.elementSize = 1;
-        p.width = n.bytes;
-        p.height = 1;
+        const auto p = memset_params(n);
         check(cudaGraphAddMemsetNode(&node, target, d, deps.size(), &p), "cudaGraphAddMemsetNode");
         break;
       }
@@ -180,13 +199,14 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional) {
     }
     last[i] = node;
   }
+  if (handles != nullptr) *handles = std::move(last);
 }
 
-cudaGraph_t build_graph(const GraphData& g) {
+cudaGraph_t build_graph(const GraphData& g, std::vector<cudaGraphNode_t>* handles = nullptr) {
   cudaGraph_t graph = nullptr;
   check(cudaGraphCreate(&graph, 0), "cudaGraphCreate");
   try {
-    build(graph, g, false);
+    build(graph, g, false, handles);
   } catch (...) {
     (void)cudaGraphDestroy(graph);
     throw;
@@ -199,10 +219,14 @@ class CudaGraph final : public GraphExecutable {
   CudaGraph(std::shared_ptr<const GraphData> g, int device)
       : graph_(std::move(g)), device_(device) {
     DeviceGuard guard(device_);
-    cudaGraph_t graph = build_graph(*graph_);
-    const auto err = cudaGraphInstantiate(&exec_, graph, 0);
-    (void)cudaGraphDestroy(graph);
-    check(err, "cudaGraphInstantiate");
+    // The graph instantiated from stays alive: its nodes name the executable's nodes for the
+    // in-place updates (cudaGraphExec*SetParams).
+    source_ = build_graph(*graph_, &nodes_);
+    const auto err = cudaGraphInstantiate(&exec_, source_, 0);
+    if (err != cudaSuccess) {
+      (void)cudaGraphDestroy(source_);
+      check(err, "cudaGraphInstantiate");
+    }
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
@@ -212,6 +236,7 @@ class CudaGraph final : public GraphExecutable {
     }
     for (auto e : spare_) (void)cudaEventDestroy(e);
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+    if (source_ != nullptr) (void)cudaGraphDestroy(source_);
     clear_error();
   }
 
@@ -240,6 +265,12 @@ class CudaGraph final : public GraphExecutable {
 
   std::string update(const std::shared_ptr<const GraphData>& next) override {
     DeviceGuard guard(device_);
+    if (update_in_place(*next)) {
+      graph_ = next;
+      return {};
+    }
+    // Something the node-by-node path does not handle (a nested graph changed, a parameter CUDA
+    // refused in place): the whole graph rebuilt and applied at once.
     cudaGraph_t graph = build_graph(*next);
     cudaGraphExecUpdateResultInfo info{};
     const auto err = cudaGraphExecUpdate(exec_, graph, &info);
@@ -254,6 +285,71 @@ class CudaGraph final : public GraphExecutable {
   }
 
  private:
+  /// Compares `next` with the current IR node by node and applies only the parameters that
+  /// changed. False if some node needs the whole-graph path (CUDA's error cleared).
+  bool update_in_place(const GraphData& next) {
+    const GraphData& cur = *graph_;
+    if (next.nodes.size() != nodes_.size()) return false;
+    auto ok = [](cudaError_t err) {
+      if (err == cudaSuccess) return true;
+      clear_error();
+      return false;
+    };
+    std::vector<void*> args;
+    for (std::size_t i = 0; i < next.nodes.size(); ++i) {
+      const NodeData& a = cur.nodes[i];
+      const NodeData& b = next.nodes[i];
+      cudaGraphNode_t h = nodes_[i];
+      switch (b.kind) {
+        case NodeKind::copy:
+          if ((a.bytes == 0) != (b.bytes == 0)) return false;  // an empty node stands for it
+          if (b.bytes != 0 && (a.dst != b.dst || a.src != b.src || a.bytes != b.bytes) &&
+              !ok(cudaGraphExecMemcpyNodeSetParams1D(exec_, h, b.dst, b.src, b.bytes,
+                                                     cudaMemcpyDefault))) {
+            return false;
+          }
+          break;
+        case NodeKind::memset: {
+          if ((a.bytes == 0) != (b.bytes == 0)) return false;
+          if (b.bytes == 0 || (a.dst == b.dst && a.value == b.value && a.bytes == b.bytes)) break;
+          const auto p = memset_params(b);
+          if (!ok(cudaGraphExecMemsetNodeSetParams(exec_, h, &p))) return false;
+          break;
+        }
+        case NodeKind::kernel: {
+          if (same_kernel(*a.kernel.device, *b.kernel.device)) break;
+          const auto p = kernel_params(*b.kernel.device, args);
+          if (!ok(cudaGraphExecKernelNodeSetParams(exec_, h, &p))) return false;
+          break;
+        }
+        case NodeKind::host: {
+          cudaHostNodeParams p{};
+          p.fn = &run_host_node;
+          p.userData = const_cast<NodeData*>(&b);
+          if (!ok(cudaGraphExecHostNodeSetParams(exec_, h, &p))) return false;
+          break;
+        }
+        case NodeKind::captured: {
+          if (a.payload == b.payload) break;
+          const auto* r = static_cast<const CudaRecording*>(b.payload.get());
+          if (r == nullptr || r->graph == nullptr) return false;
+          if (!ok(cudaGraphExecChildGraphNodeSetParams(exec_, h, r->graph))) return false;
+          break;
+        }
+        case NodeKind::child:
+        case NodeKind::if_then:
+        case NodeKind::while_loop:
+          if (a.graphs != b.graphs || a.cond != b.cond) return false;
+          break;
+        case NodeKind::empty:
+        case NodeKind::alloc:
+        case NodeKind::free:
+          break;
+      }
+    }
+    return true;
+  }
+
   void retire_completed() {
     while (!in_flight_.empty()) {
       auto err = cudaEventQuery(in_flight_.front().first);
@@ -266,6 +362,8 @@ class CudaGraph final : public GraphExecutable {
 
   std::shared_ptr<const GraphData> graph_;
   int device_;
+  cudaGraph_t source_ = nullptr;
+  std::vector<cudaGraphNode_t> nodes_;  // of source_, by IR node index
   cudaGraphExec_t exec_ = nullptr;
   std::deque<std::pair<cudaEvent_t, std::shared_ptr<const GraphData>>> in_flight_;
   std::vector<cudaEvent_t> spare_;

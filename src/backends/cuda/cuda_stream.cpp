@@ -300,6 +300,22 @@ std::shared_ptr<void> CudaStream::end_capture(const OpInfo& op) {
   return r;
 }
 
+bool CudaStream::can_record_as_node(const SimpleOp& op) const {
+  // A memcpy or memset node does what cudaMemcpyAsync / cudaMemsetAsync do on device memory of
+  // this device and pinned memory; pageable memory needs staging, and copies between pinned
+  // blocks or to a peer take other paths in `copy` (a host function, peer access set-up).
+  auto reachable = [this](const void* p, bool& device) {
+    const auto info = classify(p);
+    device = info.kind == MemoryKind::device;
+    return info.kind == MemoryKind::pinned || (device && info.device == device_);
+  };
+  bool dst_device = false;
+  if (!reachable(op.dst, dst_device)) return false;
+  if (op.kind == SimpleOp::Kind::memset) return dst_device;
+  bool src_device = false;
+  return reachable(op.src, src_device) && (dst_device || src_device);
+}
+
 void CudaStream::abort_capture() noexcept {
   recording_ = nullptr;
   recorded_.clear();

@@ -40,6 +40,7 @@ class CudaStream final : public Stream {
   void begin_capture(const OpInfo& op) override;
   std::shared_ptr<void> end_capture(const OpInfo& op) override;
   void abort_capture() noexcept override;
+  bool can_record_as_node(const SimpleOp& op) const override;
 
   /// Launches a kernel (what sluice::cuda::launch issues).
   void launch(const void* func, dim3 grid, dim3 block, std::size_t shared_bytes, void** args,

@@ -99,6 +99,8 @@ class HostStream final : public Stream {
   void begin_capture(const OpInfo& op) override;
   std::shared_ptr<void> end_capture(const OpInfo& op) override;
   void abort_capture() noexcept override { recording_.reset(); }
+  /// A host graph's copy and memset nodes do what `copy` and `memset` do.
+  bool can_record_as_node(const SimpleOp&) const override { return true; }
 
  private:
   void push(std::function<void()> fn, const OpInfo& op, bool essential = false);

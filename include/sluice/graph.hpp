@@ -176,6 +176,14 @@ struct Temporary {
   std::size_t bytes = 0;
 };
 
+/// The value a conditional node assigns to its condition at the start of every run of the graph
+/// that holds it (each launch, for a node of the launched graph), before any of that graph's nodes
+/// runs: CUDA's `cudaGraphCondAssignDefault`, on every backend. Change it in place with
+/// `GraphExec::set_conditional_default`.
+struct ConditionDefault {
+  std::int64_t value = 0;
+};
+
 /// A DAG of named nodes. Copying a Graph copies its nodes (handles of the copy refer to the copy);
 /// moving keeps them.
 class Graph {
@@ -215,21 +223,46 @@ class Graph {
   template <class T>
   requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
                                              const Graph& else_graph, NodeOptions options = {}) {
-    return add_conditional(cond.cell_ptr(), sizeof(T), &then_graph, &else_graph, false,
-                           std::move(options));
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &then_graph,
+                           &else_graph, false, {}, std::move(options));
   }
   template <class T>
   requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
                                              NodeOptions options = {}) {
-    return add_conditional(cond.cell_ptr(), sizeof(T), &then_graph, nullptr, false,
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &then_graph, nullptr,
+                           false, {}, std::move(options));
+  }
+  /// As above, with `cond` set to `initial` at the start of each run (ConditionDefault).
+  template <class T>
+  requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
+                                             const Graph& else_graph, ConditionDefault initial,
+                                             NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &then_graph,
+                           &else_graph, false, checked_default<T>(initial, options),
                            std::move(options));
+  }
+  template <class T>
+  requires std::is_integral_v<T> Node add_if(const Managed<T>& cond, const Graph& then_graph,
+                                             ConditionDefault initial, NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &then_graph, nullptr,
+                           false, checked_default<T>(initial, options), std::move(options));
   }
   /// Runs `body` while `cond` is non-zero: tested before each trip, on the device (body nodes
   /// write `cond` to end the loop).
   template <class T>
   requires std::is_integral_v<T> Node add_while(const Managed<T>& cond, const Graph& body,
                                                 NodeOptions options = {}) {
-    return add_conditional(cond.cell_ptr(), sizeof(T), &body, nullptr, true, std::move(options));
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &body, nullptr, true,
+                           {}, std::move(options));
+  }
+  /// As above, with `cond` set to `initial` at the start of each run (ConditionDefault): a loop
+  /// that runs anew at every launch without a node to reset its counter.
+  template <class T>
+  requires std::is_integral_v<T> Node add_while(const Managed<T>& cond, const Graph& body,
+                                                ConditionDefault initial,
+                                                NodeOptions options = {}) {
+    return add_conditional(cond.cell_ptr(), sizeof(T), std::is_signed_v<T>, &body, nullptr, true,
+                           checked_default<T>(initial, options), std::move(options));
   }
 
   /// `to` runs after `from`. A cycle, or a node of another graph, is an Error naming them.
@@ -245,10 +278,19 @@ class Graph {
   explicit Graph(std::shared_ptr<detail::GraphData> data) : data_(std::move(data)) {}
 
  private:
-  Node add_conditional(const detail::CellPtr& cell, std::size_t bytes, const Graph* first,
-                       const Graph* second, bool loop, NodeOptions options);
+  Node add_conditional(const detail::CellPtr& cell, std::size_t bytes, bool is_signed,
+                       const Graph* first, const Graph* second, bool loop,
+                       std::optional<std::int64_t> initial, NodeOptions options);
+  template <class T>
+  static std::int64_t checked_default(ConditionDefault d, const NodeOptions& options) {
+    if (!fits(d.value, sizeof(T), std::is_signed_v<T>)) default_out_of_range(d.value, options);
+    return d.value;
+  }
+  static bool fits(std::int64_t value, std::size_t bytes, bool is_signed) noexcept;
+  [[noreturn]] static void default_out_of_range(std::int64_t value, const NodeOptions& options);
   Node add(detail::NodeData node, NodeOptions options);
   std::uint32_t check_node(const Node& n, std::string_view role, std::source_location loc) const;
+  friend class GraphExec;
 
   std::shared_ptr<detail::GraphData> data_;
 };
@@ -281,6 +323,10 @@ class GraphExec {
                   std::source_location loc = std::source_location::current());
   void set_host(const Node& node, std::function<void()> fn,
                 std::source_location loc = std::source_location::current());
+  /// The ConditionDefault of an if or while node made with one (it must fit the condition's
+  /// type); later launches assign `value` to the condition as they start.
+  void set_conditional_default(const Node& node, std::int64_t value,
+                               std::source_location loc = std::source_location::current());
   /// Takes every parameter from `graph`, which must have the same topology (nodes of the same
   /// kinds in the same order, the same edges, the same nested graphs); otherwise throws Error
   /// naming the first node and parameter that differ, and leaves this unchanged.

@@ -2,6 +2,7 @@
 #include "sluice/graph.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "core/context_impl.hpp"
@@ -56,12 +57,24 @@ std::vector<std::vector<std::uint32_t>> predecessors(const GraphData& g) {
   return pred;
 }
 
+void assign_default(const NodeData& n) noexcept {
+  void* p = n.cond->buffer.data();
+  if (n.cond_bytes == 8) {
+    const std::int64_t v = *n.cond_default;
+    std::memcpy(p, &v, 8);
+  } else {
+    const auto v = static_cast<std::int32_t>(*n.cond_default);
+    std::memcpy(p, &v, 4);
+  }
+}
+
 void collect_uses(const GraphData& g, std::vector<Use>& out) {
   for (const auto& n : g.nodes) {
     out.insert(out.end(), n.uses.begin(), n.uses.end());
     for (const auto& child : n.graphs) collect_uses(*child, out);
     if (n.cond && n.cond->buffer.id() != 0) {
-      out.push_back({n.cond->buffer.id(), Access::read, {}});
+      // A default is written as the graph starts.
+      out.push_back({n.cond->buffer.id(), n.cond_default ? Access::read_write : Access::read, {}});
     }
   }
 }
@@ -82,6 +95,9 @@ std::string topology_difference(const GraphData& a, const GraphData& b) {
     }
     if (x.kind == NodeKind::captured && x.name != y.name) {
       return node_label(b, i) + ": operation '" + y.name + "' instead of '" + x.name + "'";
+    }
+    if (x.cond_default.has_value() != y.cond_default.has_value()) {
+      return node_label(b, i) + ": condition default (present in only one)";
     }
     if (x.kind == NodeKind::kernel && x.kernel.device.has_value() != y.kernel.device.has_value()) {
       return node_label(b, i) + ": kernel (device kernel present in only one)";
@@ -351,8 +367,25 @@ Node Graph::add_child(const Graph& child, NodeOptions options) {
   return add(std::move(n), std::move(options));
 }
 
-Node Graph::add_conditional(const detail::CellPtr& cell, std::size_t bytes, const Graph* first,
-                            const Graph* second, bool loop, NodeOptions options) {
+bool Graph::fits(std::int64_t value, std::size_t bytes, bool is_signed) noexcept {
+  if (bytes >= 8) return is_signed || value >= 0;
+  const auto bits = static_cast<int>(bytes * 8);
+  if (is_signed) {
+    const std::int64_t lim = std::int64_t{1} << (bits - 1);
+    return value >= -lim && value < lim;
+  }
+  return value >= 0 && value < (std::int64_t{1} << bits);
+}
+
+void Graph::default_out_of_range(std::int64_t value, const NodeOptions& options) {
+  throw Error(Errc::invalid_argument, "conditional node '" + options.name + "': default " +
+                                          std::to_string(value) +
+                                          " does not fit the condition's integer type");
+}
+
+Node Graph::add_conditional(const detail::CellPtr& cell, std::size_t bytes, bool is_signed,
+                            const Graph* first, const Graph* second, bool loop,
+                            std::optional<std::int64_t> initial, NodeOptions options) {
   if (!cell || cell->buffer.data() == nullptr) {
     throw Error(Errc::invalid_argument,
                 std::string(loop ? "while" : "if") + " node '" + options.name +
@@ -363,6 +396,8 @@ Node Graph::add_conditional(const detail::CellPtr& cell, std::size_t bytes, cons
   n.kind = loop ? NodeKind::while_loop : NodeKind::if_then;
   n.cond = cell;
   n.cond_bytes = bytes;
+  n.cond_signed = is_signed;
+  n.cond_default = initial;
   n.graphs.push_back(std::make_shared<const GraphData>(*first->data_));
   if (second != nullptr) n.graphs.push_back(std::make_shared<const GraphData>(*second->data_));
   return add(std::move(n), std::move(options));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct NodeData {
   // conditionals: the device integer (kept alive) and its width in bytes
   CellPtr cond;
   std::size_t cond_bytes = 0;
+  bool cond_signed = true;
+  // the value assigned to `cond` when the graph holding the node starts (ConditionDefault)
+  std::optional<std::int64_t> cond_default;
   // captured: the backend's recording of one operation, and where it was issued
   std::shared_ptr<void> payload;
   std::string context;  // the context a captured node came from
@@ -65,6 +69,8 @@ struct GraphData {
 void collect_uses(const GraphData& g, std::vector<Use>& out);
 /// Empty if `a` and `b` have the same topology, else which node and parameter differ first.
 [[nodiscard]] std::string topology_difference(const GraphData& a, const GraphData& b);
+/// Writes `n.cond_default` into its condition's memory (host-reachable memory only).
+void assign_default(const NodeData& n) noexcept;
 /// DOT body (nodes and edges) of `g` under the prefix `id` (for nesting).
 void write_dot_body(std::ostream& out, const GraphData& g, const std::string& id, int indent);
 

@@ -221,6 +221,31 @@ void GraphExec::set_host(const Node& node, std::function<void()> fn, std::source
   (void)impl_->update(std::move(g), loc);
 }
 
+void GraphExec::set_conditional_default(const Node& node, std::int64_t value,
+                                        std::source_location loc) {
+  const bool loop = impl_ && node.valid() && node.index() < impl_->graph()->nodes.size() &&
+                    impl_->graph()->nodes[node.index()].kind == NodeKind::while_loop;
+  auto i = checked_index(impl_.get(), node, loop ? NodeKind::while_loop : NodeKind::if_then,
+                         "set_conditional_default", loc);
+  const auto& n = impl_->graph()->nodes[i];
+  if (!n.cond_default) {
+    throw Error(Errc::invalid_argument,
+                "set_conditional_default: node '" + n.name +
+                    "' was made without a ConditionDefault; give one to add_if/add_while (the "
+                    "default's presence is part of the topology)",
+                loc);
+  }
+  if (!Graph::fits(value, n.cond_bytes, n.cond_signed)) {
+    throw Error(Errc::invalid_argument,
+                "set_conditional_default: " + std::to_string(value) +
+                    " does not fit the condition of node '" + n.name + "'",
+                loc);
+  }
+  auto g = impl_->editable();
+  g->nodes[i].cond_default = value;
+  (void)impl_->update(std::move(g), loc);
+}
+
 void GraphExec::update(const Graph& graph, std::source_location loc) {
   if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
   auto diff = detail::topology_difference(*impl_->graph(), *graph.data());

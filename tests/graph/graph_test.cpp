@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "backend_param.hpp"
@@ -256,6 +257,83 @@ TEST_P(GraphTest, TemporariesAndHostNodes) {
   exec.launch(ctx);
   EXPECT_EQ(read(ctx, out), std::vector<int>(n, 9));
   EXPECT_EQ(calls, 2);
+}
+
+TEST_P(GraphTest, HostNodeExceptionIsReportedByTheNextWait) {
+  auto ctx = make_context();
+  int calls = 0;
+  Graph g("throws");
+  auto h = g.add_host([] { throw std::runtime_error("boom inside"); }, {.name = "thrower"});
+  GraphExec exec(g, device());
+  exec.launch(ctx);
+  try {
+    ctx.synchronize();
+    FAIL() << "the host node's exception was not reported";
+  } catch (const WorkFailed& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("thrower"), std::string::npos) << what;
+    EXPECT_NE(what.find("boom inside"), std::string::npos) << what;
+  }
+  ctx.synchronize();  // reported once
+  exec.set_host(h, [&calls] { ++calls; });
+  exec.launch(ctx);
+  ctx.synchronize();  // the context and the executable stay usable
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_P(GraphTest, ConditionalDefaultIsAssignedAtEachLaunchAndUpdatedInPlace) {
+  auto ctx = make_context();
+  Managed<std::int32_t> counter(0, ctx);
+  DeviceBuffer<int> trips(ctx, 1);
+  memset(ctx, trips, 0);
+  Graph body("body");
+  body.add_kernel(countdown_work(counter.device_ptr(), trips.data()),
+                  {.name = "count down", .uses = {updates(counter), updates(trips)}});
+  Graph g("loop");
+  auto loop = g.add_while(counter, body, ConditionDefault{3}, {.name = "three trips"});
+  GraphExec exec(g, device());
+  exec.launch(ctx);
+  exec.launch(ctx);  // the counter ended at 0; the default starts it at 3 again
+  EXPECT_EQ(read(ctx, trips)[0], 6);
+  const auto before = graph::stats().instantiations;
+  exec.set_conditional_default(loop, 5);
+  exec.launch(ctx);
+  EXPECT_EQ(graph::stats().instantiations, before);  // in place
+  EXPECT_EQ(read(ctx, trips)[0], 11);
+  EXPECT_EQ(counter.value(), 0);
+
+  DeviceBuffer<int> x(ctx, 1);
+  memset(ctx, x, 0);
+  Graph then_g("then"), else_g("else");
+  then_g.add_kernel(add_work(x.data(), 1, 10), {.name = "then"});
+  else_g.add_kernel(add_work(x.data(), 1, 100), {.name = "else"});
+  Managed<std::int64_t> flag(std::int64_t{0}, ctx);
+  Graph b("branch");
+  auto branch =
+      b.add_if(flag, then_g, else_g, ConditionDefault{1}, {.name = "if", .uses = {updates(x)}});
+  GraphExec bx(b, device());
+  bx.launch(ctx);  // flag is 0, but the default makes it 1
+  bx.set_conditional_default(branch, 0);
+  bx.launch(ctx);
+  EXPECT_EQ(read(ctx, x)[0], 110);
+  EXPECT_EQ(flag.value(), 0);
+
+  // Errors: no default to change, a value that does not fit, a default that does not fit.
+  Graph plain("plain");
+  auto w = plain.add_while(counter, body, {.name = "no default"});
+  GraphExec px(plain, device());
+  try {
+    px.set_conditional_default(w, 1);
+    FAIL() << "a node without a default took one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'no default' was made without a ConditionDefault"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(exec.set_conditional_default(loop, std::int64_t{1} << 40), Error);
+  EXPECT_THROW((void)plain.add_while(counter, body, ConditionDefault{-(std::int64_t{1} << 33)}),
+               Error);
+  EXPECT_THROW(px.update(g), Error);  // a default's presence is topology
 }
 
 TEST_P(GraphTest, LaunchAfterAUsedBufferWasDestroyedIsAnError) {

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "graph/graph_data.hpp"
 #include "sluice/error.hpp"
@@ -21,18 +24,57 @@ CudaRecording::~CudaRecording() {
 
 namespace {
 
-// Host nodes of an explicit graph: the function lives in the GraphData that every launch keeps
-// alive until it completed. An exception cannot cross CUDA's thread; it is written to stderr.
+/// What host nodes of one executable threw, until the check its launches enqueue reports it.
+struct HostErrors {
+  std::mutex mutex;
+  std::string first;
+  void add(std::string message) {
+    std::lock_guard lock(mutex);
+    if (first.empty()) first = std::move(message);
+  }
+  std::string take() {
+    std::lock_guard lock(mutex);
+    return std::exchange(first, {});
+  }
+};
+
+/// A host node's user data: its IR node (alive while a launch of that IR version runs) and where
+/// its exception goes.
+struct HostNodeCall {
+  const NodeData* node;
+  HostErrors* errors;
+};
+using HostCalls = std::deque<HostNodeCall>;
+
+// An exception cannot cross CUDA's thread: it is kept for the check that follows the launch on
+// its context's stream, which reports it as a failure of the launch (as a failed host task).
 void run_host_node(void* raw) noexcept {
-  const auto* n = static_cast<const NodeData*>(raw);
+  HostCallbackScope scope;
+  const auto* call = static_cast<const HostNodeCall*>(raw);
+  const NodeData& n = *call->node;
   try {
-    n->host();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sluice: graph host node '%s' threw: %s\n", n->name.c_str(), e.what());
+    try {
+      n.host();
+    } catch (const std::exception& e) {
+      call->errors->add("host node '" + n.name + "' threw: " + e.what());
+    } catch (...) {
+      call->errors->add("host node '" + n.name +
+                        "' threw an exception not derived from "
+                        "std::exception");
+    }
   } catch (...) {
-    std::fprintf(stderr, "sluice: graph host node '%s' threw\n", n->name.c_str());
+    std::fprintf(stderr, "sluice: graph host node '%s' threw (not recorded: out of memory)\n",
+                 n.name.c_str());
   }
 }
+
+/// What building an IR graph into a cudaGraph_t produces besides the graph.
+struct Built {
+  HostErrors* errors = nullptr;
+  std::shared_ptr<HostCalls> calls = std::make_shared<HostCalls>();
+  std::vector<cudaGraphNode_t> nodes;         // top level: CUDA node per IR node
+  std::vector<cudaGraphNode_t> assign_nodes;  // top level: default assignment per IR node
+};
 
 [[noreturn]] void unsupported(const NodeData& n, const std::string& why) {
   throw Error(Errc::unsupported, "node '" + n.name + "' (" + to_string(n.kind) + "): " + why);
@@ -85,16 +127,33 @@ std::vector<std::uint32_t> topological_order(const GraphData& g) {
   return order;
 }
 
-/// Builds `g` into `target` (in a conditional body when `in_conditional`). `handles`, if given,
-/// receives the CUDA node of each IR node (the conditional node for a conditional).
-void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
-           std::vector<cudaGraphNode_t>* handles = nullptr) {
+/// Builds `g` into `target` (in a conditional body when `in_conditional`); `top` when `g` is the
+/// launched graph itself (its CUDA nodes are then kept in `out` for in-place updates).
+void build(cudaGraph_t target, const GraphData& g, bool in_conditional, Built& out, bool top) {
   const auto pred = predecessors(g);
   std::vector<cudaGraphNode_t> last(g.nodes.size());  // where edges out of node i attach
+  // Conditional defaults are assigned first: every node without a predecessor runs after them.
+  std::vector<cudaGraphNode_t> starts;
+  if (top) out.assign_nodes.assign(g.nodes.size(), nullptr);
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    const NodeData& n = g.nodes[i];
+    if (!n.cond_default) continue;
+    AssignDefault a;  // CUDA copies the arguments
+    a.cell = n.cond->buffer.data();
+    a.value = *n.cond_default;
+    a.bytes = static_cast<int>(n.cond_bytes);
+    const auto p = assign_default_params(a);
+    cudaGraphNode_t node = nullptr;
+    check(cudaGraphAddKernelNode(&node, target, nullptr, 0, &p),
+          "cudaGraphAddKernelNode (a conditional node's default)");
+    starts.push_back(node);
+    if (top) out.assign_nodes[i] = node;
+  }
   for (auto i : topological_order(g)) {
     const NodeData& n = g.nodes[i];
     std::vector<cudaGraphNode_t> deps;
     for (auto p : pred[i]) deps.push_back(last[p]);
+    if (pred[i].empty()) deps = starts;
     const auto* d = deps.empty() ? nullptr : deps.data();
     cudaGraphNode_t node = nullptr;
     switch (n.kind) {
@@ -134,7 +193,7 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
         if (in_conditional) unsupported(n, "CUDA allows no host node inside a conditional body");
         cudaHostNodeParams p{};
         p.fn = &run_host_node;
-        p.userData = const_cast<NodeData*>(&n);
+        p.userData = &out.calls->emplace_back(HostNodeCall{&n, out.errors});
         check(cudaGraphAddHostNode(&node, target, d, deps.size(), &p), "cudaGraphAddHostNode");
         break;
       }
@@ -142,7 +201,7 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
         cudaGraph_t child = nullptr;
         check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
         try {
-          build(child, *n.graphs[0], in_conditional);
+          build(child, *n.graphs[0], in_conditional, out, false);
           check(cudaGraphAddChildGraphNode(&node, target, d, deps.size(), child),
                 "cudaGraphAddChildGraphNode");
         } catch (...) {
@@ -183,7 +242,7 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
           check(cudaGraphCreate(&inner, 0), "cudaGraphCreate");
           cudaGraphNode_t child = nullptr;
           try {
-            build(inner, *n.graphs[k], true);
+            build(inner, *n.graphs[k], true, out, false);
             check(cudaGraphAddChildGraphNode(&child, body, nullptr, 0, inner),
                   "cudaGraphAddChildGraphNode (conditional body)");
           } catch (...) {
@@ -199,14 +258,14 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional,
     }
     last[i] = node;
   }
-  if (handles != nullptr) *handles = std::move(last);
+  if (top) out.nodes = std::move(last);
 }
 
-cudaGraph_t build_graph(const GraphData& g, std::vector<cudaGraphNode_t>* handles = nullptr) {
+cudaGraph_t build_graph(const GraphData& g, Built& out) {
   cudaGraph_t graph = nullptr;
   check(cudaGraphCreate(&graph, 0), "cudaGraphCreate");
   try {
-    build(graph, g, false, handles);
+    build(graph, g, false, out, true);
   } catch (...) {
     (void)cudaGraphDestroy(graph);
     throw;
@@ -221,7 +280,8 @@ class CudaGraph final : public GraphExecutable {
     DeviceGuard guard(device_);
     // The graph instantiated from stays alive: its nodes name the executable's nodes for the
     // in-place updates (cudaGraphExec*SetParams).
-    source_ = build_graph(*graph_, &nodes_);
+    built_.errors = errors_.get();
+    source_ = build_graph(*graph_, built_);
     const auto err = cudaGraphInstantiate(&exec_, source_, 0);
     if (err != cudaSuccess) {
       (void)cudaGraphDestroy(source_);
@@ -230,9 +290,9 @@ class CudaGraph final : public GraphExecutable {
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
-    for (auto& [e, g] : in_flight_) {
-      (void)cudaEventSynchronize(e);
-      (void)cudaEventDestroy(e);
+    for (auto& f : in_flight_) {
+      (void)cudaEventSynchronize(f.done);
+      (void)cudaEventDestroy(f.done);
     }
     for (auto e : spare_) (void)cudaEventDestroy(e);
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
@@ -249,6 +309,15 @@ class CudaGraph final : public GraphExecutable {
     }
     DeviceGuard guard(device_, op.where);
     check(cudaGraphLaunch(exec_, s.handle()), "cudaGraphLaunch", op.where);
+    if (!built_.calls->empty()) {
+      // What a host node threw becomes a failure of this launch on its context, reported by the
+      // context's next wait (as a failed host task). Enqueued only for graphs with host nodes.
+      s.host_task(
+          [errors = errors_] {
+            if (auto m = errors->take(); !m.empty()) throw Error(Errc::work_failed, m);
+          },
+          op);
+    }
     // Host nodes and captured host tasks point into the IR: keep this version of it alive until
     // the launch completed (an update may replace it meanwhile).
     retire_completed();
@@ -260,7 +329,7 @@ class CudaGraph final : public GraphExecutable {
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
     check(cudaEventRecord(e, s.handle()), "cudaEventRecord", op.where);
-    in_flight_.emplace_back(e, graph_);
+    in_flight_.push_back({e, graph_, built_.calls});
   }
 
   std::string update(const std::shared_ptr<const GraphData>& next) override {
@@ -271,7 +340,9 @@ class CudaGraph final : public GraphExecutable {
     }
     // Something the node-by-node path does not handle (a nested graph changed, a parameter CUDA
     // refused in place): the whole graph rebuilt and applied at once.
-    cudaGraph_t graph = build_graph(*next);
+    Built rebuilt;
+    rebuilt.errors = errors_.get();
+    cudaGraph_t graph = build_graph(*next, rebuilt);
     cudaGraphExecUpdateResultInfo info{};
     const auto err = cudaGraphExecUpdate(exec_, graph, &info);
     (void)cudaGraphDestroy(graph);
@@ -281,6 +352,8 @@ class CudaGraph final : public GraphExecutable {
              ", update result " + std::to_string(static_cast<int>(info.result)) + ")";
     }
     graph_ = next;
+    // The executable's nodes are still named by source_'s; what host nodes point at is new.
+    built_.calls = std::move(rebuilt.calls);
     return {};
   }
 
@@ -289,17 +362,18 @@ class CudaGraph final : public GraphExecutable {
   /// changed. False if some node needs the whole-graph path (CUDA's error cleared).
   bool update_in_place(const GraphData& next) {
     const GraphData& cur = *graph_;
-    if (next.nodes.size() != nodes_.size()) return false;
+    if (next.nodes.size() != built_.nodes.size()) return false;
     auto ok = [](cudaError_t err) {
       if (err == cudaSuccess) return true;
       clear_error();
       return false;
     };
     std::vector<void*> args;
+    auto calls = built_.calls;  // replaced only if a host node is updated
     for (std::size_t i = 0; i < next.nodes.size(); ++i) {
       const NodeData& a = cur.nodes[i];
       const NodeData& b = next.nodes[i];
-      cudaGraphNode_t h = nodes_[i];
+      cudaGraphNode_t h = built_.nodes[i];
       switch (b.kind) {
         case NodeKind::copy:
           if ((a.bytes == 0) != (b.bytes == 0)) return false;  // an empty node stands for it
@@ -323,9 +397,11 @@ class CudaGraph final : public GraphExecutable {
           break;
         }
         case NodeKind::host: {
+          // Launches in flight keep the calls of their IR version; this one gets new ones.
+          if (calls == built_.calls) calls = std::make_shared<HostCalls>();
           cudaHostNodeParams p{};
           p.fn = &run_host_node;
-          p.userData = const_cast<NodeData*>(&b);
+          p.userData = &calls->emplace_back(HostNodeCall{&b, errors_.get()});
           if (!ok(cudaGraphExecHostNodeSetParams(exec_, h, &p))) return false;
           break;
         }
@@ -340,6 +416,16 @@ class CudaGraph final : public GraphExecutable {
         case NodeKind::if_then:
         case NodeKind::while_loop:
           if (a.graphs != b.graphs || a.cond != b.cond) return false;
+          if (b.cond_default && *a.cond_default != *b.cond_default) {
+            AssignDefault d;  // CUDA copies the arguments
+            d.cell = b.cond->buffer.data();
+            d.value = *b.cond_default;
+            d.bytes = static_cast<int>(b.cond_bytes);
+            const auto p = assign_default_params(d);
+            if (!ok(cudaGraphExecKernelNodeSetParams(exec_, built_.assign_nodes[i], &p))) {
+              return false;
+            }
+          }
           break;
         case NodeKind::empty:
         case NodeKind::alloc:
@@ -347,25 +433,34 @@ class CudaGraph final : public GraphExecutable {
           break;
       }
     }
+    built_.calls = std::move(calls);
     return true;
   }
 
   void retire_completed() {
     while (!in_flight_.empty()) {
-      auto err = cudaEventQuery(in_flight_.front().first);
+      auto err = cudaEventQuery(in_flight_.front().done);
       if (err == cudaErrorNotReady) break;
       if (err != cudaSuccess) clear_error();
-      spare_.push_back(in_flight_.front().first);
+      spare_.push_back(in_flight_.front().done);
       in_flight_.pop_front();
     }
   }
 
+  /// A launch not yet known complete, and what its host nodes point at.
+  struct InFlight {
+    cudaEvent_t done;
+    std::shared_ptr<const GraphData> graph;
+    std::shared_ptr<HostCalls> calls;
+  };
+
   std::shared_ptr<const GraphData> graph_;
   int device_;
+  std::shared_ptr<HostErrors> errors_ = std::make_shared<HostErrors>();
+  Built built_;
   cudaGraph_t source_ = nullptr;
-  std::vector<cudaGraphNode_t> nodes_;  // of source_, by IR node index
   cudaGraphExec_t exec_ = nullptr;
-  std::deque<std::pair<cudaEvent_t, std::shared_ptr<const GraphData>>> in_flight_;
+  std::deque<InFlight> in_flight_;
   std::vector<cudaEvent_t> spare_;
 };
 

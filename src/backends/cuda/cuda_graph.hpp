@@ -31,4 +31,14 @@ cudaGraphNode_t add_set_condition_node(cudaGraph_t graph, const cudaGraphNode_t*
                                        std::size_t ndeps, cudaGraphConditionalHandle handle,
                                        const void* value, int bytes);
 
+/// The arguments of a kernel node that writes a conditional node's default into its condition.
+struct AssignDefault {
+  void* cell = nullptr;
+  long long value = 0;
+  int bytes = 4;
+  void* args[3] = {};
+};
+/// Kernel node parameters for `a` (pointing into `a`, which must outlive their use).
+[[nodiscard]] cudaKernelNodeParams assign_default_params(AssignDefault& a);
+
 }  // namespace sluice::detail::cuda

@@ -15,7 +15,27 @@ __global__ void set_condition_kernel(cudaGraphConditionalHandle handle, const vo
   cudaGraphSetConditional(handle, nonzero ? 1u : 0u);
 }
 
+__global__ void assign_default_kernel(void* cell, long long value, int bytes) {
+  if (bytes == 8) {
+    *static_cast<long long*>(cell) = value;
+  } else {
+    *static_cast<int*>(cell) = static_cast<int>(value);
+  }
+}
+
 }  // namespace
+
+cudaKernelNodeParams assign_default_params(AssignDefault& a) {
+  a.args[0] = &a.cell;
+  a.args[1] = &a.value;
+  a.args[2] = &a.bytes;
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&assign_default_kernel);
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(1);
+  p.kernelParams = a.args;
+  return p;
+}
 
 cudaGraphNode_t add_set_condition_node(cudaGraph_t graph, const cudaGraphNode_t* deps,
                                        std::size_t ndeps, cudaGraphConditionalHandle handle,

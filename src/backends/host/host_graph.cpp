@@ -94,6 +94,11 @@ void run_node(const GraphData& g, std::uint32_t i) {
 void run_graph(const GraphData& g) {
   const auto count = g.nodes.size();
   if (count == 0) return;
+  // Conditional defaults are assigned as the graph starts, before any of its nodes (as CUDA's
+  // cudaGraphCondAssignDefault).
+  for (const auto& n : g.nodes) {
+    if (n.cond_default) assign_default(n);
+  }
   std::vector<std::vector<std::uint32_t>> succ(count);
   std::vector<std::uint32_t> pending(count, 0);
   for (auto [a, b] : g.edges) {

@@ -99,6 +99,11 @@ class EventImpl {
   /// For a point recorded inside a capture: the real point it stands for (the stream where the
   /// context entered the capture); null for other events.
   [[nodiscard]] virtual std::shared_ptr<EventImpl> captured_base() const { return nullptr; }
+  /// True for a point that moves: an event recorded by a graph's event record node, which every
+  /// launch re-records. Waits and queries use `current_point()` instead of it.
+  [[nodiscard]] virtual bool moves() const noexcept { return false; }
+  /// For a moving point: the point it stands for now (null while never recorded).
+  [[nodiscard]] virtual std::shared_ptr<EventImpl> current_point() const { return nullptr; }
 
   std::shared_ptr<FailureState> failures;  ///< of the stream it was recorded on
   std::uint64_t seq = 0;                   ///< last operation number before the recorded point
@@ -167,8 +172,11 @@ struct GraphData;
 class GraphExecutable {
  public:
   virtual ~GraphExecutable() = default;
-  /// Enqueues one run of the whole graph on `stream` (of the same backend and device).
-  virtual void launch(Stream& stream, const OpInfo& op) = 0;
+  /// Enqueues one run of the whole graph on `stream` (of the same backend and device), issued as
+  /// operation `op` of a context whose failure state is `failures` (event record nodes' points
+  /// carry it).
+  virtual void launch(Stream& stream, const OpInfo& op,
+                      const std::shared_ptr<FailureState>& failures) = 0;
   /// Takes every parameter of `graph`, whose topology the core checked to be the same. Returns
   /// an empty string, or why the backend could not update in place (the core re-instantiates).
   [[nodiscard]] virtual std::string update(

@@ -42,12 +42,14 @@ class Event {
   /// Blocks until the recorded work completed; throws WorkFailed, once, if it failed.
   void synchronize(std::source_location loc = std::source_location::current()) const;
   /// Milliseconds from `start` to `stop`, both recorded with timing; waits for `stop`.
-  [[nodiscard]] static double elapsed_ms(const Event& start, const Event& stop,
-                                         std::source_location loc = std::source_location::current());
+  [[nodiscard]] static double elapsed_ms(
+      const Event& start, const Event& stop,
+      std::source_location loc = std::source_location::current());
 
   [[nodiscard]] const std::shared_ptr<EventImpl>& impl() const noexcept { return impl_; }
 
  private:
+  friend class Graph;  // binds an event to an event record node
   Options options_{};
   std::shared_ptr<EventImpl> impl_;
 };

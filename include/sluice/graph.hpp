@@ -41,6 +41,7 @@
 
 #include "sluice/context.hpp"
 #include "sluice/deps.hpp"
+#include "sluice/event.hpp"
 #include "sluice/scalar.hpp"
 
 namespace sluice {
@@ -56,17 +57,19 @@ class Graph;
 
 /// What a node does.
 enum class NodeKind : std::uint8_t {
-  empty,       ///< does nothing; joins edges
-  kernel,      ///< a kernel: a function over an index range on the host, a cuda kernel on cuda
-  copy,        ///< bytes from one address to another (host, device, peer)
-  memset,      ///< bytes set to a value
-  host,        ///< a host function
-  alloc,       ///< start of a temporary's lifetime (memory owned by the graph)
-  free,        ///< end of a temporary's lifetime
-  child,       ///< a whole graph as one node
-  if_then,     ///< runs its `then` graph (or its `else` graph) on a device integer's value
-  while_loop,  ///< runs its body graph while a device integer is non-zero
-  captured,    ///< one operation recorded by a Capture (a la step, a scalar program, ...)
+  empty,         ///< does nothing; joins edges
+  kernel,        ///< a kernel: a function over an index range on the host, a cuda kernel on cuda
+  copy,          ///< bytes from one address to another (host, device, peer)
+  memset,        ///< bytes set to a value
+  host,          ///< a host function
+  alloc,         ///< start of a temporary's lifetime (memory owned by the graph)
+  free,          ///< end of a temporary's lifetime
+  child,         ///< a whole graph as one node
+  if_then,       ///< runs its `then` graph (or its `else` graph) on a device integer's value
+  while_loop,    ///< runs its body graph while a device integer is non-zero
+  captured,      ///< one operation recorded by a Capture (a la step, a scalar program, ...)
+  event_record,  ///< records an Event: each launch re-records it (Graph::add_event_record)
+  event_wait,    ///< waits for an Event's point (Graph::add_event_wait)
 };
 /// Lower-case name of a node kind ("kernel", "while", ...).
 [[nodiscard]] const char* to_string(NodeKind kind) noexcept;
@@ -217,6 +220,21 @@ class Graph {
   Temporary add_alloc(const Context& ctx, std::size_t bytes, NodeOptions options = {});
   /// Ends the lifetime of a temporary: nodes after it must not use the memory.
   Node add_free(const Temporary& temp, NodeOptions options = {});
+  /// Records `event` when the node runs. The graph binds `event` (and its copies) to the node:
+  /// after each launch of an executable made from this graph (or a copy of it), the event stands
+  /// for this node in that launch, so `Context::wait(event)` orders later work after the node and
+  /// `event.synchronize()` waits for it (and throws a failure of work issued on the launching
+  /// context before the launch). Each launch re-records it; before the first launch it is
+  /// unrecorded (waiting on it does nothing). `event.record(ctx)` detaches it again. Timing is
+  /// not available (`Event::elapsed_ms` throws). Event nodes belong to the launched graph itself,
+  /// not to a child graph or a conditional body (an Error at instantiation).
+  Node add_event_record(Event& event, NodeOptions options = {});
+  /// Waits, when the node runs, for the point `event` stands for now: a point recorded on a
+  /// context, or an event record node of another graph (then its most recent launch issued when
+  /// this graph is launched). An unrecorded event is not waited for. `GraphExec::set_event_wait`
+  /// changes the event in place. On cuda the event must have been recorded on a cuda context (or
+  /// by a cuda graph); a failure of the awaited work is reported by the host backend only.
+  Node add_event_wait(const Event& event, NodeOptions options = {});
   /// `child` as one node (a copy of it, taken now).
   Node add_child(const Graph& child, NodeOptions options = {});
   /// Runs `then_graph` if `cond` is non-zero when the node starts, else `else_graph`.
@@ -323,6 +341,9 @@ class GraphExec {
                   std::source_location loc = std::source_location::current());
   void set_host(const Node& node, std::function<void()> fn,
                 std::source_location loc = std::source_location::current());
+  /// The event an event wait node waits for, from the next launch on.
+  void set_event_wait(const Node& node, const Event& event,
+                      std::source_location loc = std::source_location::current());
   /// The ConditionDefault of an if or while node made with one (it must fit the condition's
   /// type); later launches assign `value` to the condition as they start.
   void set_conditional_default(const Node& node, std::int64_t value,

@@ -128,6 +128,10 @@ bool ContextImpl::waits_for(std::uint64_t timeline, std::uint64_t seq) {
 
 bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_location loc) {
   std::shared_ptr<EventImpl> event = event_in;
+  if (event->moves()) {  // a graph's event record node: the latest launch's point, if any
+    event = event->current_point();
+    if (!event) return false;
+  }
   if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   // A point inside a capture: an edge of the graph (joining this context to the capture), or,
   // once the capture ended, the real point it stands for (the stream as the capture began).

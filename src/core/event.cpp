@@ -8,12 +8,17 @@ void Event::record(const Context& ctx, std::source_location loc) {
   impl_ = ctx.impl().record(options_.timing, loc);
 }
 
-bool Event::query() const { return impl_ == nullptr || impl_->query(); }
+bool Event::query() const {
+  return impl_ == nullptr || impl_->query();
+}
 
 void Event::synchronize(std::source_location) const {
   if (impl_ == nullptr) return;
-  impl_->synchronize();
-  if (auto f = impl_->failures->at_or_before(impl_->seq); f && !f->reported.exchange(true)) {
+  auto point = impl_->moves() ? impl_->current_point() : impl_;  // a graph node's: its latest
+  if (point == nullptr) return;
+  point->synchronize();
+  if (!point->failures) return;
+  if (auto f = point->failures->at_or_before(point->seq); f && !f->reported.exchange(true)) {
     throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
   }
 }

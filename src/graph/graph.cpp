@@ -36,6 +36,10 @@ const char* to_string(NodeKind kind) noexcept {
       return "while";
     case NodeKind::captured:
       return "captured";
+    case NodeKind::event_record:
+      return "event record";
+    case NodeKind::event_wait:
+      return "event wait";
   }
   return "?";
 }
@@ -55,6 +59,34 @@ std::vector<std::vector<std::uint32_t>> predecessors(const GraphData& g) {
   std::vector<std::vector<std::uint32_t>> pred(g.nodes.size());
   for (auto [a, b] : g.edges) pred[b].push_back(a);
   return pred;
+}
+
+double NodeEvent::elapsed_ms_since(const EventImpl&) {
+  throw Error(Errc::invalid_argument,
+              "an event recorded by a graph's event record node has no time; time the graph's "
+              "launch with events recorded on its context");
+}
+
+namespace {
+void require_no_events(const GraphData& g, const std::string& where) {
+  for (const auto& n : g.nodes) {
+    if (n.kind == NodeKind::event_record || n.kind == NodeKind::event_wait) {
+      throw Error(Errc::unsupported, std::string(to_string(n.kind)) + " node '" + n.name +
+                                         "' is inside " + where +
+                                         "; event nodes belong to the launched graph itself");
+    }
+    for (const auto& c : n.graphs)
+      require_no_events(*c, "the nested graph of node '" + n.name + "'");
+  }
+}
+}  // namespace
+
+void require_top_level_events(const GraphData& g) {
+  for (const auto& n : g.nodes) {
+    for (const auto& c : n.graphs) {
+      require_no_events(*c, "the nested graph of node '" + n.name + "'");
+    }
+  }
 }
 
 void assign_default(const NodeData& n) noexcept {
@@ -357,6 +389,23 @@ Node Graph::add_free(const Temporary& temp, NodeOptions options) {
   n.kind = NodeKind::free;
   n.temp = data_->nodes[i].temp;
   if (options.after.empty()) options.after.push_back(temp.node);
+  return add(std::move(n), std::move(options));
+}
+
+Node Graph::add_event_record(Event& event, NodeOptions options) {
+  NodeData n;
+  n.kind = NodeKind::event_record;
+  n.record_event = std::make_shared<detail::NodeEvent>();
+  auto point = n.record_event;
+  auto node = add(std::move(n), std::move(options));
+  event.impl_ = std::move(point);  // only once nothing can throw
+  return node;
+}
+
+Node Graph::add_event_wait(const Event& event, NodeOptions options) {
+  NodeData n;
+  n.kind = NodeKind::event_wait;
+  n.wait_event = event.impl();
   return add(std::move(n), std::move(options));
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,40 @@ struct TemporaryStorage {
   TemporaryStorage& operator=(const TemporaryStorage&) = delete;
   ~TemporaryStorage();
 };
+
+/// The point an event record node stands for (the Event it was given points here): every launch
+/// re-points it at that launch's record.
+class NodeEvent final : public EventImpl {
+ public:
+  [[nodiscard]] bool moves() const noexcept override { return true; }
+  [[nodiscard]] std::shared_ptr<EventImpl> current_point() const override {
+    std::lock_guard lock(mutex_);
+    return current_;
+  }
+  void set(std::shared_ptr<EventImpl> point) {
+    std::lock_guard lock(mutex_);
+    current_ = std::move(point);
+  }
+  bool query() override {
+    auto c = current_point();
+    return !c || c->query();
+  }
+  void synchronize() override {
+    if (auto c = current_point()) c->synchronize();
+  }
+  double elapsed_ms_since(const EventImpl& start) override;
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<EventImpl> current_;
+};
+
+/// The point a wait node waits for at a launch: a moving point resolved, null if unrecorded.
+[[nodiscard]] inline std::shared_ptr<EventImpl> resolve_point(
+    const std::shared_ptr<EventImpl>& event) {
+  if (event && event->moves()) return event->current_point();
+  return event;
+}
 
 struct NodeData {
   NodeKind kind = NodeKind::empty;
@@ -49,6 +84,9 @@ struct NodeData {
   bool cond_signed = true;
   // the value assigned to `cond` when the graph holding the node starts (ConditionDefault)
   std::optional<std::int64_t> cond_default;
+  // event_record: the point the node's Event stands for; event_wait: the point it waits for
+  std::shared_ptr<NodeEvent> record_event;
+  std::shared_ptr<EventImpl> wait_event;
   // captured: the backend's recording of one operation, and where it was issued
   std::shared_ptr<void> payload;
   std::string context;  // the context a captured node came from
@@ -63,6 +101,8 @@ struct GraphData {
   std::vector<std::shared_ptr<EventImpl>> external_waits;
 };
 
+/// Throws Error(unsupported) if an event node lies inside a nested graph of `g`.
+void require_top_level_events(const GraphData& g);
 /// Predecessors of each node.
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> predecessors(const GraphData& g);
 /// Every access of `g`'s nodes, nested graphs included.

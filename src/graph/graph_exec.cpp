@@ -15,6 +15,11 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
                              std::source_location loc)
     : graph_(std::move(graph)), device_(device), backend_(find_backend(device.backend)) {
   (void)device_info(device_);  // a clear error for a missing device
+  try {
+    require_top_level_events(*graph_);
+  } catch (const Error& e) {
+    throw Error(e.code(), "instantiating graph '" + graph_->name + "': " + e.what(), loc);
+  }
   set_accesses();
   // A node of a destroyed buffer would hand the backend a dangling address.
   require_live_buffers(loc);
@@ -77,7 +82,8 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
   for (const auto& e : graph_->external_waits) c.wait(e, loc);
   try {
     Tracker::instance().run(c, accesses_, what_, loc, [&] {
-      c.enqueue(what_, loc, [&](Stream& s, const OpInfo& op) { exec_->launch(s, op); });
+      c.enqueue(what_, loc,
+                [&](Stream& s, const OpInfo& op) { exec_->launch(s, op, c.failures()); });
     });
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_argument) throw;
@@ -113,6 +119,7 @@ bool same_uses(const GraphData& a, const GraphData& b) {
 }  // namespace
 
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
+  require_top_level_events(*next);
   auto previous = graph_;
   auto previous_accesses = accesses_;
   graph_ = next;
@@ -218,6 +225,13 @@ void GraphExec::set_host(const Node& node, std::function<void()> fn, std::source
   if (!fn) throw Error(Errc::invalid_argument, "set_host: empty function", loc);
   auto g = impl_->editable();
   g->nodes[i].host = std::move(fn);
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::set_event_wait(const Node& node, const Event& event, std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::event_wait, "set_event_wait", loc);
+  auto g = impl_->editable();
+  g->nodes[i].wait_event = event.impl();
   (void)impl_->update(std::move(g), loc);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -334,6 +335,99 @@ TEST_P(GraphTest, ConditionalDefaultIsAssignedAtEachLaunchAndUpdatedInPlace) {
   EXPECT_THROW((void)plain.add_while(counter, body, ConditionDefault{-(std::int64_t{1} << 33)}),
                Error);
   EXPECT_THROW(px.update(g), Error);  // a default's presence is topology
+}
+
+// A graph on `ctx`'s device whose launch blocks at a host node until `gate` is released, then
+// adds 1 to x and records `done` (nothing declared: only the event orders readers of x).
+Graph gated_producer(std::shared_future<void> gate, KernelWork fill, Event& done) {
+  Graph g("producer");
+  auto wait = g.add_host([gate] { gate.wait(); }, {.name = "gate"});
+  auto k = g.add_kernel(std::move(fill), {.name = "fill", .after = {wait}});
+  g.add_event_record(done, {.name = "x ready", .after = {k}});
+  return g;
+}
+
+TEST_P(GraphTest, EventRecordNodeOrdersWaitsAfterTheNodeInTheLatestLaunch) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr int n = 256;
+  DeviceBuffer<int> x(a, n), y(b, n);
+  memset(a, x, 0);
+  a.synchronize();
+  Event ready;
+  std::promise<void> go;
+  Graph g = gated_producer(go.get_future().share(), add_work(x.data(), n, 1), ready);
+  EXPECT_EQ(g.node(2).kind(), NodeKind::event_record);
+  EXPECT_TRUE(ready.query());  // bound, not launched yet: nothing to wait for
+  GraphExec exec(g, device());
+  exec.launch(a);
+  Event copy_of_ready = ready;  // copies share the node's point
+  EXPECT_FALSE(copy_of_ready.query());
+  b.wait(copy_of_ready);
+  copy(b, y, x);  // the graph declared no use of x: only the event orders this copy
+  go.set_value();
+  EXPECT_EQ(read(b, y), std::vector<int>(n, 1));
+  exec.launch(a);  // re-records the event
+  b.wait(ready);
+  copy(b, y, x);
+  EXPECT_EQ(read(b, y), std::vector<int>(n, 2));
+  ready.synchronize();
+  EXPECT_TRUE(ready.query());
+  EXPECT_THROW((void)Event::elapsed_ms(ready, ready), Error);
+  ready.record(a);  // detached: an ordinary point of a again
+  exec.launch(a);
+  a.synchronize();
+  EXPECT_NE(g.dot().find("x ready\\nevent record"), std::string::npos) << g.dot();
+}
+
+TEST_P(GraphTest, EventWaitNodeWaitsForAnotherGraphsRecordNode) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr int n = 128;
+  DeviceBuffer<int> x(a, n), y(a, n);
+  memset(a, x, 0);
+  memset(a, y, 0);
+  a.synchronize();
+  Event ready;
+  std::promise<void> go;
+  GraphExec producer(gated_producer(go.get_future().share(), add_work(x.data(), n, 1), ready),
+                     device());
+  Graph consumer("consumer");
+  auto w = consumer.add_event_wait(ready, {.name = "wait for x"});
+  consumer.add_copy(y.data(), x.data(), x.bytes(), {.name = "y = x", .after = {w}});
+  GraphExec exec(consumer, device());
+  exec.launch(a);  // the producer never ran: the wait node does not wait
+  EXPECT_EQ(read(a, y), std::vector<int>(n, 0));
+  producer.launch(b);
+  exec.launch(a);
+  go.set_value();
+  EXPECT_EQ(read(a, y), std::vector<int>(n, 1));
+
+  // set_event_wait: an ordinary point of b, in place.
+  Event on_b;
+  std::promise<void> go2;
+  b.host_task([gate = go2.get_future().share()] { gate.wait(); });
+  producer.launch(b);  // after the gate: x becomes 2
+  on_b.record(b);
+  const auto before = graph::stats().instantiations;
+  exec.set_event_wait(w, on_b);
+  exec.launch(a);
+  go2.set_value();
+  EXPECT_EQ(read(a, y), std::vector<int>(n, 2));
+  EXPECT_EQ(graph::stats().instantiations, before);
+  b.synchronize();
+
+  // Event nodes belong to the launched graph itself.
+  Graph outer("outer");
+  outer.add_child(consumer, {.name = "nested"});
+  try {
+    GraphExec bad(outer, device());
+    FAIL() << "an event node inside a child graph was instantiated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("event wait node 'wait for x' is inside"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_P(GraphTest, LaunchAfterAUsedBufferWasDestroyedIsAnError) {

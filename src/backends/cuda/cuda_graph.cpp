@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_event.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "graph/graph_data.hpp"
@@ -74,6 +75,9 @@ struct Built {
   std::shared_ptr<HostCalls> calls = std::make_shared<HostCalls>();
   std::vector<cudaGraphNode_t> nodes;         // top level: CUDA node per IR node
   std::vector<cudaGraphNode_t> assign_nodes;  // top level: default assignment per IR node
+  cudaEvent_t unrecorded = nullptr;  // what event wait nodes are built with (never recorded)
+  cudaEvent_t scratch =
+      nullptr;  // what event record nodes are built with (each launch sets its own)
 };
 
 [[noreturn]] void unsupported(const NodeData& n, const std::string& why) {
@@ -211,6 +215,14 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional, Built& o
         (void)cudaGraphDestroy(child);  // the node holds a clone
         break;
       }
+      case NodeKind::event_record:
+        check(cudaGraphAddEventRecordNode(&node, target, d, deps.size(), out.scratch),
+              "cudaGraphAddEventRecordNode");
+        break;
+      case NodeKind::event_wait:
+        check(cudaGraphAddEventWaitNode(&node, target, d, deps.size(), out.unrecorded),
+              "cudaGraphAddEventWaitNode");
+        break;
       case NodeKind::captured: {
         const auto* r = static_cast<const CudaRecording*>(n.payload.get());
         if (r == nullptr || r->graph == nullptr) unsupported(n, "not recorded by the cuda backend");
@@ -280,13 +292,28 @@ class CudaGraph final : public GraphExecutable {
     DeviceGuard guard(device_);
     // The graph instantiated from stays alive: its nodes name the executable's nodes for the
     // in-place updates (cudaGraphExec*SetParams).
+    check(cudaEventCreateWithFlags(&unrecorded_, cudaEventDisableTiming), "cudaEventCreate");
+    const auto made = cudaEventCreateWithFlags(&scratch_, cudaEventDisableTiming);
+    if (made != cudaSuccess) (void)cudaEventDestroy(unrecorded_);
+    check(made, "cudaEventCreate");
     built_.errors = errors_.get();
-    source_ = build_graph(*graph_, built_);
+    built_.unrecorded = unrecorded_;
+    built_.scratch = scratch_;
+    try {
+      source_ = build_graph(*graph_, built_);
+    } catch (...) {
+      (void)cudaEventDestroy(unrecorded_);
+      (void)cudaEventDestroy(scratch_);
+      throw;
+    }
     const auto err = cudaGraphInstantiate(&exec_, source_, 0);
     if (err != cudaSuccess) {
       (void)cudaGraphDestroy(source_);
+      (void)cudaEventDestroy(unrecorded_);
+      (void)cudaEventDestroy(scratch_);
       check(err, "cudaGraphInstantiate");
     }
+    wait_set_.assign(graph_->nodes.size(), unrecorded_);
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
@@ -297,10 +324,13 @@ class CudaGraph final : public GraphExecutable {
     for (auto e : spare_) (void)cudaEventDestroy(e);
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
     if (source_ != nullptr) (void)cudaGraphDestroy(source_);
+    (void)cudaEventDestroy(unrecorded_);
+    (void)cudaEventDestroy(scratch_);
     clear_error();
   }
 
-  void launch(Stream& stream, const OpInfo& op) override {
+  void launch(Stream& stream, const OpInfo& op,
+              const std::shared_ptr<FailureState>& failures) override {
     auto& s = as_cuda_stream(stream, "graph launch");
     if (s.device() != device_) {
       throw Error(Errc::invalid_argument,
@@ -308,7 +338,49 @@ class CudaGraph final : public GraphExecutable {
                       " launched on cuda:" + std::to_string(s.device()));
     }
     DeviceGuard guard(device_, op.where);
+    // Event nodes: each launch records its own events, and waits for the points the wait nodes'
+    // events stand for now (kept alive with the launch).
+    std::vector<std::shared_ptr<EventImpl>> points;
+    std::vector<std::pair<std::size_t, std::shared_ptr<CudaEvent>>> records;
+    const auto& nodes = graph_->nodes;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const NodeData& n = nodes[i];
+      if (n.kind == NodeKind::event_record) {
+        auto p = std::make_shared<CudaEvent>(device_, false);
+        p->failures = failures;
+        p->seq = op.seq - 1;  // complete means at least all earlier work of the context is
+        p->device = Device{"cuda", device_};
+        check(cudaGraphExecEventRecordNodeSetEvent(exec_, built_.nodes[i], p->handle()),
+              "cudaGraphExecEventRecordNodeSetEvent", op.where);
+        records.emplace_back(i, std::move(p));
+      } else if (n.kind == NodeKind::event_wait) {
+        auto p = resolve_point(n.wait_event);
+        cudaEvent_t h = unrecorded_;
+        if (p) {
+          const auto* ce = dynamic_cast<const CudaEvent*>(p.get());
+          if (ce == nullptr) {
+            throw Error(Errc::invalid_argument,
+                        "event wait node '" + n.name +
+                            "': its event was not recorded on a cuda context or by a cuda graph "
+                            "(a cuda graph waits for cuda events only); record it on a cuda "
+                            "context, or wait for it with Context::wait before the launch",
+                        op.where);
+          }
+          h = ce->handle();
+          points.push_back(std::move(p));
+        }
+        if (h != wait_set_[i]) {
+          check(cudaGraphExecEventWaitNodeSetEvent(exec_, built_.nodes[i], h),
+                "cudaGraphExecEventWaitNodeSetEvent", op.where);
+          wait_set_[i] = h;
+        }
+      }
+    }
     check(cudaGraphLaunch(exec_, s.handle()), "cudaGraphLaunch", op.where);
+    for (auto& [i, p] : records) {
+      nodes[i].record_event->set(p);
+      points.push_back(std::move(p));
+    }
     if (!built_.calls->empty()) {
       // What a host node threw becomes a failure of this launch on its context, reported by the
       // context's next wait (as a failed host task). Enqueued only for graphs with host nodes.
@@ -329,7 +401,7 @@ class CudaGraph final : public GraphExecutable {
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
     check(cudaEventRecord(e, s.handle()), "cudaEventRecord", op.where);
-    in_flight_.push_back({e, graph_, built_.calls});
+    in_flight_.push_back({e, graph_, built_.calls, std::move(points)});
   }
 
   std::string update(const std::shared_ptr<const GraphData>& next) override {
@@ -342,6 +414,8 @@ class CudaGraph final : public GraphExecutable {
     // refused in place): the whole graph rebuilt and applied at once.
     Built rebuilt;
     rebuilt.errors = errors_.get();
+    rebuilt.unrecorded = unrecorded_;
+    rebuilt.scratch = scratch_;
     cudaGraph_t graph = build_graph(*next, rebuilt);
     cudaGraphExecUpdateResultInfo info{};
     const auto err = cudaGraphExecUpdate(exec_, graph, &info);
@@ -354,6 +428,7 @@ class CudaGraph final : public GraphExecutable {
     graph_ = next;
     // The executable's nodes are still named by source_'s; what host nodes point at is new.
     built_.calls = std::move(rebuilt.calls);
+    wait_set_.assign(next->nodes.size(), unrecorded_);  // as rebuilt
     return {};
   }
 
@@ -430,6 +505,8 @@ class CudaGraph final : public GraphExecutable {
         case NodeKind::empty:
         case NodeKind::alloc:
         case NodeKind::free:
+        case NodeKind::event_record:  // events are set by each launch
+        case NodeKind::event_wait:
           break;
       }
     }
@@ -452,6 +529,7 @@ class CudaGraph final : public GraphExecutable {
     cudaEvent_t done;
     std::shared_ptr<const GraphData> graph;
     std::shared_ptr<HostCalls> calls;
+    std::vector<std::shared_ptr<EventImpl>> events;  // of its event nodes
   };
 
   std::shared_ptr<const GraphData> graph_;
@@ -460,6 +538,9 @@ class CudaGraph final : public GraphExecutable {
   Built built_;
   cudaGraph_t source_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+  cudaEvent_t unrecorded_ = nullptr;
+  cudaEvent_t scratch_ = nullptr;
+  std::vector<cudaEvent_t> wait_set_;  // the event each wait node waits for now
   std::deque<InFlight> in_flight_;
   std::vector<cudaEvent_t> spare_;
 };

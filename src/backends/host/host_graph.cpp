@@ -25,6 +25,49 @@ struct Recording {
   std::vector<std::function<void()>> ops;
 };
 
+/// The point of an event record node in one launch: complete once the node ran (or the launch
+/// ended without running it, after a failure).
+class NodePoint final : public EventImpl {
+ public:
+  bool query() override {
+    std::lock_guard lock(mutex_);
+    return done_;
+  }
+  void synchronize() override {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+  double elapsed_ms_since(const EventImpl&) override {
+    throw Error(Errc::invalid_argument, "an event recorded by a graph node has no time");
+  }
+  void fire() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+/// The event points of one launch, by node index of the launched graph.
+struct LaunchEvents {
+  std::vector<std::shared_ptr<NodePoint>> records;
+  std::vector<std::shared_ptr<EventImpl>> waits;
+  LaunchEvents() = default;
+  LaunchEvents(const LaunchEvents&) = delete;
+  LaunchEvents& operator=(const LaunchEvents&) = delete;
+  ~LaunchEvents() {
+    for (auto& r : records) {
+      if (r) r->fire();  // a launch that failed first must not leave waiters hanging
+    }
+  }
+};
+
 bool condition(const NodeData& n) {
   const void* p = n.cond->buffer.data();
   if (n.cond_bytes == 8) {
@@ -37,9 +80,9 @@ bool condition(const NodeData& n) {
   return v != 0;
 }
 
-void run_graph(const GraphData& g);
+void run_graph(const GraphData& g, LaunchEvents* events = nullptr);
 
-void run_node(const GraphData& g, std::uint32_t i) {
+void run_node(const GraphData& g, std::uint32_t i, LaunchEvents* events) {
   const NodeData& n = g.nodes[i];
   try {
     switch (n.kind) {
@@ -82,6 +125,21 @@ void run_node(const GraphData& g, std::uint32_t i) {
       case NodeKind::captured:
         for (const auto& op : static_cast<const Recording*>(n.payload.get())->ops) op();
         break;
+      case NodeKind::event_record:
+        events->records[i]->fire();
+        break;
+      case NodeKind::event_wait:
+        if (const auto& p = events->waits[i]) {
+          p->synchronize();
+          if (p->failures) {
+            if (auto f = p->failures->at_or_before(p->seq)) {
+              throw Error(Errc::work_failed, "graph '" + g.name + "' node " + std::to_string(i) +
+                                                 " '" + n.name + "' waited for failed work ('" +
+                                                 f->operation + "': " + f->cause + ")");
+            }
+          }
+        }
+        break;
     }
   } catch (const Error&) {
     throw;
@@ -91,7 +149,7 @@ void run_node(const GraphData& g, std::uint32_t i) {
   }
 }
 
-void run_graph(const GraphData& g) {
+void run_graph(const GraphData& g, LaunchEvents* events) {
   const auto count = g.nodes.size();
   if (count == 0) return;
   // Conditional defaults are assigned as the graph starts, before any of its nodes (as CUDA's
@@ -129,7 +187,7 @@ void run_graph(const GraphData& g) {
       }
       std::exception_ptr error;
       try {
-        run_node(g, i);
+        run_node(g, i, events);
       } catch (...) {
         error = std::current_exception();
       }
@@ -169,10 +227,36 @@ class HostGraph final : public GraphExecutable {
  public:
   explicit HostGraph(std::shared_ptr<const GraphData> g) : graph_(std::move(g)) { check(*graph_); }
 
-  void launch(Stream& stream, const OpInfo& op) override {
-    // The launch is one task of the context's queue; its nodes fan out on the TBB pool. Each
+  void launch(Stream& stream, const OpInfo& op,
+              const std::shared_ptr<FailureState>& failures) override {
+    // The launch is one task of the context's queue; its nodes fan out on the shared pool. Each
     // launch keeps the parameters it was issued with (updates make a new GraphData).
-    stream.host_task([g = graph_] { run_graph(*g); }, op);
+    std::shared_ptr<LaunchEvents> events;
+    const auto& nodes = graph_->nodes;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto kind = nodes[i].kind;
+      if (kind != NodeKind::event_record && kind != NodeKind::event_wait) continue;
+      if (!events) {
+        events = std::make_shared<LaunchEvents>();
+        events->records.resize(nodes.size());
+        events->waits.resize(nodes.size());
+      }
+      if (kind == NodeKind::event_wait) {
+        events->waits[i] = resolve_point(nodes[i].wait_event);
+        continue;
+      }
+      auto p = std::make_shared<NodePoint>();
+      p->failures = failures;
+      p->seq = op.seq - 1;  // complete means at least all earlier work of the context is
+      p->device = Device{"host", 0};
+      events->records[i] = std::move(p);
+    }
+    stream.host_task([g = graph_, events] { run_graph(*g, events.get()); }, op);
+    if (events) {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (events->records[i]) nodes[i].record_event->set(events->records[i]);
+      }
+    }
   }
 
   std::string update(const std::shared_ptr<const GraphData>& graph) override {

@@ -51,3 +51,42 @@ void raw_graph_destroy(RawGraph* r) {
   (void)cudaStreamDestroy(r->stream);
   delete r;
 }
+
+struct RawCaptureProbe {
+  cudaStream_t stream = nullptr;
+  void* scratch = nullptr;
+};
+
+RawCaptureProbe* raw_capture_probe_create() {
+  auto* p = new RawCaptureProbe;
+  ok(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  ok(cudaMalloc(&p->scratch, 256), "cudaMalloc");
+  return p;
+}
+
+namespace {
+std::size_t scratch_capture(RawCaptureProbe* p, bool foreign) {
+  ok(cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  if (foreign) ok(cudaMemsetAsync(p->scratch, 0, 256, p->stream), "cudaMemsetAsync");
+  cudaGraph_t g = nullptr;
+  ok(cudaStreamEndCapture(p->stream, &g), "cudaStreamEndCapture");
+  std::size_t n = 0;
+  ok(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes");
+  ok(cudaGraphDestroy(g), "cudaGraphDestroy");
+  return n;
+}
+}  // namespace
+
+void raw_capture_probe_empty(RawCaptureProbe* p) {
+  (void)scratch_capture(p, false);
+}
+
+bool raw_capture_probe_detects_foreign(RawCaptureProbe* p) {
+  return scratch_capture(p, false) == 0 && scratch_capture(p, true) == 1;
+}
+
+void raw_capture_probe_destroy(RawCaptureProbe* p) {
+  (void)cudaFree(p->scratch);
+  (void)cudaStreamDestroy(p->stream);
+  delete p;
+}

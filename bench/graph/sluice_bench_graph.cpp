@@ -171,6 +171,19 @@ void BM_RawGraphLaunch(benchmark::State& state) {
   per_node(state, kNodes);
 }
 
+/// Host cost of one empty relaxed capture begun and ended (docs/graph.md: detecting foreign work
+/// between captured operations would add this to every operation); `detects` = 1 if a foreign
+/// memset inside such a capture shows as a node.
+void BM_ScratchCaptureProbe(benchmark::State& state) {
+  if (!have_backend(state, "cuda")) return;
+  RawCaptureProbe* p = raw_capture_probe_create();
+  const bool detects = raw_capture_probe_detects_foreign(p);
+  for (auto _ : state) raw_capture_probe_empty(p);
+  raw_capture_probe_destroy(p);
+  state.counters["detects"] = detects ? 1.0 : 0.0;
+}
+
+BENCHMARK(BM_ScratchCaptureProbe);
 BENCHMARK(BM_SluiceGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_RawGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
 #endif

@@ -130,11 +130,27 @@ void BM_ReplayBody(benchmark::State& state) {
   }
 }
 
+/// As BM_ReplayBody with the same memset values every time: capture, compare and launch only
+/// (no parameter changes to apply).
+void BM_ReplayBodyUnchanged(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  Replay replay;
+  for (auto _ : state) {
+    replay.run(ctx, "body", [&] { body.issue(7); });
+    state.PauseTiming();
+    ctx.synchronize();
+    state.ResumeTiming();
+  }
+}
+
 BENCHMARK(BM_Capture)->Arg(0)->Arg(1);
 BENCHMARK(BM_Instantiate)->Arg(0)->Arg(1);
 BENCHMARK(BM_Update)->Arg(0)->Arg(1);
 BENCHMARK(BM_EagerBody)->Arg(0)->Arg(1);
 BENCHMARK(BM_ReplayBody)->Arg(0)->Arg(1);
+BENCHMARK(BM_ReplayBodyUnchanged)->Arg(0)->Arg(1);
 
 #ifdef SLUICE_BENCH_CUDA
 constexpr int kNodes = 1000;

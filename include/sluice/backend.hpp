@@ -45,6 +45,13 @@ struct SimpleOp {
   const void* src = nullptr;  ///< copies only
   std::size_t bytes = 0;
   int value = 0;  ///< memsets only
+  /// Where `dst` and `src` lie when sluice's registry knows (its own buffers), so that a backend
+  /// need not ask its runtime; `unknown` otherwise. Device indices are of the context's backend.
+  enum class Place : std::uint8_t { unknown, device, pinned, pageable };
+  Place dst_place = Place::unknown;
+  Place src_place = Place::unknown;
+  int dst_device = -1;
+  int src_device = -1;
 };
 
 /// A failure of queued work, shared by every context whose work depended on it.

@@ -99,8 +99,8 @@ class Context {
 
   /// `n` new contexts on the same device, kind and priority, each starting after all work issued
   /// here so far.
-  [[nodiscard]] std::vector<Context> fork(std::size_t n,
-                                          std::source_location loc = std::source_location::current()) const;
+  [[nodiscard]] std::vector<Context> fork(
+      std::size_t n, std::source_location loc = std::source_location::current()) const;
   /// Makes later work here wait for everything issued so far on each of `children`.
   void join(std::span<const Context> children,
             std::source_location loc = std::source_location::current()) const;

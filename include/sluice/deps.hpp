@@ -25,9 +25,9 @@
 #include <optional>
 #include <source_location>
 #include <span>
-#include <type_traits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "sluice/context.hpp"
 
@@ -95,7 +95,7 @@ class Intent {
          ByteRange range = {}, std::source_location loc = std::source_location::current());
   /// Marks an access to a sluice buffer (anything with `object_id()`), optionally a sub-range.
   template <class Tracked>
-    requires requires(const Tracked& t) { t.object_id(); }
+  requires requires(const Tracked& t) { t.object_id(); }
   Intent(const Context& ctx, const Tracked& object, Access mode, std::string_view description,
          ByteRange range = {}, std::source_location loc = std::source_location::current())
       : Intent(ctx, object.object_id(), mode, description, range, loc) {}
@@ -133,10 +133,10 @@ void clear_graph();
 
 /// Counters for tests and benchmarks (process-wide, monotonic).
 struct Stats {
-  std::uint64_t marks = 0;           ///< accesses marked
-  std::uint64_t waits_issued = 0;    ///< cross-context waits enqueued
-  std::uint64_t waits_elided = 0;    ///< waits skipped: already implied by an earlier wait
-  std::uint64_t events_recorded = 0; ///< events recorded by the tracker
+  std::uint64_t marks = 0;            ///< accesses marked
+  std::uint64_t waits_issued = 0;     ///< cross-context waits enqueued
+  std::uint64_t waits_elided = 0;     ///< waits skipped: already implied by an earlier wait
+  std::uint64_t events_recorded = 0;  ///< events recorded by the tracker
   std::uint64_t deferred_releases = 0;
 };
 [[nodiscard]] Stats stats();

@@ -386,6 +386,7 @@ class Capture {
   [[nodiscard]] bool active() const noexcept;
 
  private:
+  friend class Replay;  // sizes the capture from the last one
   std::shared_ptr<detail::CaptureState> state_;
 };
 

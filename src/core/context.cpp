@@ -230,13 +230,17 @@ void ContextImpl::note_capture_uses(std::span<const AccessSpec> accesses) {
   capture_uses_.insert(capture_uses_.end(), accesses.begin(), accesses.end());
 }
 
-std::vector<AccessSpec> ContextImpl::take_capture_uses() {
-  return std::exchange(capture_uses_, {});
+std::uint64_t ContextImpl::enqueue_node(std::string_view what, std::source_location loc,
+                                        const SimpleOp& simple) {
+  std::unique_lock lock(mutex_);
+  if (!capture_ || !capture_->active() || !stream_->can_record_as_node(simple)) return 0;
+  auto op = next_op(what, loc);
+  capture_->record_node(*this, op, simple);
+  return op.seq;
 }
 
 std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_location loc,
-                                            const std::function<void(Stream&, const OpInfo&)>& f,
-                                            const SimpleOp* simple) {
+                                            const std::function<void(Stream&, const OpInfo&)>& f) {
   std::unique_lock lock(mutex_);
   if (!capture_ || !capture_->active()) {
     capturing_.store(false, std::memory_order_release);
@@ -245,7 +249,7 @@ std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_l
   }
   auto sink = capture_;
   auto op = next_op(what, loc);
-  sink->record_op(*this, op, f, simple);  // throws through the guard with the capture discarded
+  sink->record_op(*this, op, f);  // throws through the guard with the capture discarded
   return op.seq;
 }
 

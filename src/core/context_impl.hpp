@@ -33,11 +33,12 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   [[nodiscard]] virtual bool active() const noexcept = 0;
-  /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream; `simple`,
-  /// if given, describes the same operation (a copy or memset) for a node of its own.
+  /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream.
   virtual void record_op(ContextImpl& ctx, const OpInfo& op,
-                         const std::function<void(Stream&, const OpInfo&)>& f,
-                         const SimpleOp* simple) = 0;
+                         const std::function<void(Stream&, const OpInfo&)>& f) = 0;
+  /// Records operation `op` of `ctx` (its mutex held), a copy or memset that ctx's stream said
+  /// its backend's graphs run as a node of that kind, as such a node.
+  virtual void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) = 0;
   /// An event marking ctx's current point in the capture.
   virtual std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) = 0;
   /// An event for exactly ctx's work up to operation `seq` (the tracker's marks): the node of
@@ -75,7 +76,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   template <class F>
   std::uint64_t enqueue(std::string_view what, std::source_location loc, F&& f) {
     if (capturing_.load(std::memory_order_acquire)) {
-      if (auto seq = enqueue_captured(what, loc, f, nullptr)) return seq;
+      if (auto seq = enqueue_captured(what, loc, f)) return seq;
     }
     return enqueue_eager(what, loc, std::forward<F>(f));
   }
@@ -85,7 +86,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::uint64_t enqueue(std::string_view what, std::source_location loc, const SimpleOp& simple,
                         F&& f) {
     if (capturing_.load(std::memory_order_acquire)) {
-      if (auto seq = enqueue_captured(what, loc, f, &simple)) return seq;
+      if (auto seq = enqueue_node(what, loc, simple)) return seq;
+      if (auto seq = enqueue_captured(what, loc, f)) return seq;
     }
     return enqueue_eager(what, loc, std::forward<F>(f));
   }
@@ -133,8 +135,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   void refuse_if_capturing(std::string_view what, std::source_location loc);
   /// Accesses the tracker declared for the next captured operation.
   void note_capture_uses(std::span<const AccessSpec> accesses);
-  /// Takes the accesses noted since the last captured operation (mutex_ held by the caller).
-  [[nodiscard]] std::vector<AccessSpec> take_capture_uses();
+  /// The accesses noted since the last captured operation (mutex_ held by the caller), until
+  /// `clear_capture_uses` (which keeps the storage for the next operation).
+  [[nodiscard]] std::span<const AccessSpec> capture_uses() const noexcept { return capture_uses_; }
+  void clear_capture_uses() noexcept { capture_uses_.clear(); }
   /// Releases device memory in stream order. Never throws.
   void deallocate(void* ptr, std::size_t bytes) noexcept;
   /// Throws the carried failure once (used after the context drained).
@@ -178,8 +182,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  private:
   /// Returns 0 if the capture ended meanwhile (then the caller enqueues eagerly).
   std::uint64_t enqueue_captured(std::string_view what, std::source_location loc,
-                                 const std::function<void(Stream&, const OpInfo&)>& f,
-                                 const SimpleOp* simple);
+                                 const std::function<void(Stream&, const OpInfo&)>& f);
+  /// Records `simple` as a node if capturing and the stream allows it; else returns 0.
+  std::uint64_t enqueue_node(std::string_view what, std::source_location loc,
+                             const SimpleOp& simple);
 
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {

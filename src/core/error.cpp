@@ -1,17 +1,23 @@
 #include "sluice/error.hpp"
 
-
 namespace sluice {
 
 const char* to_string(Errc code) noexcept {
   switch (code) {
-    case Errc::invalid_argument: return "invalid argument";
-    case Errc::out_of_memory: return "out of memory";
-    case Errc::unsupported: return "unsupported";
-    case Errc::no_device: return "no device";
-    case Errc::backend_failure: return "backend failure";
-    case Errc::work_failed: return "work failed";
-    case Errc::invalid_state: return "invalid state";
+    case Errc::invalid_argument:
+      return "invalid argument";
+    case Errc::out_of_memory:
+      return "out of memory";
+    case Errc::unsupported:
+      return "unsupported";
+    case Errc::no_device:
+      return "no device";
+    case Errc::backend_failure:
+      return "backend failure";
+    case Errc::work_failed:
+      return "work failed";
+    case Errc::invalid_state:
+      return "invalid state";
   }
   return "unknown error";
 }

@@ -96,6 +96,28 @@ void check_host_reachable(const Context& ctx, const void* dst, const void* src,
 }
 }  // namespace
 
+namespace {
+// Where registered memory lies, for a capture's copy and memset nodes (SimpleOp).
+SimpleOp::Place place_of(const std::optional<RegisteredMemory>& m, const Context& ctx,
+                         int& device) {
+  if (!m) return SimpleOp::Place::unknown;
+  const auto& a = m->attributes;
+  switch (a.type) {
+    case MemoryType::device:
+      if (!a.device || a.device->backend != ctx.device().backend) return SimpleOp::Place::unknown;
+      device = a.device->index;
+      return SimpleOp::Place::device;
+    case MemoryType::pinned:
+      return SimpleOp::Place::pinned;
+    case MemoryType::host:
+      return SimpleOp::Place::pageable;
+    case MemoryType::managed:
+      break;
+  }
+  return SimpleOp::Place::unknown;
+}
+}  // namespace
+
 void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
                 std::source_location loc) {
   if (bytes == 0) return;
@@ -104,6 +126,7 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   }
   if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   auto& c = ctx.impl();
+  SimpleOp simple{SimpleOp::Kind::copy, dst, src, bytes, 0};
   if (c.capturing()) {
     // A graph replays the copy later: pageable memory would be read or written at launch time
     // without the staging that makes an eager copy safe, so only sluice memory is allowed.
@@ -113,11 +136,13 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
       if (!m || m->attributes.type == MemoryType::host) {
         c.refuse_if_capturing("a copy from or to pageable host memory (use a PinnedBuffer)", loc);
       }
+      (p == dst ? simple.dst_place : simple.src_place) =
+          place_of(m, ctx, p == dst ? simple.dst_device : simple.src_device);
     }
   }
   Tracker::instance().run(
       c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
-        c.enqueue("copy", loc, SimpleOp{SimpleOp::Kind::copy, dst, src, bytes, 0},
+        c.enqueue("copy", loc, simple,
                   [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
       });
 }
@@ -127,8 +152,12 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
+  SimpleOp simple{SimpleOp::Kind::memset, dst, nullptr, bytes, value};
+  if (c.capturing()) {
+    simple.dst_place = place_of(Tracker::instance().find_memory(dst), ctx, simple.dst_device);
+  }
   Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
-    c.enqueue("memset", loc, SimpleOp{SimpleOp::Kind::memset, dst, nullptr, bytes, value},
+    c.enqueue("memset", loc, simple,
               [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
   });
 }

@@ -13,21 +13,23 @@ Device Device::parse(std::string_view text) {
   auto colon = text.find(':');
   d.backend = std::string(text.substr(0, colon));
   if (d.backend.empty()) {
-    throw Error(Errc::invalid_argument,
-                "device name '" + std::string(text) + "' has no backend; write e.g. cuda:0 or host");
+    throw Error(Errc::invalid_argument, "device name '" + std::string(text) +
+                                            "' has no backend; write e.g. cuda:0 or host");
   }
   if (colon != std::string_view::npos) {
     auto idx = text.substr(colon + 1);
     auto [p, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), d.index);
     if (ec != std::errc() || p != idx.data() + idx.size() || d.index < 0) {
-      throw Error(Errc::invalid_argument, "device name '" + std::string(text) +
-                                              "' has a bad index; write e.g. cuda:0");
+      throw Error(Errc::invalid_argument,
+                  "device name '" + std::string(text) + "' has a bad index; write e.g. cuda:0");
     }
   }
   return d;
 }
 
-std::string Device::to_string() const { return backend + ":" + std::to_string(index); }
+std::string Device::to_string() const {
+  return backend + ":" + std::to_string(index);
+}
 
 std::vector<BackendInfo> backends() {
   std::vector<BackendInfo> out;
@@ -53,10 +55,10 @@ DeviceInfo device_info(const Device& device) {
   auto ds = backend->devices();
   if (device.index < 0 || static_cast<std::size_t>(device.index) >= ds.size()) {
     std::string why = ds.empty() ? backend->unavailable_reason() : "";
-    throw Error(Errc::no_device,
-                "no device " + device.to_string() + ": backend '" + device.backend + "' has " +
-                    std::to_string(ds.size()) + " device(s)" + (why.empty() ? "" : " (" + why + ")") +
-                    "; `sluice devices` lists them");
+    throw Error(Errc::no_device, "no device " + device.to_string() + ": backend '" +
+                                     device.backend + "' has " + std::to_string(ds.size()) +
+                                     " device(s)" + (why.empty() ? "" : " (" + why + ")") +
+                                     "; `sluice devices` lists them");
   }
   return ds[static_cast<std::size_t>(device.index)];
 }

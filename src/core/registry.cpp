@@ -53,10 +53,11 @@ std::shared_ptr<Backend> find_backend(std::string_view name) {
     if (b->name() == name) return b;
     known += (known.empty() ? "" : ", ") + std::string(b->name());
   }
-  throw Error(Errc::no_device, "unknown backend '" + std::string(name) + "'; known backends: " +
-                                   known + (known.find("cuda") == std::string::npos
-                                                ? " (cuda is built only where nvcc was found)"
-                                                : ""));
+  throw Error(
+      Errc::no_device,
+      "unknown backend '" + std::string(name) + "'; known backends: " + known +
+          (known.find("cuda") == std::string::npos ? " (cuda is built only where nvcc was found)"
+                                                   : ""));
 }
 
 namespace detail {

@@ -61,6 +61,9 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   std::shared_ptr<detail::GraphData> graph;
   try {
     Capture cap(ctx, key, loc);
+    if (auto it = impl_->cache.find(key); it != impl_->cache.end() && it->second.exec) {
+      cap.state_->reserve(it->second.exec->graph()->nodes.size());
+    }
     body();
     graph = cap.end(loc).data();
   } catch (const Error& e) {

@@ -74,52 +74,60 @@ CaptureState::Member* CaptureState::member(const ContextImpl& ctx) {
 }
 
 void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
-                             const std::function<void(Stream&, const OpInfo&)>& f,
-                             const SimpleOp* simple) {
+                             const std::function<void(Stream&, const OpInfo&)>& f) {
   auto& stream = ctx.stream();
   NodeData node;
-  if (simple != nullptr && stream.can_record_as_node(*simple)) {
-    // A copy or memset the backend's graph runs as such: a node of its own, without recording
-    // on the stream, and compared parameter by parameter when a replay updates the executable.
-    node.kind = simple->kind == SimpleOp::Kind::copy ? NodeKind::copy : NodeKind::memset;
-    node.dst = simple->dst;
-    node.src = simple->src;
-    node.bytes = simple->bytes;
-    node.value = simple->value;
-  } else {
-    try {
-      stream.begin_capture(op);
-    } catch (const Error& e) {
-      if (e.code() != Errc::invalid_state) throw;
-      refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
-    }
-    try {
-      f(stream, op);
-    } catch (...) {
-      stream.abort_capture();
-      throw;
-    }
-    try {
-      node.payload = stream.end_capture(op);
-    } catch (const Error& e) {
-      refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
-    }
-    if (!node.payload) {
-      (void)ctx.take_capture_uses();
-      return;  // nothing to run (e.g. an empty operation)
-    }
-    node.kind = NodeKind::captured;
+  try {
+    stream.begin_capture(op);
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_state) throw;
+    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
   }
+  try {
+    f(stream, op);
+  } catch (...) {
+    stream.abort_capture();
+    throw;
+  }
+  try {
+    node.payload = stream.end_capture(op);
+  } catch (const Error& e) {
+    refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
+  }
+  if (!node.payload) {
+    ctx.clear_capture_uses();
+    return;  // nothing to run (e.g. an empty operation)
+  }
+  node.kind = NodeKind::captured;
   append(ctx, op, std::move(node));
 }
 
+void CaptureState::record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) {
+  // A copy or memset the backend's graph runs as such: a node of its own, without recording on
+  // the stream, compared parameter by parameter when a replay updates the executable.
+  NodeData node;
+  node.kind = simple.kind == SimpleOp::Kind::copy ? NodeKind::copy : NodeKind::memset;
+  node.dst = simple.dst;
+  node.src = simple.src;
+  node.bytes = simple.bytes;
+  node.value = simple.value;
+  append(ctx, op, std::move(node));
+}
+
+void CaptureState::reserve(std::size_t nodes) {
+  std::lock_guard lock(mutex_);
+  graph_->nodes.reserve(nodes);
+  graph_->edges.reserve(nodes);
+}
+
 void CaptureState::append(ContextImpl& ctx, const OpInfo& op, NodeData node) {
-  auto uses = ctx.take_capture_uses();
+  const auto uses = ctx.capture_uses();
   node.name = std::string(op.what);
   node.context = ctx.name();
   node.where = op.where;
   node.uses.reserve(uses.size());
   for (const auto& u : uses) node.uses.push_back({u.id, u.mode, u.range});
+  ctx.clear_capture_uses();
   std::lock_guard lock(mutex_);
   Member* m = member(ctx);
   if (m == nullptr) return;  // cannot happen: only members record

@@ -23,8 +23,10 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
     return active_.load(std::memory_order_acquire);
   }
   void record_op(ContextImpl& ctx, const OpInfo& op,
-                 const std::function<void(Stream&, const OpInfo&)>& f,
-                 const SimpleOp* simple) override;
+                 const std::function<void(Stream&, const OpInfo&)>& f) override;
+  void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) override;
+  /// Room for `nodes` nodes (a replay knows how many its body recorded last time).
+  void reserve(std::size_t nodes);
   std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) override;
   std::shared_ptr<EventImpl> record_at(ContextImpl& ctx, std::uint64_t seq) override;
   bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,

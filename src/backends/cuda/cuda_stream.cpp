@@ -304,16 +304,30 @@ bool CudaStream::can_record_as_node(const SimpleOp& op) const {
   // A memcpy or memset node does what cudaMemcpyAsync / cudaMemsetAsync do on device memory of
   // this device and pinned memory; pageable memory needs staging, and copies between pinned
   // blocks or to a peer take other paths in `copy` (a host function, peer access set-up).
-  auto reachable = [this](const void* p, bool& device) {
-    const auto info = classify(p);
+  // sluice's registry says where its own buffers lie; the runtime is asked about the others.
+  auto reachable = [this](const void* p, SimpleOp::Place place, int index, bool& device) {
+    PointerInfo info;
+    switch (place) {
+      case SimpleOp::Place::device:
+        info = {MemoryKind::device, index};
+        break;
+      case SimpleOp::Place::pinned:
+        info = {MemoryKind::pinned, -1};
+        break;
+      case SimpleOp::Place::pageable:
+        break;
+      case SimpleOp::Place::unknown:
+        info = classify(p);
+        break;
+    }
     device = info.kind == MemoryKind::device;
     return info.kind == MemoryKind::pinned || (device && info.device == device_);
   };
   bool dst_device = false;
-  if (!reachable(op.dst, dst_device)) return false;
+  if (!reachable(op.dst, op.dst_place, op.dst_device, dst_device)) return false;
   if (op.kind == SimpleOp::Kind::memset) return dst_device;
   bool src_device = false;
-  return reachable(op.src, src_device) && (dst_device || src_device);
+  return reachable(op.src, op.src_place, op.src_device, src_device) && (dst_device || src_device);
 }
 
 void CudaStream::abort_capture() noexcept {

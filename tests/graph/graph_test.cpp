@@ -453,6 +453,38 @@ TEST_P(GraphTest, LaunchAfterAUsedBufferWasDestroyedIsAnError) {
 
 // ---- capture ---------------------------------------------------------------------------------
 
+TEST_P(GraphTest, CapturedCopiesAndMemsetsAreNodesUpdatedInPlaceByReplays) {
+  auto ctx = make_context();
+  constexpr int n = 64;
+  DeviceBuffer<std::uint8_t> x(ctx, n), y(ctx, n), z(ctx, n);
+  {
+    Capture cap(ctx, "simple");
+    memset(ctx, x, 3);
+    copy(ctx, y, x);
+    Graph g = cap.end();
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_EQ(g.node(0).kind(), NodeKind::memset);
+    EXPECT_EQ(g.node(1).kind(), NodeKind::copy);
+    EXPECT_NE(g.dot().find("[" + ctx.name() + "]"), std::string::npos) << g.dot();
+  }
+  Replay replay;
+  std::vector<ReplayEvent> events;
+  replay.on_event([&](const ReplayEvent& e) { events.push_back(e); });
+  const auto before = graph::stats();
+  for (int i = 1; i <= 6; ++i) {  // the value, and every other time the destination, change
+    auto& dst = i % 2 == 0 ? y : z;
+    replay.run(ctx, "step", [&] {
+      memset(ctx, x, i);
+      copy(ctx, dst, x);
+    });
+    EXPECT_EQ(read(ctx, dst), std::vector<std::uint8_t>(n, static_cast<std::uint8_t>(i)));
+  }
+  ASSERT_EQ(events.size(), 1u);  // the first run only
+  EXPECT_EQ(events[0].kind, ReplayEvent::Kind::instantiated);
+  EXPECT_EQ(graph::stats().updates - before.updates, 5u);
+  EXPECT_EQ(graph::stats().instantiations - before.instantiations, 1u);
+}
+
 TEST_P(GraphTest, CaptureAcrossTwoContextsReplaysLikeEagerWork) {
   auto a = make_context();
   auto b = make_context();

@@ -46,6 +46,10 @@ class CaptureSink {
   /// was added.
   virtual bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
                     std::source_location loc) = 0;
+  /// Keeps `keeper` alive as long as the graph being recorded and every copy and executable of
+  /// it: the release of an object its nodes use that was destroyed during the capture (a
+  /// temporary such as an evaluated expression), which its launches go on using.
+  virtual void adopt(std::shared_ptr<void> keeper) = 0;
   /// An operation that cannot be captured: discards the capture and throws Error naming it.
   [[noreturn]] virtual void refuse(const ContextImpl& ctx, std::string_view what,
                                    std::source_location loc) = 0;

@@ -6,6 +6,8 @@
 //   y       the Y pattern with kernels that each fill a part of the GPU: out-of-order vs in-order
 //   matmul  the tiled matrix product (local memory, barriers) in GFLOP/s, cuBLAS SGEMM beside it
 //
+// Usage: sluice_bench_dataflow [JSON-PATH or -] [submit]; "submit" measures only the first.
+//
 // Compiled by nvcc through <sluice/dataflow_cuda.cuh>: the same kernels as examples 08 and 09,
 // on the GPU.
 
@@ -291,11 +293,15 @@ int main(int argc, char** argv) {
   }
   const sluice::Device dev{"cuda", 0};
   std::printf("%s\n", sluice::device_info(dev).name.c_str());
+  // argv[2] == "submit": only the submit costs (quick, for before/after rounds).
+  const bool all = argc < 3 || std::string(argv[2]) != "submit";
   bench_submit(dev);
-  bench_y(dev);
-  bench_matmul(dev, 1024);
-  bench_matmul(dev, 4096);
-  if (argc > 1) {
+  if (all) {
+    bench_y(dev);
+    bench_matmul(dev, 1024);
+    bench_matmul(dev, 4096);
+  }
+  if (argc > 1 && std::string(argv[1]) != "-") {
     std::ofstream(argv[1]) << "[\n" << json << "\n]\n";
   }
   return 0;

@@ -135,9 +135,20 @@ bool ContextImpl::defer_point(std::shared_ptr<DeferredPoint> p, std::uint64_t se
   return true;
 }
 
+std::shared_ptr<DeferredPoint> ContextImpl::spare_point() {
+  if (!spare_point_) return std::make_shared<DeferredPoint>();
+  spare_point_->event.reset();
+  return std::move(spare_point_);
+}
+
 void ContextImpl::flush_tail_point(std::source_location loc) {
-  // Held only by this context: nobody can ask for its event any more.
-  if (tail_point_.use_count() > 1 && !tail_point_->event) (void)record_locked(false, loc);
+  if (tail_point_.use_count() == 1) {
+    // Held only by this context: nobody can ask for its event any more, and nobody else can
+    // reach it, so it is reused.
+    spare_point_ = std::move(tail_point_);
+    return;
+  }
+  if (!tail_point_->event) (void)record_locked(false, loc);
   tail_point_.reset();
 }
 

@@ -112,6 +112,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// then still held by someone else, or by `point_event` before that. False while capturing
   /// (the caller records an event instead).
   [[nodiscard]] bool defer_point(std::shared_ptr<DeferredPoint> p, std::uint64_t seq);
+  /// Inside an enqueue function only: a point for `defer_point`, reusing one that every holder
+  /// gave up (so that issuing with a deferred point allocates nothing once warm).
+  [[nodiscard]] std::shared_ptr<DeferredPoint> spare_point();
   /// The event of a deferred point: recorded now if the point is still this context's last
   /// operation. A point given up by every holder before the next operation has none: then an
   /// event recorded now (covering later work too) stands in.
@@ -213,6 +216,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   // The deferred point of the last operation, if any, and the event last recorded at the end of
   // the work (shared by records with no operation between them).
   std::shared_ptr<DeferredPoint> tail_point_;
+  std::shared_ptr<DeferredPoint> spare_point_;
   std::shared_ptr<EventImpl> tail_event_;
   std::uint64_t tail_event_seq_ = 0;
   // Vector clock: per other timeline, the highest operation this context already waits for.

@@ -144,7 +144,7 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   for (const auto& e : s.waits) c.wait(e, loc);
   // The command group's end: an event is recorded for it only if its Event is still held when
   // the context issues its next operation, or is waited on or depended on before that.
-  auto point = std::make_shared<sluice::detail::DeferredPoint>();
+  std::shared_ptr<sluice::detail::DeferredPoint> point;
   std::uint64_t seq = 0;
   bool deferred = false;
   auto enqueue = [&] {
@@ -161,6 +161,7 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
                     loc);
       }
       seq = op.seq;
+      point = c.spare_point();
       deferred = c.defer_point(point, op.seq);
     });
   };
@@ -172,6 +173,7 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   }
   if (!deferred) {
     // No kernel (the group completes after its dependencies), or a capturing context.
+    point = std::make_shared<sluice::detail::DeferredPoint>();
     point->event = c.record(false, loc);
     seq = point->event->seq;
     point->seq = seq;

@@ -30,8 +30,9 @@ TEST_P(DeferredPointTest, AHeldPointGetsTheEventOfItsOperation) {
   issue_with_point(ctx, &flag, 1, p);
   const auto seq = p->seq;
   EXPECT_EQ(seq, ctx.impl().issued());
+  ctx.host_task([] {});  // the next operation: p's event is recorded before it
   Gate gate(device());
-  gate.block(ctx);  // the next operation: p's event is recorded before it
+  gate.block(ctx);
   auto e = ctx.impl().point_event(*p, std::source_location::current());
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->seq, seq);
@@ -72,24 +73,27 @@ TEST_P(DeferredPointTest, RecordsShareAnEventUntilTheNextOperation) {
   EXPECT_EQ(flag, 3);
 }
 
-TEST_P(DeferredPointTest, ADroppedPointCostsNoEvent) {
+TEST_P(DeferredPointTest, ADroppedPointCostsNoEventAndIsReused) {
   auto ctx = make_context();
   int flag = 0;
-  bool freed = false, had_event = true;
-  std::shared_ptr<detail::DeferredPoint> p(new detail::DeferredPoint,
-                                           [&](detail::DeferredPoint* d) {
-                                             freed = true;
-                                             had_event = d->event != nullptr;
-                                             delete d;
-                                           });
+  auto p = std::make_shared<detail::DeferredPoint>();
   issue_with_point(ctx, &flag, 4, p);
-  p.reset();  // only the context holds it now
-  EXPECT_FALSE(freed);
-  ctx.host_task([] {});  // the next operation lets it go, without recording an event
-  EXPECT_TRUE(freed);
-  EXPECT_FALSE(had_event);
+  std::weak_ptr<detail::DeferredPoint> watch = p;
+  p.reset();                 // only the context holds it now
+  ctx.host_task([] {});      // the next operation lets it go, without recording an event
+  auto kept = watch.lock();  // kept for reuse
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->event, nullptr);
+  kept.reset();
+  std::shared_ptr<detail::DeferredPoint> reused;
+  ctx.impl().enqueue("set", std::source_location::current(), [&](Stream& s, const OpInfo& op) {
+    s.host_task([&flag] { flag = 5; }, op);
+    reused = ctx.impl().spare_point();
+    EXPECT_TRUE(ctx.impl().defer_point(reused, op.seq));
+  });
+  EXPECT_EQ(reused, watch.lock());
   ctx.synchronize();
-  EXPECT_EQ(flag, 4);
+  EXPECT_EQ(flag, 5);
 }
 
 }  // namespace

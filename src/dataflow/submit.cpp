@@ -82,7 +82,9 @@ void add_dependency(SubmitState& s, const Event& e, std::source_location loc) {
   auto& ctx = *EventAccess::context(e);
   const std::uint64_t seq = EventAccess::seq(e);
   place(s, ctx.timeline(), seq);
-  if (&ctx == &s.ctx->impl() || ctx.completed() >= seq) return;  // issue order, or done
+  // On the same context, issue order covers it. Otherwise the wait also carries a failure of the
+  // event's group over to this one, so it is issued even when that group completed.
+  if (&ctx == &s.ctx->impl()) return;
   s.waits.push_back(ctx.point_event(*point, loc));
 }
 

@@ -46,6 +46,9 @@ class EventAccess;
 }  // namespace detail
 
 /// The completion of one command group. Cheap to copy; a default-constructed event is complete.
+/// A backend event is recorded for it only if it is still held when its context issues the next
+/// operation (or it is waited on or depended on before that): `q.submit(...)` whose event is
+/// dropped costs none. Either way it marks exactly the command group's end.
 class Event {
  public:
   Event() = default;

@@ -295,6 +295,19 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
       return;
     }
   }
+  if (a.mode == Access::read && !obj.shared && node == 0) {
+    // Likewise for a read over exactly one segment whose only reader is this context's earlier
+    // read: that mark moves forward (the latest read per timeline is all a segment keeps).
+    auto it = obj.segments.find(lo);
+    if (it != obj.segments.end() && it->second.end == hi && it->second.readers.size() == 1) {
+      auto& r = it->second.readers.front();
+      if (r.use_count() == 1 && r->timeline == ctx.timeline() && !r->event) {
+        r->seq = seq;
+        if (it->second.writer && complete(*it->second.writer)) it->second.writer.reset();
+        return;
+      }
+    }
+  }
   auto mark =
       std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
   if (obj.shared) {

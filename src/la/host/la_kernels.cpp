@@ -182,6 +182,7 @@ class HostLaKernels final : public LaKernels {
             run_fused(update);
           }
           if (a.mirror != nullptr) *a.mirror = *a.direction.sums.state;
+          if (a.running != nullptr) *a.running = a.direction.sums.state->stop == 0 ? 1 : 0;
         },
         op);
   }
@@ -189,6 +190,16 @@ class HostLaKernels final : public LaKernels {
   void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
                  const OpInfo& op) override {
     stream.host_task([dst, value] { *dst = value; }, op);
+  }
+
+  void running(Stream& stream, const LaKspState* state, std::int32_t* flag, LaKspState* mirror,
+               const OpInfo& op) override {
+    stream.host_task(
+        [state, flag, mirror] {
+          *flag = state->stop == 0 ? 1 : 0;
+          if (mirror != nullptr) *mirror = *state;
+        },
+        op);
   }
 
   void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) override {

@@ -254,12 +254,11 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
   }
   active_.store(false, std::memory_order_release);
   std::string unjoined;
-  {
-    std::lock_guard lock(mutex_);
-    // Every node a member ended on must lead into the origin's last nodes.
+  std::unique_lock lock(mutex_);
+  if (members_.size() > 1) {
+    // Every node a member ended on must lead into the origin's last nodes (a capture of one
+    // context, the common case of a replay, has nothing to check).
     const auto& g = *graph_;
-    std::vector<std::vector<std::uint32_t>> succ(g.nodes.size());
-    for (auto [a, b] : g.edges) succ[a].push_back(b);
     std::vector<char> reaches(g.nodes.size(), 0);
     std::vector<std::uint32_t> todo = members_.front().frontier;
     auto pred = predecessors(g);
@@ -284,6 +283,7 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
       if (!unjoined.empty()) break;
     }
   }
+  lock.unlock();  // release_members takes it
   release_members();
   if (!unjoined.empty()) {
     throw Error(Errc::invalid_state,

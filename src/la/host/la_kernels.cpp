@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
+#include "la/host/fused.hpp"
 #include "la/host/lanes.hpp"
+#include "la/host/simd.hpp"
 #include "la/host/stencil.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -99,6 +101,18 @@ void run_matvec(const LaMatvecArgs& a) {
   finish(a.sums, sums, m::matvec_sums(a.epilogue));
 }
 
+/// fused_chunk (fused.hpp) compiled for each instruction set (simd.hpp).
+template <LaFusedOp Op>
+void fused_baseline(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
+                    std::size_t hi, double* acc) {
+  fused_chunk<Op>(f, s, steps, lo, hi, acc);
+}
+template <LaFusedOp Op>
+SLUICE_TARGET_AVX2 void fused_avx2(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
+                                   std::size_t hi, double* acc) {
+  fused_chunk<Op>(f, s, steps, lo, hi, acc);
+}
+
 /// A fused solver step, run by the calling thread and the pool.
 void run_fused(const LaFusedArgs& f) {
   const bool dx = f.op == LaFusedOp::tf_dx;
@@ -106,18 +120,12 @@ void run_fused(const LaFusedArgs& f) {
   const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
+  const bool avx2 = SLUICE_HOST_HAVE_AVX2_BUILD && host_isa() == HostIsa::avx2;
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
+    constexpr LaFusedOp Op = decltype(o)::value;
+    const auto chunk = avx2 ? &fused_avx2<Op> : &fused_baseline<Op>;
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-      // The sums in local lanes and the arguments in a local copy: through `acc` and `f`, which
-      // may alias the vectors for all the compiler knows, every element would store and reload
-      // them.
-      Lanes lanes;
-      const LaFusedArgs g = f;
-      const double t[4] = {s[0], s[1], s[2], s[3]};
-      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) SLUICE_LANE_BODY {
-        m::fused_elem<decltype(o)::value>(g, t, steps, i, sums);
-      });
-      for (int k = 0; k < m::kMaxSums; ++k) acc[k] += lanes.total(k);
+      chunk(f, s, steps, lo, hi, acc);
     });
   });
   finish(f.sums, sums, m::fused_sums(f.op));

@@ -23,7 +23,7 @@ SLUICE_HOST_INLINE T norm_term(std::int32_t norm_type, const T& z, const T& r) {
   return norm_type == 1 ? z * z : norm_type == 2 ? r * r : splat<T>(0.0);
 }
 
-/// la_math::fused_elem<Op> at element i (T = double) or elements [i, i + 4) (T = V4).
+/// la_math::fused_elem<Op> at element i (T = double) or elements [i, i + 4) (T = V4 or V2x2).
 template <LaFusedOp Op, class T>
 SLUICE_HOST_INLINE void fused_at(const LaFusedArgs& f, const double* s, int steps, std::size_t i,
                                  T* acc) {
@@ -92,7 +92,7 @@ SLUICE_HOST_INLINE void fused_at(const LaFusedArgs& f, const double* s, int step
 
 /// Elements [lo, hi) (one chunk) of the fused step Op: the sums in lane order (lanes.hpp) added
 /// to acc[0, fused_sums(Op)).
-template <LaFusedOp Op>
+template <LaFusedOp Op, class V>
 SLUICE_HOST_INLINE void fused_chunk(const LaFusedArgs& f, const double* s, int steps,
                                     std::size_t lo, std::size_t hi, double* acc) {
   // The arguments and scalars in locals: through `f`, which may alias the vectors for all the
@@ -101,7 +101,7 @@ SLUICE_HOST_INLINE void fused_chunk(const LaFusedArgs& f, const double* s, int s
   const double t[4] = {s[0], s[1], s[2], s[3]};
   constexpr int kSums = la_math::fused_sums(Op);
   Lanes lanes;
-  over_lanes4<kSums>(lo, lo, hi, lanes, [&](std::size_t i, auto* sums) SLUICE_LANE_BODY {
+  over_lanes4<V, kSums>(lo, lo, hi, lanes, [&](std::size_t i, auto* sums) SLUICE_LANE_BODY {
     fused_at<Op>(g, t, steps, i, sums);
   });
   for (int k = 0; k < kSums; ++k) acc[k] += lanes.total(k);

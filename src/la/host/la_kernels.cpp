@@ -105,12 +105,12 @@ void run_matvec(const LaMatvecArgs& a) {
 template <LaFusedOp Op>
 void fused_baseline(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
                     std::size_t hi, double* acc) {
-  fused_chunk<Op>(f, s, steps, lo, hi, acc);
+  fused_chunk<Op, V2x2>(f, s, steps, lo, hi, acc);
 }
 template <LaFusedOp Op>
 SLUICE_TARGET_AVX2 void fused_avx2(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
                                    std::size_t hi, double* acc) {
-  fused_chunk<Op>(f, s, steps, lo, hi, acc);
+  fused_chunk<Op, V4>(f, s, steps, lo, hi, acc);
 }
 
 /// A fused solver step, run by the calling thread and the pool.

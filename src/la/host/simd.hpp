@@ -10,11 +10,11 @@
 // the AVX2 build rounds as the baseline one, the cuda kernels (--fmad=false) and the PETSc
 // transcription of the tests do.
 //
-// Kernels are written once as SLUICE_HOST_INLINE templates over the element type T (double or
-// V4) and instantiated twice by their callers: in a function with SLUICE_TARGET_AVX2 and in
-// one without; host_isa() picks one at run time from CPUID, so the library runs on any x86-64.
-// Only always-inline code is compiled for AVX2, so no out-of-line copy of a shared inline
-// function built for AVX2 can be picked by the linker for the baseline code.
+// Kernels are written once as SLUICE_HOST_INLINE templates over the element type T (double, V4
+// or V2x2) and instantiated twice by their callers: with V4 in a function with
+// SLUICE_TARGET_AVX2, with V2x2 in one without; host_isa() picks one at run time from CPUID, so the
+// library runs on any x86-64. Only always-inline code is compiled for AVX2, so no out-of-line copy
+// of a shared inline function built for AVX2 can be picked by the linker for the baseline code.
 
 #include <cstddef>
 #include <cstring>
@@ -44,10 +44,29 @@
 
 namespace sluice::detail::host {
 
-#if defined(__GNUC__)
-/// Four doubles, element-wise arithmetic (GCC and Clang vector extension).
+/// Four doubles, element-wise arithmetic (GCC and Clang vector extension): one AVX2 register.
 using V4 = double __attribute__((vector_size(32)));
-#endif
+/// Two doubles: one SSE2 register.
+using V2 = double __attribute__((vector_size(16)));
+
+/// Four doubles as two SSE2 registers, for the baseline build: GCC lowers V4 without AVX through
+/// memory (3 to 5 times slower than scalar code).
+struct V2x2 {
+  V2 lo, hi;
+};
+SLUICE_HOST_INLINE V2x2 operator+(const V2x2& a, const V2x2& b) {
+  return {a.lo + b.lo, a.hi + b.hi};
+}
+SLUICE_HOST_INLINE V2x2 operator-(const V2x2& a, const V2x2& b) {
+  return {a.lo - b.lo, a.hi - b.hi};
+}
+SLUICE_HOST_INLINE V2x2 operator*(const V2x2& a, const V2x2& b) {
+  return {a.lo * b.lo, a.hi * b.hi};
+}
+SLUICE_HOST_INLINE V2x2& operator+=(V2x2& a, const V2x2& b) {
+  a = a + b;
+  return a;
+}
 
 /// The instruction set the host la kernels run with.
 enum class HostIsa : unsigned char { baseline, avx2 };
@@ -66,8 +85,30 @@ template <class T>
 SLUICE_HOST_INLINE T splat(double c) {
   if constexpr (std::is_same_v<T, double>) {
     return c;
+  } else if constexpr (std::is_same_v<T, V2x2>) {
+    return {V2{c, c}, V2{c, c}};
   } else {
     return T{c, c, c, c};
+  }
+}
+
+/// The four values as a T (V4 or V2x2).
+template <class T>
+SLUICE_HOST_INLINE T make4(double a, double b, double c, double d) {
+  if constexpr (std::is_same_v<T, V2x2>) {
+    return {V2{a, b}, V2{c, d}};
+  } else {
+    return T{a, b, c, d};
+  }
+}
+
+/// Element l of four values.
+template <class T>
+SLUICE_HOST_INLINE double element(const T& v, int l) {
+  if constexpr (std::is_same_v<T, V2x2>) {
+    return l < 2 ? v.lo[l] : v.hi[l - 2];
+  } else {
+    return v[l];
   }
 }
 
@@ -75,6 +116,11 @@ template <class T>
 SLUICE_HOST_INLINE T load(const double* p) {
   if constexpr (std::is_same_v<T, double>) {
     return *p;
+  } else if constexpr (std::is_same_v<T, V2x2>) {
+    V2x2 v;
+    std::memcpy(&v.lo, p, sizeof v.lo);
+    std::memcpy(&v.hi, p + 2, sizeof v.hi);
+    return v;
   } else {
     T v;
     std::memcpy(&v, p, sizeof v);
@@ -86,6 +132,9 @@ template <class T>
 SLUICE_HOST_INLINE void store(double* p, const T& v) {
   if constexpr (std::is_same_v<T, double>) {
     *p = v;
+  } else if constexpr (std::is_same_v<T, V2x2>) {
+    std::memcpy(p, &v.lo, sizeof v.lo);
+    std::memcpy(p + 2, &v.hi, sizeof v.hi);
   } else {
     std::memcpy(p, &v, sizeof v);
   }
@@ -96,22 +145,23 @@ template <class P>
 using ElementOf = std::remove_cv_t<std::remove_pointer_t<P>>;
 
 /// over_lanes (lanes.hpp) four elements at a time: `body(i, acc)` is called with `acc` a
-/// `double*` (the lane of element i) for single elements and a `V4*` (the four lanes, one sum
-/// per V4) for the four elements from i, which then starts at lane 0. `NS` sums are kept.
-template <int NS, class Body>
+/// `double*` (the lane of element i) for single elements and a `V*` (V4 or V2x2: the four
+/// lanes, one sum per V) for the four elements from i, which then starts at lane 0. `NS` sums
+/// are kept.
+template <class V, int NS, class Body>
 SLUICE_HOST_INLINE void over_lanes4(std::size_t lo, std::size_t first, std::size_t last,
                                     Lanes& lanes, Body&& body) {
   std::size_t i = first;
   for (; i < last && ((i - lo) & 3) != 0; ++i) body(i, lanes.v[(i - lo) & 3]);
   if (i + 4 <= last) {
     constexpr int kS = NS > 0 ? NS : 1;
-    V4 acc[kS];
+    V acc[kS];
     for (int s = 0; s < kS; ++s) {
-      acc[s] = V4{lanes.v[0][s], lanes.v[1][s], lanes.v[2][s], lanes.v[3][s]};
+      acc[s] = make4<V>(lanes.v[0][s], lanes.v[1][s], lanes.v[2][s], lanes.v[3][s]);
     }
     for (; i + 4 <= last; i += 4) body(i, acc);
     for (int s = 0; s < kS; ++s) {
-      for (int l = 0; l < 4; ++l) lanes.v[l][s] = acc[s][l];
+      for (int l = 0; l < 4; ++l) lanes.v[l][s] = element(acc[s], l);
     }
   }
   for (; i < last; ++i) body(i, lanes.v[(i - lo) & 3]);

@@ -17,7 +17,7 @@ namespace sluice::detail::host {
 
 /// A product's input (la_math::MatvecInput) with its form fixed at compile time: X2, x2 is
 /// present; RV, the right scaling is a vector. The same expressions as MatvecInput, for one
-/// element (T = double) or four (T = V4, simd.hpp).
+/// element (T = double) or four (T = V4 or V2x2, simd.hpp).
 template <bool X2, bool RV>
 struct FixedInput {
   const double* x;
@@ -53,7 +53,7 @@ struct FixedInput {
 inline constexpr std::int64_t kPiece = 512;
 
 /// out[k] = row (i0 + k) of stencil K for the points ix0 + k of one x line at (iy, iz), k < len.
-template <LaStencilKind K, class In>
+template <LaStencilKind K, class V, class In>
 SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int64_t ix0,
                                      std::int64_t len, std::int64_t iy, std::int64_t iz,
                                      std::int64_t i0, double* out) {
@@ -81,7 +81,7 @@ SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int6
       if constexpr (seven) acc += in.template at<T>(i + sz);
       store(out + k, splat<T>(rs) * (splat<T>(nb) * acc + splat<T>(ce) * in.template at<T>(i)));
     };
-    for (; k + 4 <= last; k += 4) rows(static_cast<V4*>(nullptr));
+    for (; k + 4 <= last; k += 4) rows(static_cast<V*>(nullptr));
     for (; k < last; ++k) rows(static_cast<double*>(nullptr));
   }
   for (; k < len; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
@@ -93,7 +93,7 @@ SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int6
 /// change them for all the compiler knows). The same expressions as finish_row and
 /// la_math::epilogue, four rows at a time; each row's term is added to its lane of `lanes`
 /// (lanes.hpp).
-template <LaEpilogue E, bool LV, bool XO, class In>
+template <LaEpilogue E, bool LV, bool XO, class V, class In>
 SLUICE_HOST_INLINE void finish_rows(const LaMatvecArgs& a, const In& in, double scalar,
                                     const double* out, std::int64_t len, std::int64_t i0,
                                     std::int64_t lo, Lanes& lanes) {
@@ -104,31 +104,32 @@ SLUICE_HOST_INLINE void finish_rows(const LaMatvecArgs& a, const In& in, double 
   const double lc = a.left.c;
   const auto first = static_cast<std::size_t>(i0);
   constexpr int kSums = E == LaEpilogue::store_dot || E == LaEpilogue::residual ? 1 : 0;
-  over_lanes4<kSums>(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len),
-                     lanes, [&](std::size_t u, auto* acc) SLUICE_LANE_BODY {
-                       using T = ElementOf<decltype(acc)>;
-                       const auto i = static_cast<std::int64_t>(u);
-                       if constexpr (XO) store(x_out + i, in.template raw_at<T>(i));
-                       const T v = (LV ? load<T>(lv + i) : splat<T>(lc)) * load<T>(out + (i - i0));
-                       if constexpr (E == LaEpilogue::store) {
-                         store(y + i, v);
-                       } else if constexpr (E == LaEpilogue::add) {
-                         store(y + i, v + load<T>(z + i));
-                       } else if constexpr (E == LaEpilogue::sub) {
-                         store(y + i, load<T>(z + i) - v);
-                       } else if constexpr (E == LaEpilogue::store_dot) {
-                         store(y + i, v);
-                         acc[0] += v * load<T>(z + i);
-                       } else {
-                         const T r = load<T>(y + i) - splat<T>(scalar) * v;
-                         store(y + i, r);
-                         acc[0] += r * r;
-                       }
-                     });
+  over_lanes4<V, kSums>(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len),
+                        lanes, [&](std::size_t u, auto* acc) SLUICE_LANE_BODY {
+                          using T = ElementOf<decltype(acc)>;
+                          const auto i = static_cast<std::int64_t>(u);
+                          if constexpr (XO) store(x_out + i, in.template raw_at<T>(i));
+                          const T v =
+                              (LV ? load<T>(lv + i) : splat<T>(lc)) * load<T>(out + (i - i0));
+                          if constexpr (E == LaEpilogue::store) {
+                            store(y + i, v);
+                          } else if constexpr (E == LaEpilogue::add) {
+                            store(y + i, v + load<T>(z + i));
+                          } else if constexpr (E == LaEpilogue::sub) {
+                            store(y + i, load<T>(z + i) - v);
+                          } else if constexpr (E == LaEpilogue::store_dot) {
+                            store(y + i, v);
+                            acc[0] += v * load<T>(z + i);
+                          } else {
+                            const T r = load<T>(y + i) - splat<T>(scalar) * v;
+                            store(y + i, r);
+                            acc[0] += r * r;
+                          }
+                        });
 }
 
 /// Rows [p0, p0 + len) of the stencil product K into out[0, len), a line segment at a time.
-template <LaStencilKind K, class In>
+template <LaStencilKind K, class V, class In>
 SLUICE_HOST_INLINE void stencil_piece(const LaStencil& s, const In& in, std::int64_t p0,
                                       std::int64_t len, double* out) {
   std::int64_t ix = p0 % s.nx;
@@ -136,7 +137,7 @@ SLUICE_HOST_INLINE void stencil_piece(const LaStencil& s, const In& in, std::int
   std::int64_t iz = p0 / (s.nx * s.ny);
   for (std::int64_t k = 0; k < len;) {
     const std::int64_t seg = std::min(len - k, s.nx - ix);
-    stencil_line<K>(s, in, ix, seg, iy, iz, p0 + k, out + k);
+    stencil_line<K, V>(s, in, ix, seg, iy, iz, p0 + k, out + k);
     k += seg;
     ix += seg;
     if (ix == s.nx) {
@@ -154,23 +155,23 @@ SLUICE_HOST_INLINE void stencil_piece(const LaStencil& s, const In& in, std::int
 template <LaStencilKind K, class In>
 void piece_baseline(const LaStencil& s, const In& in, std::int64_t p0, std::int64_t len,
                     double* out) {
-  stencil_piece<K>(s, in, p0, len, out);
+  stencil_piece<K, V2x2>(s, in, p0, len, out);
 }
 template <LaStencilKind K, class In>
 SLUICE_TARGET_AVX2 void piece_avx2(const LaStencil& s, const In& in, std::int64_t p0,
                                    std::int64_t len, double* out) {
-  stencil_piece<K>(s, in, p0, len, out);
+  stencil_piece<K, V4>(s, in, p0, len, out);
 }
 template <LaEpilogue E, bool LV, bool XO, class In>
 void finish_baseline(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
                      std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
-  finish_rows<E, LV, XO>(a, in, scalar, out, len, i0, lo, lanes);
+  finish_rows<E, LV, XO, V2x2>(a, in, scalar, out, len, i0, lo, lanes);
 }
 template <LaEpilogue E, bool LV, bool XO, class In>
 SLUICE_TARGET_AVX2 void finish_avx2(const LaMatvecArgs& a, const In& in, double scalar,
                                     const double* out, std::int64_t len, std::int64_t i0,
                                     std::int64_t lo, Lanes& lanes) {
-  finish_rows<E, LV, XO>(a, in, scalar, out, len, i0, lo, lanes);
+  finish_rows<E, LV, XO, V4>(a, in, scalar, out, len, i0, lo, lanes);
 }
 
 /// Calls `fn(std::integral_constant<LaEpilogue, E>, std::bool_constant<LV>,

@@ -107,4 +107,26 @@ SLUICE_HOST_INLINE void fused_chunk(const LaFusedArgs& f, const double* s, int s
   for (int k = 0; k < kSums; ++k) acc[k] += lanes.total(k);
 }
 
+/// fused_chunk compiled for each instruction set (simd.hpp).
+template <LaFusedOp Op>
+void fused_baseline(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
+                    std::size_t hi, double* acc) {
+  fused_chunk<Op, V2x2>(f, s, steps, lo, hi, acc);
+}
+template <LaFusedOp Op>
+SLUICE_TARGET_AVX2 void fused_avx2(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
+                                   std::size_t hi, double* acc) {
+  fused_chunk<Op, V4>(f, s, steps, lo, hi, acc);
+}
+
+using FusedChunk = void (*)(const LaFusedArgs&, const double*, int, std::size_t, std::size_t,
+                            double*);
+
+/// The chunk function of step Op for the instruction set `isa`.
+template <LaFusedOp Op>
+FusedChunk fused_chunk_for(HostIsa isa) {
+  return SLUICE_HOST_HAVE_AVX2_BUILD && isa == HostIsa::avx2 ? &fused_avx2<Op>
+                                                             : &fused_baseline<Op>;
+}
+
 }  // namespace sluice::detail::host

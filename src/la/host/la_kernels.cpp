@@ -101,18 +101,6 @@ void run_matvec(const LaMatvecArgs& a) {
   finish(a.sums, sums, m::matvec_sums(a.epilogue));
 }
 
-/// fused_chunk (fused.hpp) compiled for each instruction set (simd.hpp).
-template <LaFusedOp Op>
-void fused_baseline(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
-                    std::size_t hi, double* acc) {
-  fused_chunk<Op, V2x2>(f, s, steps, lo, hi, acc);
-}
-template <LaFusedOp Op>
-SLUICE_TARGET_AVX2 void fused_avx2(const LaFusedArgs& f, const double* s, int steps, std::size_t lo,
-                                   std::size_t hi, double* acc) {
-  fused_chunk<Op, V4>(f, s, steps, lo, hi, acc);
-}
-
 /// A fused solver step, run by the calling thread and the pool.
 void run_fused(const LaFusedArgs& f) {
   const bool dx = f.op == LaFusedOp::tf_dx;
@@ -120,10 +108,8 @@ void run_fused(const LaFusedArgs& f) {
   const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
-  const bool avx2 = SLUICE_HOST_HAVE_AVX2_BUILD && host_isa() == HostIsa::avx2;
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
-    constexpr LaFusedOp Op = decltype(o)::value;
-    const auto chunk = avx2 ? &fused_avx2<Op> : &fused_baseline<Op>;
+    const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa());
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
       chunk(f, s, steps, lo, hi, acc);
     });

@@ -7,6 +7,8 @@ namespace sluice::detail::host {
 
 bool host_cpu_has_avx2() noexcept {
 #if SLUICE_HOST_HAVE_AVX2_BUILD
+  // libgcc's CPUID check, which also asks the OS whether it saves the AVX registers (XGETBV).
+  __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 #else
   return false;

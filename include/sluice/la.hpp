@@ -354,6 +354,12 @@ enum class SolveMode : std::uint8_t {
   /// `check_every` iterations (overlapped with the next block). Kernels issued past convergence
   /// do nothing, so the iterates, counts and history equal sync's.
   async,
+  /// Async mode's kernels recorded once into a graph (sluice/graph.hpp) per solver, operator,
+  /// vectors and options, and relaunched: the set-up, then a while node whose body is a block of
+  /// `check_every` iterations and whose condition the device state keeps (the convergence test
+  /// runs on the device). The host takes part only at the launch and the final read. Later
+  /// solves with other vectors update the executable in place. Counts and history equal sync's.
+  graph,
 };
 
 /// Why a solve stopped: PETSc's KSPConvergedReason values and names.

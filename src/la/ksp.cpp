@@ -1,4 +1,4 @@
-// Krylov solvers: PETSc's CG and TFQMR, in sync and async modes (sluice/la.hpp).
+// Krylov solvers: PETSc's CG and TFQMR, in sync, async and graph modes (sluice/la.hpp).
 //
 // Both modes issue the same fused kernels in the same order; they differ in where the scalar
 // logic runs (src/la/ksp_logic.hpp). In sync mode each reduction's sums land in pinned memory,
@@ -14,16 +14,22 @@
 // device's work). With fixed_iterations there is nothing to decide early: all iterations are
 // queued and only the final state is read. A block of iterations is a fixed sequence of kernels
 // with fixed arguments (no host decision, no iteration number in any argument), so it can be
-// captured into a graph and replayed unchanged.
+// captured into a graph and replayed unchanged: graph mode records the set-up, a while node
+// whose body is such a block (ending with the "running" flag from the device state) and the
+// final read of the state, once per key (every address, tracker id and option the kernels were
+// given), and relaunches it; the host issues one operation and waits once.
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include "la/ksp_logic.hpp"
 #include "la/mat.hpp"
 #include "sluice/event.hpp"
+#include "sluice/graph.hpp"
 
 namespace sluice {
 
@@ -91,8 +97,8 @@ constexpr std::pair<std::string_view, KspNormType> kNormTypes[] = {
     {"preconditioned", KspNormType::preconditioned},
     {"unpreconditioned", KspNormType::unpreconditioned},
     {"natural", KspNormType::natural}};
-constexpr std::pair<std::string_view, SolveMode> kModes[] = {{"sync", SolveMode::sync},
-                                                             {"async", SolveMode::async}};
+constexpr std::pair<std::string_view, SolveMode> kModes[] = {
+    {"sync", SolveMode::sync}, {"async", SolveMode::async}, {"graph", SolveMode::graph}};
 }  // namespace
 
 KspType parse_ksp_type(std::string_view n) {
@@ -135,6 +141,11 @@ struct Ksp::Work {
   PinnedBuffer<LaKspState> slots;  // async: snapshots
   PinnedBuffer<double> sums;       // sync: the sums of the last reduction
   std::vector<double> host_hist;   // sync: the residual history
+  Managed<std::int32_t> running;   // graph: the while node's condition
+  /// graph: the recorded solve and what it was recorded for (every address, tracker id and
+  /// option its kernels were given); a solve with another key updates or re-instantiates it.
+  std::vector<std::uint64_t> graph_key;
+  std::optional<GraphExec> graph;
 };
 
 namespace {
@@ -165,10 +176,16 @@ class Run {
         ctx_(ctx),
         loc_(loc),
         k_(kernels(ctx, loc)),
-        async_(o.mode == SolveMode::async) {}
+        async_(o.mode != SolveMode::sync),
+        graph_(o.mode == SolveMode::graph) {}
 
   KspResult solve() {
     prepare();
+    if (graph_) {
+      run_graph();
+      return finish();
+    }
+    upload_state();
     if (o_.type == KspType::cg) {
       cg_setup();
       if (async_) {
@@ -188,17 +205,7 @@ class Run {
         while (st_.stop == 0 && tf_iteration()) {
         }
       }
-      if (right_) {  // x = x0 + B y: back from the preconditioned variable
-        LaFusedArgs f = fused_args(LaFusedOp::unwind);
-        f.x = x_.data();
-        f.t = w_.y.data();
-        f.pc = pc_;
-        Accesses acc;
-        acc.read_write(x_.object_id()).read(w_.y.object_id());
-        read_pc(acc);
-        issue(ctx_, acc, "KSP unwind preconditioner", loc_,
-              [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
-      }
+      if (right_) unwind();
     }
     return finish();
   }
@@ -269,10 +276,6 @@ class Run {
       w_.device = ctx_.device();
       st_.hist = w_.hist.data();
       dst_ = w_.state.data();
-      Accesses acc;
-      acc.write(w_.state.object_id());
-      issue(ctx_, acc, "KSP state", loc_,
-            [&](Stream& s, const OpInfo& op) { k_.set_state(s, dst_, st_, op); });
     } else {
       if (w_.sums.size() == 0 || w_.device != ctx_.device()) {
         w_.sums = PinnedBuffer<double>(ctx_.device(), la_math::kMaxSums, loc_);
@@ -281,6 +284,28 @@ class Run {
       w_.host_hist.assign(w_.hist_cap, 0.0);
       st_.hist = w_.host_hist.data();
     }
+  }
+
+  /// Async and graph modes: the device state's initial value (st_ travels with the operation).
+  void upload_state() {
+    if (!async_) return;
+    Accesses acc;
+    acc.write(w_.state.object_id());
+    issue(ctx_, acc, "KSP state", loc_,
+          [&](Stream& s, const OpInfo& op) { k_.set_state(s, dst_, st_, op); });
+  }
+
+  /// TFQMR with right preconditioning: x = x0 + B y, back from the preconditioned variable.
+  void unwind() {
+    LaFusedArgs f = fused_args(LaFusedOp::unwind);
+    f.x = x_.data();
+    f.t = w_.y.data();
+    f.pc = pc_;
+    Accesses acc;
+    acc.read_write(x_.object_id()).read(w_.y.object_id());
+    read_pc(acc);
+    issue(ctx_, acc, "KSP unwind preconditioner", loc_,
+          [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
   }
 
   void diagonal_into(Vec& d) {
@@ -710,6 +735,127 @@ class Run {
     // A queued block past the stop does nothing; its snapshot is not needed.
   }
 
+  // ---- graph driver ----
+
+  /// Iterations per trip of the while node: the check interval (a fixed-iteration solve: all
+  /// of them, up to kFixedBlock), even for CG (a block of an even number of iterations leaves
+  /// the directions where it found them, so every trip is the same graph).
+  [[nodiscard]] int graph_block() const {
+    int k = o_.fixed_iterations ? std::min(o_.max_it, kFixedBlock)
+                                : std::min(check_interval(o_, A_.is_stencil), o_.max_it);
+    if (o_.type == KspType::cg && k % 2 != 0) ++k;
+    return k;
+  }
+
+  /// What the recorded graph depends on: a solve with the same key launches it unchanged.
+  [[nodiscard]] std::vector<std::uint64_t> graph_key() const {
+    std::vector<std::uint64_t> key;
+    auto add = [&key](auto v) { key.push_back(static_cast<std::uint64_t>(v)); };
+    auto add_ptr = [&](const void* p, ObjectId id) {
+      add(reinterpret_cast<std::uintptr_t>(p));
+      add(id);
+    };
+    for (const Vec* v :
+         std::initializer_list<const Vec*>{&b_, &x_, &w_.r, &w_.z, &w_.p, &w_.p2, &w_.w, &w_.rp,
+                                           &w_.v, &w_.t, &w_.q, &w_.u, &w_.d, &w_.y, &w_.invdiag}) {
+      add_ptr(v->empty() ? nullptr : v->data(), v->empty() ? 0 : v->object_id());
+    }
+    add_ptr(w_.state.data(), w_.state.object_id());
+    add_ptr(w_.hist.data(), w_.hist.object_id());
+    add_ptr(w_.slots.data(), w_.slots.object_id());
+    add_ptr(w_.running.device_ptr(), w_.running.object_id());
+    add_ptr(&A_, 0);
+    // The context: on cuda the la reductions captured from it use its stream's scratch, so the
+    // graph is relaunched only on the context it was recorded from.
+    add_ptr(&ctx_.impl(), 0);
+    Accesses acc;
+    A_.read_by(acc);
+    for (const auto& a : acc.span()) add(a.id);
+    add(static_cast<int>(o_.type));
+    add(static_cast<int>(o_.pc));
+    add(static_cast<int>(o_.norm_type));
+    for (double d : {o_.rtol, o_.atol, o_.dtol}) add(std::bit_cast<std::uint64_t>(d));
+    add(o_.max_it);
+    add(o_.fixed_iterations);
+    add(o_.initial_guess_nonzero);
+    add(graph_block());
+    return key;
+  }
+
+  /// Records `body`'s operations on ctx into a graph.
+  template <class Body>
+  Graph record(const std::string& name, Body&& body) {
+    Capture capture(ctx_, name, loc_);
+    body();
+    return capture.end(loc_);
+  }
+
+  /// The solve as a graph: the set-up, a while node over blocks of iterations (each ending with
+  /// the running flag from the device state), the tail and the final state into pinned slot 0.
+  Graph record_solve() {
+    const bool cg = o_.type == KspType::cg;
+    const std::string name = cg ? "KSPSolve_CG" : "KSPSolve_TFQMR";
+    const int k = graph_block();
+    std::int32_t* flag = w_.running.write_ptr(ctx_, loc_);
+    auto running = [&] {
+      Accesses acc;
+      acc.read(w_.state.object_id()).write(w_.running.object_id());
+      issue(ctx_, acc, "KSP running", loc_,
+            [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, op); });
+    };
+    Graph setup = record(name + " set-up", [&] {
+      upload_state();
+      cg ? cg_setup() : tf_setup();
+      running();
+    });
+    Graph body = record(name + " iterations", [&] {
+      if (cg) {
+        cg_iterations(k, -1);
+      } else {
+        for (int i = 0; i < k; ++i) tf_iteration();
+      }
+      running();
+    });
+    Graph tail = record(name + " end", [&] {
+      if (right_) unwind();
+      detail::copy_bytes(ctx_, w_.slots.data(), dst_, sizeof(LaKspState), loc_);
+    });
+    Graph g(name);
+    const Node first = g.add_child(setup, {.name = name + " set-up"});
+    const Node loop = g.add_while(
+        w_.running, body,
+        {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
+    g.add_child(tail, {.name = name + " end", .after = {loop}});
+    return g;
+  }
+
+  /// Graph mode: records the solve (or updates the recorded one in place for new vectors),
+  /// launches it as one operation and reads the final state.
+  void run_graph() {
+    if (w_.running.device() && *w_.running.device() != ctx_.device()) w_.running = {};
+    if (w_.running.object_id() == 0) (void)w_.running.write_ptr(ctx_, loc_);
+    auto key = graph_key();
+    if (!w_.graph || w_.graph->device() != ctx_.device() || w_.graph_key != key) {
+      w_.graph_key.clear();
+      Graph g = record_solve();
+      bool updated = false;
+      if (w_.graph && w_.graph->device() == ctx_.device()) {
+        try {
+          w_.graph->update(g, loc_);
+          updated = true;
+        } catch (const Error&) {  // another topology (options changed): instantiate anew
+        }
+      }
+      if (!updated) w_.graph.emplace(g, ctx_.device(), loc_);
+      w_.graph_key = std::move(key);
+    }
+    wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(0), loc_);
+    w_.graph->launch(ctx_, loc_);
+    Snapshot s;
+    s.event.record(ctx_, loc_);
+    read(s);
+  }
+
   // ---- monitor, history, result ----
 
   [[nodiscard]] int iteration_of(int entry) const {
@@ -770,7 +916,8 @@ class Run {
   Context ctx_;
   std::source_location loc_;
   LaKernels& k_;
-  bool async_;
+  bool async_;  // the scalars live in the device state (async and graph modes)
+  bool graph_;
   bool right_ = false;
   LaDiag pc_, left_pc_, right_pc_;
   LaKspState st_;

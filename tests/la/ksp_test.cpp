@@ -1,5 +1,6 @@
 // Krylov solvers: PETSc's iteration counts, reasons and histories (against the transcription in
-// la_reference.hpp), sync and async giving the same iterates, known solutions, bad input.
+// la_reference.hpp), sync, async and graph modes giving the same iterates, known solutions, bad
+// input.
 
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "backend_param.hpp"
 #include "la_reference.hpp"
+#include "sluice/graph.hpp"
 #include "sluice/la.hpp"
 
 namespace sluice::test {
@@ -37,7 +39,9 @@ class KspTest : public BackendTest {
 
   void check_real_matrices(std::initializer_list<const char*> names, int cap = 600);
 
-  /// Solves with `o` in both modes and checks them against each other and the reference.
+  static constexpr SolveMode kModes[] = {SolveMode::sync, SolveMode::async, SolveMode::graph};
+
+  /// Solves with `o` in every mode and checks them against each other and the reference.
   void check_against_reference(const Mat& A, const std::vector<double>& hb, KspOptions o,
                                const std::string& label) {
     SCOPED_TRACE(label);
@@ -49,21 +53,24 @@ class KspTest : public BackendTest {
     if (is_host()) eo.dot_order = ref::SumOrder::host_chunks;
     const auto expect = o.type == KspType::cg ? ref::cg(csr, hb, eo) : ref::tfqmr(csr, hb, eo);
     o.history = true;
-    KspResult results[2];
-    std::vector<double> xs[2];
-    for (int m = 0; m < 2; ++m) {
-      o.mode = m == 0 ? SolveMode::sync : SolveMode::async;
+    KspResult results[3];
+    std::vector<double> xs[3];
+    for (int m = 0; m < 3; ++m) {
+      o.mode = kModes[m];
       Vec x(ctx, hb.size());
       Ksp ksp(A, o);
       results[m] = ksp.solve(b, x);
       xs[m] = x.to_vector();
     }
-    // The two modes: the same kernels, the same scalars, so the same bits.
-    EXPECT_EQ(results[0].iterations, results[1].iterations);
-    EXPECT_EQ(results[0].reason, results[1].reason);
-    EXPECT_EQ(results[0].history, results[1].history);
-    EXPECT_EQ(results[0].residual_norm, results[1].residual_norm);
-    EXPECT_EQ(xs[0], xs[1]) << "sync and async iterates differ";
+    // The modes: the same kernels, the same scalars, so the same bits.
+    for (int m = 1; m < 3; ++m) {
+      SCOPED_TRACE(to_string(kModes[m]));
+      EXPECT_EQ(results[0].iterations, results[m].iterations);
+      EXPECT_EQ(results[0].reason, results[m].reason);
+      EXPECT_EQ(results[0].history, results[m].history);
+      EXPECT_EQ(results[0].residual_norm, results[m].residual_norm);
+      EXPECT_EQ(xs[0], xs[m]) << "sync and " << to_string(kModes[m]) << " iterates differ";
+    }
 
     // PETSc's algorithm. On the host backend the sums run in the reference's order (rows first
     // to last, dots and norms in the backend's chunks), so the counts are exact.
@@ -237,21 +244,25 @@ TEST_P(KspTest, AsyncMatchesSyncForEveryCheckInterval) {
     const auto want = sync_ksp.solve(b, xs);
     const auto want_x = xs.to_vector();
     EXPECT_TRUE(want.converged());
-    for (int k : {1, 2, 3, 8, 13, 1000}) {
-      SCOPED_TRACE("check_every " + std::to_string(k));
-      o.mode = SolveMode::async;
-      o.check_every = k;
-      Vec x(ctx, b.size());
-      Ksp ksp(A, o);
-      const auto got = ksp.solve(b, x);
-      EXPECT_EQ(got.iterations, want.iterations);
-      EXPECT_EQ(got.reason, want.reason);
-      EXPECT_EQ(got.history, want.history);
-      EXPECT_EQ(x.to_vector(), want_x);
-      // Solving again with the same object reuses its work space and gives the same result.
-      const auto again = ksp.solve(b, x);
-      EXPECT_EQ(again.iterations, want.iterations);
-      EXPECT_EQ(x.to_vector(), want_x);
+    for (auto mode : {SolveMode::async, SolveMode::graph}) {
+      for (int k : {1, 2, 3, 8, 13, 1000}) {
+        SCOPED_TRACE(std::string(to_string(mode)) + " check_every " + std::to_string(k));
+        o.mode = mode;
+        o.check_every = k;
+        Vec x(ctx, b.size());
+        Ksp ksp(A, o);
+        const auto got = ksp.solve(b, x);
+        EXPECT_EQ(got.iterations, want.iterations);
+        EXPECT_EQ(got.reason, want.reason);
+        EXPECT_EQ(got.history, want.history);
+        EXPECT_EQ(x.to_vector(), want_x);
+        // Solving again with the same object reuses its work space (graph: relaunches the
+        // recorded solve) and gives the same result.
+        const auto again = ksp.solve(b, x);
+        EXPECT_EQ(again.iterations, want.iterations);
+        EXPECT_EQ(again.history, want.history);
+        EXPECT_EQ(x.to_vector(), want_x);
+      }
     }
   }
 }
@@ -319,10 +330,10 @@ TEST_P(KspTest, AsyncCgBlocksMatchSyncOnEveryStencil) {
                    .fixed_iterations = var.fixed,
                    .check_every = var.check_every,
                    .history = true};
-      KspResult r[2];
-      std::vector<double> x_of[2];
-      for (int m = 0; m < 2; ++m) {
-        o.mode = m == 0 ? SolveMode::sync : SolveMode::async;
+      KspResult r[3];
+      std::vector<double> x_of[3];
+      for (int m = 0; m < 3; ++m) {
+        o.mode = kModes[m];
         Vec x(ctx, n);
         r[m] = Ksp(A, o).solve(b, x);
         x_of[m] = x.to_vector();
@@ -334,10 +345,13 @@ TEST_P(KspTest, AsyncCgBlocksMatchSyncOnEveryStencil) {
             << to_string(r[0].reason);
         EXPECT_GT(r[0].iterations, 2 * var.check_every);
       }
-      EXPECT_EQ(r[1].iterations, r[0].iterations);
-      EXPECT_EQ(r[1].reason, r[0].reason);
-      EXPECT_EQ(r[1].history, r[0].history);
-      EXPECT_EQ(x_of[1], x_of[0]);
+      for (int m = 1; m < 3; ++m) {
+        SCOPED_TRACE(to_string(kModes[m]));
+        EXPECT_EQ(r[m].iterations, r[0].iterations);
+        EXPECT_EQ(r[m].reason, r[0].reason);
+        EXPECT_EQ(r[m].history, r[0].history);
+        EXPECT_EQ(x_of[m], x_of[0]);
+      }
     }
   }
 }
@@ -347,19 +361,17 @@ TEST_P(KspTest, FixedIterations) {
   auto A = Mat::stencil(ctx, Stencil::d2p5, 64, 64);
   auto b = rhs(A, ones(64 * 64), ctx);
   for (auto type : {KspType::cg, KspType::tfqmr}) {
-    std::vector<double> x_of[2];
-    for (int m = 0; m < 2; ++m) {
+    std::vector<double> x_of[3];
+    for (int m = 0; m < 3; ++m) {
       Vec x(ctx, b.size());
-      Ksp ksp(A, {.type = type,
-                  .max_it = 20,
-                  .fixed_iterations = true,
-                  .mode = m == 0 ? SolveMode::sync : SolveMode::async});
+      Ksp ksp(A, {.type = type, .max_it = 20, .fixed_iterations = true, .mode = kModes[m]});
       const auto r = ksp.solve(b, x);
       EXPECT_EQ(r.iterations, 20);
       EXPECT_EQ(r.reason, ConvergedReason::converged_its);
       x_of[m] = x.to_vector();
     }
     EXPECT_EQ(x_of[0], x_of[1]);
+    EXPECT_EQ(x_of[0], x_of[2]);
     // Without norms at all (PETSc: KSP_NORM_NONE with KSPConvergedSkip).
     Vec x(ctx, b.size());
     Ksp ksp(A,
@@ -374,32 +386,31 @@ TEST_P(KspTest, FixedIterations) {
   // leaves as sync's.
   auto small = Mat::stencil(ctx, Stencil::d2p5, 2, 2);
   auto c = rhs(small, {1.0, 2.0, 3.0, 4.0}, ctx);
-  KspResult r[2];
-  for (int m = 0; m < 2; ++m) {
+  KspResult r[3];
+  for (int m = 0; m < 3; ++m) {
     Vec x(ctx, c.size());
-    r[m] = Ksp(small, {.max_it = 100,
-                       .fixed_iterations = true,
-                       .mode = m == 0 ? SolveMode::sync : SolveMode::async})
-               .solve(c, x);
+    r[m] = Ksp(small, {.max_it = 100, .fixed_iterations = true, .mode = kModes[m]}).solve(c, x);
   }
   EXPECT_LT(r[0].iterations, 64);
-  EXPECT_EQ(r[1].iterations, r[0].iterations);
-  EXPECT_EQ(r[1].reason, r[0].reason);
-  EXPECT_EQ(r[1].residual_norm, r[0].residual_norm);
+  for (int m = 1; m < 3; ++m) {
+    EXPECT_EQ(r[m].iterations, r[0].iterations);
+    EXPECT_EQ(r[m].reason, r[0].reason);
+    EXPECT_EQ(r[m].residual_norm, r[0].residual_norm);
+  }
 }
 
-TEST_P(KspTest, MonitorSeesTheHistoryInBothModes) {
+TEST_P(KspTest, MonitorSeesTheHistoryInEveryMode) {
   auto ctx = make_context();
   auto A = Mat::stencil(ctx, Stencil::d2p5, 30, 30);
   auto b = rhs(A, ones(900), ctx);
   for (auto type : {KspType::cg, KspType::tfqmr}) {
-    std::vector<std::pair<int, double>> seen[2];
-    KspResult results[2];
-    for (int m = 0; m < 2; ++m) {
+    std::vector<std::pair<int, double>> seen[3];
+    KspResult results[3];
+    for (int m = 0; m < 3; ++m) {
       std::vector<std::pair<int, Managed<double>>> values;
       KspOptions o{.type = type,
                    .rtol = 1e-6,
-                   .mode = m == 0 ? SolveMode::sync : SolveMode::async,
+                   .mode = kModes[m],
                    .check_every = 5,
                    .history = true,
                    .monitor = [&](int it, const Managed<double>& rnorm) {
@@ -410,6 +421,7 @@ TEST_P(KspTest, MonitorSeesTheHistoryInBothModes) {
       for (auto& [it, v] : values) seen[m].emplace_back(it, v.value());
     }
     EXPECT_EQ(seen[0], seen[1]);
+    EXPECT_EQ(seen[0], seen[2]);
     const auto& r = results[0];
     ASSERT_FALSE(seen[0].empty());
     EXPECT_EQ(seen[0].front().first, 0);
@@ -438,7 +450,7 @@ TEST_P(KspTest, NonzeroInitialGuess) {
   std::vector<double> xstar(n);
   for (std::size_t i = 0; i < n; ++i) xstar[i] = std::cos(0.1 * static_cast<double>(i));
   auto b = rhs(A, xstar, ctx);
-  for (auto mode : {SolveMode::sync, SolveMode::async}) {
+  for (auto mode : kModes) {
     for (auto type : {KspType::cg, KspType::tfqmr}) {
       // Starting at the solution: the residual is exactly 0, converged at iteration 0 by atol,
       // x untouched.
@@ -548,13 +560,105 @@ TEST_P(KspTest, ZeroRightHandSide) {
   auto A = Mat::stencil(ctx, Stencil::d2p5, 10, 10);
   Vec b(ctx, 100), x(ctx, 100);
   set(b, 0.0);
-  for (auto mode : {SolveMode::sync, SolveMode::async}) {
+  for (auto mode : kModes) {
     for (auto type : {KspType::cg, KspType::tfqmr}) {
       const auto r = Ksp(A, {.type = type, .mode = mode}).solve(b, x);
       EXPECT_EQ(r.iterations, 0);
       EXPECT_EQ(r.reason, ConvergedReason::converged_atol);
       EXPECT_EQ(norm(x), 0.0);
     }
+  }
+}
+
+// Graph mode records a solve once per key and relaunches it: the same vectors launch it as is,
+// other vectors update it in place, other options re-instantiate it; every result equals sync's.
+TEST_P(KspTest, GraphModeRecordsOnceAndUpdatesForNewVectors) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 24, 19);
+  const auto n = static_cast<std::size_t>(A.rows());
+  std::vector<double> v1(n), v2(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v1[i] = std::sin(0.3 * static_cast<double>(i));
+    v2[i] = 1.0 + std::cos(0.7 * static_cast<double>(i));
+  }
+  Vec b1(ctx, v1), b2(ctx, v2);
+  for (auto type : {KspType::cg, KspType::tfqmr}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    KspOptions o{.type = type, .rtol = 1e-9, .check_every = 4, .history = true};
+    auto sync_solve = [&](const Vec& b, KspOptions opts) {
+      opts.mode = SolveMode::sync;
+      Vec x(ctx, n);
+      auto r = Ksp(A, opts).solve(b, x);
+      return std::pair{r, x.to_vector()};
+    };
+    const auto [want1, x1] = sync_solve(b1, o);
+    const auto [want2, x2] = sync_solve(b2, o);
+    ASSERT_GT(want1.iterations, 3 * o.check_every);  // several trips of the while node
+
+    o.mode = SolveMode::graph;
+    Ksp ksp(A, o);
+    Vec xa(ctx, n), xb(ctx, n);
+    auto expect = [&](const KspResult& got, const Vec& x, const KspResult& want,
+                      const std::vector<double>& wx) {
+      EXPECT_EQ(got.iterations, want.iterations);
+      EXPECT_EQ(got.reason, want.reason);
+      EXPECT_EQ(got.history, want.history);
+      EXPECT_EQ(x.to_vector(), wx);
+    };
+    const auto s0 = graph::stats();
+    expect(ksp.solve(b1, xa), xa, want1, x1);
+    const auto s1 = graph::stats();
+    EXPECT_EQ(s1.instantiations, s0.instantiations + 1);
+    EXPECT_EQ(s1.launches, s0.launches + 1);
+    // The same vectors: launched as recorded, nothing captured.
+    expect(ksp.solve(b1, xa), xa, want1, x1);
+    const auto s2 = graph::stats();
+    EXPECT_EQ(s2.captures, s1.captures);
+    EXPECT_EQ(s2.instantiations, s1.instantiations);
+    // Other vectors: recorded again and updated in place, not instantiated.
+    expect(ksp.solve(b2, xb), xb, want2, x2);
+    expect(ksp.solve(b1, xa), xa, want1, x1);
+    const auto s3 = graph::stats();
+    EXPECT_GT(s3.captures, s2.captures);
+    EXPECT_EQ(s3.instantiations, s2.instantiations);
+    // Other options (a nonzero guess adds the residual's operations): instantiated anew.
+    auto guess = o;
+    guess.initial_guess_nonzero = true;
+    const auto [want3, x3] = [&] {
+      guess.mode = SolveMode::sync;
+      Vec x(ctx, v2);
+      auto r = Ksp(A, guess).solve(b1, x);
+      return std::pair{r, x.to_vector()};
+    }();
+    guess.mode = SolveMode::graph;
+    ksp.set_options(guess);
+    xb.assign(v2);
+    expect(ksp.solve(b1, xb), xb, want3, x3);
+    EXPECT_EQ(graph::stats().instantiations, s3.instantiations + 1);
+  }
+}
+
+// A graph-mode solve is one operation ordered by the tracker: a right-hand side another context
+// is still writing is waited for, and a reader of x on another context waits for the solve.
+TEST_P(KspTest, GraphModeSolveIsOrderedAcrossContexts) {
+  auto ctx = make_context();
+  auto other = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d3p7, 9, 8, 7);
+  const auto n = static_cast<std::size_t>(A.rows());
+  Vec b(ctx, n), x(ctx, n), y(other, n);
+  KspOptions o{.rtol = 1e-10, .history = true};
+  set(b, 1.0, ctx);
+  Vec xs(ctx, n);
+  const auto want = Ksp(A, {.rtol = 1e-10, .mode = SolveMode::sync}).solve(b, xs);
+  o.mode = SolveMode::graph;
+  Ksp ksp(A, o);
+  for (int round = 0; round < 3; ++round) {
+    set(b, 0.0, other);  // then 1 again, both on the other context: the solve must see 1
+    set(b, 1.0, other);
+    const auto got = ksp.solve(b, x, ctx);
+    EXPECT_EQ(got.iterations, want.iterations);
+    copy(x, y, other);  // ordered after the solve by the tracker
+    EXPECT_EQ(y.to_vector(), xs.to_vector());
   }
 }
 

@@ -109,8 +109,9 @@ int run(const SolveOptions& o) {
     err = norm(e, NormType::infinity);
   }
 
-  // Async solves that stop on convergence read it every check_interval() iterations.
-  const bool reads_convergence = o.mode == "async" && !o.fixed;
+  // Async solves that stop on convergence read it every check_interval() iterations; graph
+  // solves test it on the device after each block of that many.
+  const bool reads_convergence = o.mode != "sync" && !o.fixed;
   if (o.json) {
     nlohmann::ordered_json j;
     j["problem"] = problem.description;
@@ -148,11 +149,15 @@ int run(const SolveOptions& o) {
     }
     fmt::print("problem:    {} ({} rows, {} nonzeros) on {}\n", problem.description,
                problem.A.rows(), problem.A.nnz(), ctx.device().to_string());
-    fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode{}\n", o.ksp, o.pc,
-               o.norm_type, o.mode,
-               reads_convergence
-                   ? fmt::format(" (convergence read every {} iterations)", ksp.check_interval())
-                   : std::string());
+    fmt::print(
+        "solver:     {} with {} preconditioner, {} norm, {} mode{}\n", o.ksp, o.pc, o.norm_type,
+        o.mode,
+        reads_convergence
+            ? (o.mode == "graph"
+                   ? fmt::format(" (convergence tested on the device, {} iterations a trip)",
+                                 ksp.check_interval())
+                   : fmt::format(" (convergence read every {} iterations)", ksp.check_interval()))
+            : std::string());
     fmt::print("iterations: {}\n", result.iterations);
     fmt::print("residual:   {:.6e} ({} norm); true ||b - Ax|| = {:.6e} ({:.3e} relative)\n",
                result.residual_norm, o.norm_type, true_res, bnorm > 0 ? true_res / bnorm : 0.0);
@@ -187,7 +192,7 @@ Command add_solve_command(CLI::App& parent) {
       ->check(CLI::ExistingFile);
   app->add_option("--ksp", o->ksp, "cg or tfqmr")->capture_default_str();
   app->add_option("--pc", o->pc, "jacobi or none")->capture_default_str();
-  app->add_option("--mode", o->mode, "sync or async")->capture_default_str();
+  app->add_option("--mode", o->mode, "sync, async or graph")->capture_default_str();
   app->add_option("--backend", o->backend, "host or cuda (default: the best device)");
   app->add_option("--device", o->device, "A device such as cuda:1 (overrides --backend)");
   app->add_option("--norm-type", o->norm_type,

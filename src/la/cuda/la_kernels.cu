@@ -830,6 +830,11 @@ __global__ void set_state_kernel(LaKspState value, LaKspState* dst) {
               static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
+__global__ void running_kernel(const LaKspState* state, std::int32_t* flag) {
+  stream_order_prologue();
+  *flag = state->stop == 0 ? 1 : 0;
+}
+
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.
 template <int NS>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
@@ -1351,6 +1356,15 @@ class CudaLaKernels final : public LaKernels {
     auto& s = as_cuda_stream(stream, "la solver state");
     run_on(s, op, [&](cudaStream_t st) {
       launch(set_state_kernel, 1, 32, st, op, value, dst);
+      check_launch(op);
+    });
+  }
+
+  void running(Stream& stream, const LaKspState* state, std::int32_t* flag,
+               const OpInfo& op) override {
+    auto& s = as_cuda_stream(stream, "la solver running flag");
+    run_on(s, op, [&](cudaStream_t st) {
+      launch(running_kernel, 1, 1, st, op, state, flag);
       check_launch(op);
     });
   }

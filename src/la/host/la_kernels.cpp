@@ -185,6 +185,11 @@ class HostLaKernels final : public LaKernels {
     stream.host_task([dst, value] { *dst = value; }, op);
   }
 
+  void running(Stream& stream, const LaKspState* state, std::int32_t* flag,
+               const OpInfo& op) override {
+    stream.host_task([state, flag] { *flag = state->stop == 0 ? 1 : 0; }, op);
+  }
+
   void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) override {
     stream.host_task(
         [A, out] {

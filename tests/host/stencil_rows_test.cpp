@@ -57,7 +57,7 @@ TEST(HostStencilRows, SameBitsAsPerRowCode) {
                                  LaStencilKind::d3p27};
   const LaEpilogue epilogues[] = {LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub,
                                   LaEpilogue::store_dot, LaEpilogue::residual};
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < 250; ++trial) {
     LaStencil s;
     s.kind = kinds[pick(4)];
     const bool three = s.kind == LaStencilKind::d3p7 || s.kind == LaStencilKind::d3p27;

@@ -59,30 +59,39 @@ SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int6
                                      std::int64_t i0, double* out) {
   const std::int64_t sy = s.nx, sz = s.nx * s.ny;
   const bool five = K == LaStencilKind::d2p5, seven = K == LaStencilKind::d3p7;
-  const bool inner_y = iy > 0 && iy + 1 < s.ny;
-  const bool inner_z =
-      K == LaStencilKind::d2p5 || K == LaStencilKind::d2p9 || (iz > 0 && iz + 1 < s.nz);
   std::int64_t k = 0;
-  if ((five || seven) && inner_y && inner_z) {
-    // Interior of the line: every neighbour present, added in stencil_neighbors' order.
+  if (five || seven) {
+    // The points of the line with both x neighbours, the neighbours present in y and z the same
+    // for all of them, added in stencil_neighbors' order (an absent one adds nothing there
+    // either). Lines on a face of the grid too: at 11^3 points a third of the lines.
+    const bool zm = seven && iz > 0, ym = iy > 0, yp = iy + 1 < s.ny, zp = seven && iz + 1 < s.nz;
     const std::int64_t first = std::max<std::int64_t>(ix0, 1) - ix0;
     const std::int64_t last = std::min<std::int64_t>(ix0 + len, s.nx - 1) - ix0;
     for (; k < first; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
     const double rs = in.right_scale(), nb = s.neighbor, ce = s.center;
-    auto rows = [&](auto* tag) SLUICE_LANE_BODY {
+    // The interior lines (every neighbour present) with the flags as constants.
+    auto rows = [&](auto* tag, auto all) SLUICE_LANE_BODY {
       using T = ElementOf<decltype(tag)>;
+      constexpr bool kAll = decltype(all)::value;
       const std::int64_t i = i0 + k;
       T acc = splat<T>(0.0);
-      if constexpr (seven) acc += in.template at<T>(i - sz);
-      acc += in.template at<T>(i - sy);
+      if (seven && (kAll || zm)) acc += in.template at<T>(i - sz);
+      if (kAll || ym) acc += in.template at<T>(i - sy);
       acc += in.template at<T>(i - 1);
       acc += in.template at<T>(i + 1);
-      acc += in.template at<T>(i + sy);
-      if constexpr (seven) acc += in.template at<T>(i + sz);
+      if (kAll || yp) acc += in.template at<T>(i + sy);
+      if (seven && (kAll || zp)) acc += in.template at<T>(i + sz);
       store(out + k, splat<T>(rs) * (splat<T>(nb) * acc + splat<T>(ce) * in.template at<T>(i)));
     };
-    for (; k + 4 <= last; k += 4) rows(static_cast<V*>(nullptr));
-    for (; k < last; ++k) rows(static_cast<double*>(nullptr));
+    auto line = [&](auto all) SLUICE_LANE_BODY {
+      for (; k + 4 <= last; k += 4) rows(static_cast<V*>(nullptr), all);
+      for (; k < last; ++k) rows(static_cast<double*>(nullptr), all);
+    };
+    if (ym && yp && (five || (zm && zp))) {
+      line(std::true_type{});
+    } else {
+      line(std::false_type{});
+    }
   }
   for (; k < len; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
 }

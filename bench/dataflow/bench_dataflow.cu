@@ -6,6 +6,8 @@
 //   y       the Y pattern with kernels that each fill a part of the GPU: out-of-order vs in-order
 //   matmul  the tiled matrix product (local memory, barriers) in GFLOP/s, cuBLAS SGEMM beside it
 //
+// Usage: sluice_bench_dataflow [JSON-PATH or -] [submit]; "submit" measures only the first.
+//
 // Compiled by nvcc through <sluice/dataflow_cuda.cuh>: the same kernels as examples 08 and 09,
 // on the GPU.
 
@@ -55,13 +57,18 @@ void emit(const std::string& name, const std::string& fields) {
 constexpr int kBatch = 200;  // submits per timed batch
 constexpr int kBatches = 41;
 
-/// Host microseconds per command group with `k` accessors of `mode` on separate buffers.
-Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, AccessMode mode) {
+/// Host microseconds per command group with `k` accessors of `mode` on separate buffers; with
+/// `keep`, every event is kept (so each needs a backend event).
+Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, AccessMode mode,
+                 bool keep = false) {
   std::vector<double> per;
+  std::vector<df::Event> kept;
+  kept.reserve(kBatch);
   for (int b = 0; b < kBatches + 3; ++b) {
+    kept.clear();
     const auto t = Clock::now();
     for (int i = 0; i < kBatch; ++i) {
-      q.submit([&](df::Handler& h) {
+      auto e = q.submit([&](df::Handler& h) {
         int* p[4] = {nullptr, nullptr, nullptr, nullptr};
         for (int a = 0; a < k; ++a) {
           p[a] = mode == AccessMode::read
@@ -72,6 +79,7 @@ Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, Access
           if (p[0] != nullptr && p[1] == p[0]) p[0][0] = 0;  // never true
         });
       });
+      if (keep) kept.push_back(std::move(e));
     }
     const double us = us_since(t) / kBatch;
     q.wait();
@@ -104,8 +112,17 @@ void bench_submit(const sluice::Device& dev) {
     df::Queue q(df::QueueOptions{.device = dev, .in_order = in_order});
     std::vector<df::Buffer<int>> bufs;
     for (int a = 0; a < 4; ++a) bufs.emplace_back(df::range<1>(256));
+    {
+      const Stat s = submit_cost(q, bufs, 0, AccessMode::read, /*keep=*/true);
+      std::printf("  %-12s 0, events kept           %7.2f / %7.2f   (%+.0f %% vs raw)\n",
+                  in_order ? "in-order" : "out-of-order", s.median, s.min,
+                  100.0 * (s.median / raw.median - 1));
+      emit(std::string("submit_") + (in_order ? "in_order" : "out_of_order") + "_0_kept",
+           "\"median_us\": " + std::to_string(s.median) + ", \"min_us\": " + std::to_string(s.min) +
+               ", \"raw_median_us\": " + std::to_string(raw.median));
+    }
+    Stat zero{};
     for (AccessMode mode : {AccessMode::read_write, AccessMode::read}) {
-      Stat zero{};
       for (int k = 0; k <= 4; ++k) {
         if (k == 0 && mode == AccessMode::read) continue;
         const Stat s = submit_cost(q, bufs, k, mode);
@@ -114,7 +131,7 @@ void bench_submit(const sluice::Device& dev) {
         std::printf("  %-12s %d x %-10s        %7.2f / %7.2f   (%+.0f %% vs raw%s)\n",
                     in_order ? "in-order" : "out-of-order", k, k == 0 ? "-" : m, s.median, s.min,
                     100.0 * (s.median / raw.median - 1), k == 0 ? "" : "");
-        if (k > 0 && mode == AccessMode::read_write && zero.median > 0) {
+        if (k > 0 && zero.median > 0) {
           std::printf("  %-12s    per accessor (vs 0)        %7.2f\n", "",
                       (s.median - zero.median) / k);
         }
@@ -276,11 +293,15 @@ int main(int argc, char** argv) {
   }
   const sluice::Device dev{"cuda", 0};
   std::printf("%s\n", sluice::device_info(dev).name.c_str());
+  // argv[2] == "submit": only the submit costs (quick, for before/after rounds).
+  const bool all = argc < 3 || std::string(argv[2]) != "submit";
   bench_submit(dev);
-  bench_y(dev);
-  bench_matmul(dev, 1024);
-  bench_matmul(dev, 4096);
-  if (argc > 1) {
+  if (all) {
+    bench_y(dev);
+    bench_matmul(dev, 1024);
+    bench_matmul(dev, 4096);
+  }
+  if (argc > 1 && std::string(argv[1]) != "-") {
     std::ofstream(argv[1]) << "[\n" << json << "\n]\n";
   }
   return 0;

@@ -81,8 +81,8 @@ __global__ void reduce_kernel(ReduceTask<D, F, T, Op> t, std::size_t n) {
   if ((threadIdx.x & 31u) == 0) atomic_combine<T, Op>(t.out, v);
 }
 
-template <int D, class F>
-__global__ void nd_kernel(NdTask<D, F> t) {
+template <int D>
+__device__ inline nd_item<D> this_nd_item(const nd_range<D>& r) {
   id<D> g, l;
   g[D - 1] = blockIdx.x;
   l[D - 1] = threadIdx.x;
@@ -94,7 +94,32 @@ __global__ void nd_kernel(NdTask<D, F> t) {
     g[0] = blockIdx.z;
     l[0] = threadIdx.z;
   }
-  t.f(nd_item<D>(g, l, t.r.get_group_range(), t.r.local));
+  return nd_item<D>(g, l, r.get_group_range(), r.local);
+}
+
+template <int D, class F>
+__global__ void nd_kernel(NdTask<D, F> t) {
+  t.f(this_nd_item<D>(t.r));
+}
+
+template <int D, class F, class T, class Op>
+__global__ void nd_reduce_kernel(NdReduceTask<D, F, T, Op> t) {
+  static_assert(std::is_arithmetic_v<T>, "device reductions need an arithmetic type");
+  Reducer<T, Op> red(t.identity);
+  t.f(this_nd_item<D>(t.r), red);
+  // Per warp, then one compare-and-swap per warp. A group's size need not be a multiple of 32:
+  // the last warp shuffles among the lanes it has (threads are numbered x fastest).
+  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned lane = linear & 31u;
+  const unsigned lanes = threads - (linear & ~31u) < 32u ? threads - (linear & ~31u) : 32u;
+  const unsigned mask = lanes == 32u ? 0xffffffffu : (1u << lanes) - 1u;
+  T v = red.partial();
+  for (unsigned off = 16; off > 0; off /= 2) {
+    const T other = __shfl_down_sync(mask, v, off);
+    if (lane + off < lanes) v = Op{}(v, other);
+  }
+  if (lane == 0) atomic_combine<T, Op>(t.out, v);
 }
 
 inline unsigned range_blocks(std::size_t n) {
@@ -123,33 +148,56 @@ const char* launch_task(const ReduceTask<D, F, T, Op>& t, cudaStream_t s, std::s
   return nullptr;
 }
 
-template <int D, class F>
-const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local_bytes) {
-  const range<D> groups = t.r.get_group_range();
-  dim3 grid(1, 1, 1), block(1, 1, 1);
+/// The grid and blocks of an nd_range (dimension D-1 on x), or why it does not fit a cuda grid.
+template <int D>
+const char* nd_shape(const nd_range<D>& r, dim3& grid, dim3& block) {
+  const range<D> groups = r.get_group_range();
+  grid = dim3(1, 1, 1);
+  block = dim3(1, 1, 1);
   grid.x = static_cast<unsigned>(groups[D - 1]);
-  block.x = static_cast<unsigned>(t.r.local[D - 1]);
+  block.x = static_cast<unsigned>(r.local[D - 1]);
   if constexpr (D >= 2) {
     grid.y = static_cast<unsigned>(groups[D - 2]);
-    block.y = static_cast<unsigned>(t.r.local[D - 2]);
+    block.y = static_cast<unsigned>(r.local[D - 2]);
   }
   if constexpr (D == 3) {
     grid.z = static_cast<unsigned>(groups[0]);
-    block.z = static_cast<unsigned>(t.r.local[0]);
+    block.z = static_cast<unsigned>(r.local[0]);
   }
   if (groups[D - 1] > 0x7fffffffu || (D >= 2 && groups[D > 1 ? D - 2 : 0] > 65535u) ||
       (D == 3 && groups[0] > 65535u)) {
     return "too many work-groups for a cuda grid";
   }
-  if (groups.size() == 0) return nullptr;
+  return nullptr;
+}
+
+/// Launches `kernel(t)` over nd_range `r` with `local_bytes` of dynamic shared memory.
+template <int D, class Task>
+const char* launch_nd(void (*kernel)(Task), const Task& t, const nd_range<D>& r, cudaStream_t s,
+                      std::size_t local_bytes) {
+  dim3 grid, block;
+  if (const char* why = nd_shape(r, grid, block)) return why;
+  if (r.get_group_range().size() == 0) return nullptr;
   if (local_bytes > 48 * 1024) {
-    if (cudaFuncSetAttribute(nd_kernel<D, F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(local_bytes)) != cudaSuccess) {
       return cudaGetErrorName(cudaGetLastError());
     }
   }
-  nd_kernel<D, F><<<grid, block, local_bytes, s>>>(t);
+  kernel<<<grid, block, local_bytes, s>>>(t);
   return nullptr;
+}
+
+template <int D, class F>
+const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local_bytes) {
+  return launch_nd(nd_kernel<D, F>, t, t.r, s, local_bytes);
+}
+
+template <int D, class F, class T, class Op>
+const char* launch_task(const NdReduceTask<D, F, T, Op>& t, cudaStream_t s,
+                        std::size_t local_bytes) {
+  if (t.initialize_to_identity) set_value_kernel<T><<<1, 1, 0, s>>>(t.out, t.identity);
+  return launch_nd(nd_reduce_kernel<D, F, T, Op>, t, t.r, s, local_bytes);
 }
 
 template <class Task>

@@ -108,13 +108,63 @@ std::shared_ptr<EventImpl> ContextImpl::record(bool timing, std::source_location
   }
   if (capturing()) refuse_if_capturing("a timing event", loc);
   std::lock_guard lock(mutex_);
+  return record_locked(timing, loc);
+}
+
+std::shared_ptr<EventImpl> ContextImpl::record_locked(bool timing, std::source_location loc) {
   const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
+  if (!timing && tail_event_ && tail_event_seq_ == seq) return tail_event_;
   auto e = stream_->record(timing, {seq, "record", loc});
   e->failures = failures_;
   e->seq = seq;
   e->timeline = timeline_;
   e->device = device_;
+  if (!timing) {
+    tail_event_ = e;
+    tail_event_seq_ = seq;
+  }
+  if (tail_point_ && tail_point_->seq == seq && !tail_point_->event) tail_point_->event = e;
   return e;
+}
+
+bool ContextImpl::defer_point(std::shared_ptr<DeferredPoint> p, std::uint64_t seq) {
+  if (capturing()) return false;
+  p->seq = seq;
+  if (tail_event_ && tail_event_seq_ == seq) p->event = tail_event_;
+  tail_point_ = std::move(p);
+  return true;
+}
+
+std::shared_ptr<DeferredPoint> ContextImpl::spare_point() {
+  if (!spare_point_) return std::make_shared<DeferredPoint>();
+  spare_point_->event.reset();
+  return std::move(spare_point_);
+}
+
+void ContextImpl::flush_tail_point(std::source_location loc) {
+  if (tail_point_.use_count() == 1) {
+    // Held only by this context: nobody can ask for its event any more, and nobody else can
+    // reach it, so it is reused.
+    spare_point_ = std::move(tail_point_);
+    return;
+  }
+  if (!tail_point_->event) (void)record_locked(false, loc);
+  tail_point_.reset();
+}
+
+std::shared_ptr<EventImpl> ContextImpl::point_event(DeferredPoint& p, std::source_location loc) {
+  {
+    std::lock_guard lock(mutex_);
+    if (p.event) return p.event;
+    if (tail_point_.get() == &p && !capturing()) {
+      p.event = record_locked(false, loc);
+      return p.event;
+    }
+  }
+  auto e = record(false, loc);
+  std::lock_guard lock(mutex_);
+  if (!p.event) p.event = e;
+  return p.event;
 }
 
 bool ContextImpl::waits_for(std::uint64_t timeline, std::uint64_t seq) {
@@ -179,6 +229,13 @@ void ContextImpl::throw_failure() {
 
 void ContextImpl::deallocate(void* ptr, std::size_t bytes) noexcept {
   std::lock_guard lock(mutex_);
+  if (tail_point_) {
+    try {
+      flush_tail_point(std::source_location::current());
+    } catch (...) {
+      tail_point_.reset();  // its holders fall back to an event recorded when they ask
+    }
+  }
   seq_.fetch_add(1, std::memory_order_relaxed);
   stream_->deallocate(ptr, bytes);
 }
@@ -203,6 +260,9 @@ void ContextImpl::begin_capture(std::shared_ptr<CaptureSink> sink, std::source_l
         "context '" + name_ + "' is already recorded by another capture; end that capture first",
         loc);
   }
+  // A point deferred before the capture gets its real event now: the capture's operations must
+  // not be the ones to record it.
+  if (tail_point_) flush_tail_point(loc);
   capture_ = std::move(sink);
   capture_uses_.clear();
   capturing_.store(true, std::memory_order_release);
@@ -268,11 +328,21 @@ Context Context::wrap(const Device& device, void* native_stream, std::string nam
   return Context(make_impl({.device = device, .name = std::move(name)}, native_stream));
 }
 
-const Device& Context::device() const noexcept { return impl_->device(); }
-StreamKind Context::kind() const noexcept { return impl_->kind(); }
-int Context::priority() const noexcept { return impl_->stream().priority(); }
-const std::string& Context::name() const noexcept { return impl_->name(); }
-void* Context::native_handle() const noexcept { return impl_->stream().native_handle(); }
+const Device& Context::device() const noexcept {
+  return impl_->device();
+}
+StreamKind Context::kind() const noexcept {
+  return impl_->kind();
+}
+int Context::priority() const noexcept {
+  return impl_->stream().priority();
+}
+const std::string& Context::name() const noexcept {
+  return impl_->name();
+}
+void* Context::native_handle() const noexcept {
+  return impl_->stream().native_handle();
+}
 
 void Context::wait_for(const Context& other, std::source_location loc) const {
   if (other.impl_ == impl_) return;  // one context is already ordered
@@ -292,9 +362,13 @@ void Context::wait(const Event& event, std::source_location loc) const {
   impl_->finish_if_blocking();
 }
 
-bool Context::idle() const { return impl_->stream().query(); }
+bool Context::idle() const {
+  return impl_->stream().query();
+}
 
-void Context::synchronize(std::source_location loc) const { impl_->synchronize(loc); }
+void Context::synchronize(std::source_location loc) const {
+  impl_->synchronize(loc);
+}
 
 std::vector<Context> Context::fork(std::size_t n, std::source_location loc) const {
   std::vector<Context> children;

@@ -46,9 +46,22 @@ class CaptureSink {
   /// was added.
   virtual bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
                     std::source_location loc) = 0;
+  /// Keeps `keeper` alive as long as the graph being recorded and every copy and executable of
+  /// it: the release of an object its nodes use that was destroyed during the capture (a
+  /// temporary such as an evaluated expression), which its launches go on using.
+  virtual void adopt(std::shared_ptr<void> keeper) = 0;
   /// An operation that cannot be captured: discards the capture and throws Error naming it.
   [[noreturn]] virtual void refuse(const ContextImpl& ctx, std::string_view what,
                                    std::source_location loc) = 0;
+};
+
+/// The end of one operation of a context, for which an event is recorded only if someone still
+/// holds this point when the context issues its next operation (or asks for it before): callers
+/// that may need an event for an operation, and usually do not, pay for one only when they keep
+/// it (the dataflow layer's submit events). See ContextImpl::defer_point.
+struct DeferredPoint {
+  std::uint64_t seq = 0;
+  std::shared_ptr<EventImpl> event;  // written under the context's mutex
 };
 
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
@@ -95,8 +108,21 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     if (kind_ == StreamKind::blocking) synchronize();
   }
 
-  /// Records the current end of this context's work.
+  /// Records the current end of this context's work. Consecutive records with no operation
+  /// between them (and no timing) share one backend event.
   std::shared_ptr<EventImpl> record(bool timing, std::source_location loc);
+  /// Inside an enqueue function only (this context's mutex held): makes `p` the point of the
+  /// operation just enqueued. Its event is recorded when the next operation is issued, if `p` is
+  /// then still held by someone else, or by `point_event` before that. False while capturing
+  /// (the caller records an event instead).
+  [[nodiscard]] bool defer_point(std::shared_ptr<DeferredPoint> p, std::uint64_t seq);
+  /// Inside an enqueue function only: a point for `defer_point`, reusing one that every holder
+  /// gave up (so that issuing with a deferred point allocates nothing once warm).
+  [[nodiscard]] std::shared_ptr<DeferredPoint> spare_point();
+  /// The event of a deferred point: recorded now if the point is still this context's last
+  /// operation. A point given up by every holder before the next operation has none: then an
+  /// event recorded now (covering later work too) stands in.
+  std::shared_ptr<EventImpl> point_event(DeferredPoint& p, std::source_location loc);
   /// Makes later work here wait for `event`. Returns false (and enqueues nothing) if this context
   /// already waits for that point or a later one of the same context (the vector clock).
   /// Like `enqueue`, it leaves completing blocking work to `finish_if_blocking`.
@@ -170,8 +196,14 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
 
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {
+    if (tail_point_) flush_tail_point(loc);
     return {seq_.fetch_add(1, std::memory_order_acq_rel) + 1, what, loc};
   }
+  /// The last operation is about to stop being the last: records its deferred point's event if
+  /// anyone still holds the point (mutex_ held).
+  void flush_tail_point(std::source_location loc);
+  /// `record` with mutex_ held.
+  std::shared_ptr<EventImpl> record_locked(bool timing, std::source_location loc);
   /// Events marking the end of every other context's work on this device (blocking kind).
   std::vector<std::shared_ptr<EventImpl>> record_device_work(std::source_location loc);
 
@@ -185,6 +217,12 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::mutex mutex_;  // issue order: op numbering and enqueue happen together
   std::atomic<std::uint64_t> seq_{0};
   std::atomic<std::uint64_t> completed_{0};
+  // The deferred point of the last operation, if any, and the event last recorded at the end of
+  // the work (shared by records with no operation between them).
+  std::shared_ptr<DeferredPoint> tail_point_;
+  std::shared_ptr<DeferredPoint> spare_point_;
+  std::shared_ptr<EventImpl> tail_event_;
+  std::uint64_t tail_event_seq_ = 0;
   // Vector clock: per other timeline, the highest operation this context already waits for.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;
   // Capture: the flag is the fast path of `enqueue`; the sink and pending uses live under mutex_.

@@ -105,6 +105,12 @@ void BufferState::ensure_host(std::source_location loc) {
   host_id = own_host_.id();
 }
 
+const sluice::detail::RawPinnedBuffer& BufferState::mirror(const Device& device,
+                                                           std::source_location loc) {
+  if (mirror_.id() == 0) mirror_ = sluice::detail::RawPinnedBuffer(device, bytes, loc);
+  return mirror_;
+}
+
 void BufferState::refresh_host(std::source_location loc) {
   if (host_valid || !initialized) return;
   ensure_host(loc);
@@ -180,7 +186,16 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
   BufferState& b = *keep;
   std::lock_guard lock(b.mutex);
   if (b.bytes == 0) return nullptr;
+  place(s, b.last_timeline, b.last_seq);
   auto& c = b.copy_for(*s.queue, *s.ctx, loc);
+  const bool whole = offset == 0 && bytes == b.bytes;
+  const bool copy_in = !c.valid && b.initialized && !(mode == AccessMode::discard_write && whole);
+  // A copy in while host accessors live runs after the gate, so it reads what they wrote. From
+  // pageable memory it goes through a pinned mirror, allocated here before this command group's
+  // gate: the backend's staging would allocate pinned memory at issue, which may synchronize the
+  // device while a gate kernel spins there, waiting for this very thread.
+  const bool staged = copy_in && b.host_accessors > 0 && b.host_pageable();
+  if (staged) (void)b.mirror(s.queue->device, loc);
   if (b.host_accessors > 0) {
     // SYCL: device work on the buffer starts only after the host accessors are gone.
     if (!b.gate) {
@@ -191,14 +206,19 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
     }
     b.gate->issue(*s.ctx, loc);
   }
-  const bool whole = offset == 0 && bytes == b.bytes;
   if (!c.valid) {
     if (!b.initialized) {
       c.valid = true;  // nothing to copy: the contents are undefined until written
       b.initialized = true;
-    } else if (!(mode == AccessMode::discard_write && whole)) {
+    } else if (copy_in) {
       b.refresh_host(loc);  // from another device, through the host
-      sluice::detail::copy_bytes(*s.ctx, c.ptr, b.host, b.bytes, loc);
+      if (staged) {
+        auto* m = static_cast<std::byte*>(b.mirror(s.queue->device, loc).data());
+        sluice::detail::copy_bytes(*s.ctx, m, b.host, b.bytes, loc);  // in stream order
+        sluice::detail::copy_bytes(*s.ctx, c.ptr, m, b.bytes, loc);
+      } else {
+        sluice::detail::copy_bytes(*s.ctx, c.ptr, b.host, b.bytes, loc);
+      }
       c.valid = true;
     }
   }
@@ -210,9 +230,12 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
 }
 
 /// After the kernel is issued: the written copies are the only current ones.
-void apply_writes(SubmitState& s) {
+void apply_writes(SubmitState& s, std::uint64_t seq) {
+  const std::uint64_t timeline = s.ctx->impl().timeline();
   for (auto& w : s.written) {
     std::lock_guard lock(w.buffer->mutex);
+    w.buffer->last_timeline = timeline;
+    w.buffer->last_seq = seq;
     for (auto& c : w.buffer->copies) c->valid = c.get() == w.copy;
     w.buffer->host_valid = false;
     w.buffer->initialized = true;

@@ -89,6 +89,34 @@ bool Gate::blocks(std::uint64_t timeline, std::uint64_t seq) const {
   return false;
 }
 
+void Gate::propagate(ContextImpl& ctx, std::uint64_t from) {
+  const std::uint64_t timeline = ctx.timeline();
+  std::lock_guard lock(mutex_);
+  for (const auto& [t, s] : issued_) {
+    if (t == timeline) return;  // held back from an earlier operation already
+  }
+  for (std::size_t i = 0; i < issued_.size(); ++i) {
+    const auto [t, s] = issued_[i];
+    if (ctx.waits_for(t, s)) {
+      issued_.emplace_back(timeline, from);
+      return;
+    }
+  }
+}
+
+void propagate_gates(ContextImpl& ctx, std::uint64_t from) {
+  auto& r = registry();
+  if (r.count.load(std::memory_order_acquire) == 0) return;
+  std::vector<std::shared_ptr<Gate>> live;
+  {
+    std::lock_guard lock(r.mutex);
+    for (const auto& w : r.gates) {
+      if (auto g = w.lock()) live.push_back(std::move(g));
+    }
+  }
+  for (const auto& g : live) g->propagate(ctx, from);
+}
+
 void register_gate(const std::shared_ptr<Gate>& g) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);

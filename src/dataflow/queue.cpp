@@ -65,6 +65,7 @@ void SubmitState::reset(QueueState& q, std::source_location) {
   local_bytes = 0;
   has_local = false;
   launched = false;
+  placed = false;
   result = Event();
 }
 
@@ -130,18 +131,29 @@ std::span<const Context> Queue::contexts() const noexcept {
 }
 
 void Event::wait(std::source_location loc) const {
-  if (!point_.recorded()) return;
+  if (!point_) return;
   detail::check_gates(ctx_->timeline(), seq_, "Event::wait", loc);
-  point_.synchronize(loc);
+  if (ctx_->completed() < seq_) {
+    const auto e = ctx_->point_event(*point_, loc);
+    e->synchronize();
+    ctx_->note_completed(e->seq);
+  }
+  if (auto f = ctx_->failures()->at_or_before(seq_); f && !f->reported.exchange(true)) {
+    throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
+  }
 }
 
 bool Event::complete() const {
-  return point_.query();
+  if (!point_ || ctx_->completed() >= seq_) return true;
+  const auto e = ctx_->point_event(*point_, std::source_location::current());
+  if (!e->query()) return false;
+  ctx_->note_completed(e->seq);
+  return true;
 }
 
 void Event::wait(const std::vector<Event>& events, std::source_location loc) {
   for (const auto& e : events) {
-    if (e.point_.recorded()) detail::check_gates(e.ctx_->timeline(), e.seq_, "wait", loc);
+    if (e.point_) detail::check_gates(e.ctx_->timeline(), e.seq_, "wait", loc);
   }
   for (const auto& e : events) e.wait(loc);
 }

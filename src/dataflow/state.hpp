@@ -54,6 +54,9 @@ class Gate {
   /// True if `thread` holds the host accessors that keep it closed and operation `seq` of
   /// `timeline` is at or after the gate.
   [[nodiscard]] bool blocks(std::uint64_t timeline, std::uint64_t seq) const;
+  /// If `ctx` now waits for work this gate holds back, its operations from `from` on are held
+  /// back too.
+  void propagate(ContextImpl& ctx, std::uint64_t from);
   void add_holder(std::thread::id t);
   void remove_holder(std::thread::id t);
 
@@ -98,6 +101,11 @@ class BufferState {
   void refresh_host(std::source_location loc);
   /// Allocates and registers host memory for a buffer made without any.
   void ensure_host(std::source_location loc);
+  /// True if the host copy is the user's memory of unknown kind (pageable, on cuda).
+  [[nodiscard]] bool host_pageable() const noexcept { return registered_host_; }
+  /// Pinned memory the size of the buffer on `device`, for copies in while host accessors live
+  /// (allocated on first use; see require_buffer).
+  const sluice::detail::RawPinnedBuffer& mirror(const Device& device, std::source_location loc);
 
   std::mutex mutex;
   std::size_t bytes;
@@ -112,9 +120,13 @@ class BufferState {
   int host_accessors = 0;
   std::vector<std::thread::id> holders;  // threads holding the host accessors
   std::optional<Device> bound;           // made over this device's memory: no host copy
+  // The command group that last wrote a device copy: operation `last_seq` of `last_timeline`.
+  std::uint64_t last_timeline = 0;
+  std::uint64_t last_seq = 0;
 
  private:
   sluice::detail::RawPinnedBuffer own_host_;  // host memory for a buffer made without any
+  sluice::detail::RawPinnedBuffer mirror_;
   bool registered_host_ = false;
 };
 
@@ -125,6 +137,9 @@ class SubmitState {
 
   QueueState* queue = nullptr;
   const Context* ctx = nullptr;
+  /// False until something was issued for the command group: until then an out-of-order queue
+  /// may still move it to the context of the work it depends on (see `place`).
+  bool placed = false;
   std::vector<AccessSpec> accesses;
   std::vector<std::shared_ptr<sluice::EventImpl>> waits;
   struct Written {
@@ -139,17 +154,32 @@ class SubmitState {
   Event result;
 };
 
+/// An out-of-order queue runs a command group on the context of operation `seq` of `timeline`,
+/// which it depends on, when that is one of its contexts and nothing was issued there after it:
+/// then the dependency is the context's issue order, and no event or cross-context wait is
+/// needed. Called once, before anything is issued for the command group.
+void place(SubmitState& s, std::uint64_t timeline, std::uint64_t seq) noexcept;
+
+/// Device work on `ctx` from operation `from` on now waits (through the tracker or
+/// `depends_on`) for work a closed gate holds back: it is held back too (the deadlock check of
+/// waits follows it through other contexts).
+void propagate_gates(ContextImpl& ctx, std::uint64_t from);
+
 /// Constructs an Event (its members are private to the public header).
 class EventAccess {
  public:
-  static Event make(const Context& ctx, sluice::Event point, std::uint64_t seq) {
+  static Event make(std::shared_ptr<ContextImpl> ctx,
+                    std::shared_ptr<sluice::detail::DeferredPoint> point, std::uint64_t seq) {
     Event e;
-    e.ctx_ = ctx.shared_impl();
+    e.ctx_ = std::move(ctx);
     e.point_ = std::move(point);
     e.seq_ = seq;
     return e;
   }
-  static const sluice::Event& point(const Event& e) { return e.point_; }
+  static const std::shared_ptr<ContextImpl>& context(const Event& e) { return e.ctx_; }
+  static const std::shared_ptr<sluice::detail::DeferredPoint>& point(const Event& e) {
+    return e.point_;
+  }
   static std::uint64_t seq(const Event& e) { return e.seq_; }
 };
 

@@ -10,7 +10,7 @@ namespace sluice::dataflow::detail {
 
 using sluice::detail::Tracker;
 
-void apply_writes(SubmitState& s);  // buffer.cpp
+void apply_writes(SubmitState& s, std::uint64_t seq);  // buffer.cpp
 
 namespace {
 void check_not_launched(const SubmitState& s, const char* what, std::source_location loc) {
@@ -62,11 +62,30 @@ std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,
   return offset;
 }
 
+void place(SubmitState& s, std::uint64_t timeline, std::uint64_t seq) noexcept {
+  if (s.placed) return;
+  s.placed = true;
+  const auto& contexts = s.queue->contexts;
+  if (contexts.size() < 2 || timeline == 0) return;
+  for (const auto& c : contexts) {
+    if (c.impl().timeline() != timeline) continue;
+    // Nothing issued after the dependency: running here waits for nothing else.
+    if (c.impl().issued() == seq) s.ctx = &c;
+    return;
+  }
+}
+
 void add_dependency(SubmitState& s, const Event& e, std::source_location loc) {
   check_not_launched(s, "depends_on", loc);
   const auto& point = EventAccess::point(e);
-  if (!point.recorded()) return;  // a default event: complete
-  s.waits.push_back(point.impl());
+  if (!point) return;  // a default event: complete
+  auto& ctx = *EventAccess::context(e);
+  const std::uint64_t seq = EventAccess::seq(e);
+  place(s, ctx.timeline(), seq);
+  // On the same context, issue order covers it. Otherwise the wait also carries a failure of the
+  // event's group over to this one, so it is issued even when that group completed.
+  if (&ctx == &s.ctx->impl()) return;
+  s.waits.push_back(ctx.point_event(*point, loc));
 }
 
 void check_plain_range(SubmitState& s, std::source_location loc) {
@@ -121,9 +140,15 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
     }
   }
   s.launched = true;
+  s.placed = true;
   // Host kernels run user code that may throw: failures must be reported at the next wait.
   if (q.backend == BackendKind::host && k.host_run != nullptr) c.failures()->set_may_fail();
   for (const auto& e : s.waits) c.wait(e, loc);
+  // The command group's end: an event is recorded for it only if its Event is still held when
+  // the context issues its next operation, or is waited on or depended on before that.
+  std::shared_ptr<sluice::detail::DeferredPoint> point;
+  std::uint64_t seq = 0;
+  bool deferred = false;
   auto enqueue = [&] {
     if (k.host_run == nullptr) return;
     c.enqueue(k.what, loc, [&](Stream& st, const OpInfo& op) {
@@ -137,17 +162,27 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
                         (s.local_bytes > 48 * 1024 ? " (local memory above 48 KiB per group)" : ""),
                     loc);
       }
+      seq = op.seq;
+      point = c.spare_point();
+      deferred = c.defer_point(point, op.seq);
     });
   };
   if (s.accesses.empty()) {
     enqueue();
   } else {
-    Tracker::instance().run(c, s.accesses, k.what, loc, enqueue);
+    // Through a one-pointer wrapper, which std::function stores without allocating.
+    Tracker::instance().run(c, s.accesses, k.what, loc, [&enqueue] { enqueue(); });
   }
-  apply_writes(s);
-  sluice::Event point;
-  point.record(ctx, loc);
-  s.result = EventAccess::make(ctx, point, point.impl()->seq);
+  if (!deferred) {
+    // No kernel (the group completes after its dependencies), or a capturing context.
+    point = std::make_shared<sluice::detail::DeferredPoint>();
+    point->event = c.record(false, loc);
+    seq = point->event->seq;
+    point->seq = seq;
+  }
+  apply_writes(s, seq);
+  propagate_gates(c, seq);
+  s.result = EventAccess::make(ctx.shared_impl(), std::move(point), seq);
 }
 
 }  // namespace sluice::dataflow::detail

@@ -295,6 +295,19 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
       return;
     }
   }
+  if (a.mode == Access::read && !obj.shared && node == 0) {
+    // Likewise for a read over exactly one segment whose only reader is this context's earlier
+    // read: that mark moves forward (the latest read per timeline is all a segment keeps).
+    auto it = obj.segments.find(lo);
+    if (it != obj.segments.end() && it->second.end == hi && it->second.readers.size() == 1) {
+      auto& r = it->second.readers.front();
+      if (r.use_count() == 1 && r->timeline == ctx.timeline() && !r->event) {
+        r->seq = seq;
+        if (it->second.writer && complete(*it->second.writer)) it->second.writer.reset();
+        return;
+      }
+    }
+  }
   auto mark =
       std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
   if (obj.shared) {
@@ -517,8 +530,54 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
   }
 }
 
+std::shared_ptr<CaptureSink> Tracker::capture_using(ObjectId id,
+                                                    const std::shared_ptr<ContextImpl>& home) {
+  auto active = [](ContextImpl* c) -> std::shared_ptr<CaptureSink> {
+    if (c == nullptr || !c->capturing()) return nullptr;
+    auto sink = c->capture();
+    return sink && sink->active() ? sink : nullptr;
+  };
+  if (auto s = active(home.get())) return s;
+  std::vector<std::shared_ptr<ContextImpl>> users;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return nullptr;
+    for (const auto& [start, seg] : it->second.segments) {
+      (void)start;
+      if (seg.writer) users.push_back(seg.writer->ctx.lock());
+      for (const auto& r : seg.readers) users.push_back(r->ctx.lock());
+    }
+  }
+  for (const auto& c : users) {
+    if (auto s = active(c.get())) return s;
+  }
+  return nullptr;
+}
+
 void Tracker::retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
                      const std::function<void(ContextImpl&)>& release) noexcept {
+  std::shared_ptr<CaptureSink> sink;
+  try {
+    sink = capture_using(id, home);
+  } catch (...) {
+  }
+  if (sink) {
+    // The capture's graph owns it from now on. If adopting fails, the keeper is destroyed at
+    // once and releases it (a shared_ptr calls its deleter when its construction throws).
+    try {
+      sink->adopt(std::shared_ptr<void>(nullptr, [id, home, release](void*) {
+        Tracker::instance().release_now(id, home, release);
+      }));
+    } catch (...) {
+    }
+    return;
+  }
+  release_now(id, home, release);
+}
+
+void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
+                          const std::function<void(ContextImpl&)>& release) noexcept {
   std::unique_lock lock(mutex_);
   try {
     auto it = objects_.find(id);

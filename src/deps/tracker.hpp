@@ -88,6 +88,8 @@ class Tracker {
 
   /// Stops tracking `id` and calls `release(ctx)` on a context ordered after every access, once
   /// (stream-ordered: `release` enqueues the free). `home` is used when nothing else is.
+  /// An object that work being captured uses is adopted by that capture instead (its graph's
+  /// launches use it): released as above once the graph and its executables are gone.
   void retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
               const std::function<void(ContextImpl&)>& release) noexcept;
 
@@ -140,6 +142,12 @@ class Tracker {
   std::uint32_t add_node(ContextImpl& ctx, std::span<const AccessSpec> a, std::string_view what,
                          std::source_location loc);
   std::shared_ptr<EventImpl> event_for(Mark& m);
+  /// retire() without the capture's adoption.
+  void release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
+                   const std::function<void(ContextImpl&)>& release) noexcept;
+  /// The active capture that records work using `id` (of home or of a context with a mark on
+  /// it), or null.
+  std::shared_ptr<CaptureSink> capture_using(ObjectId id, const std::shared_ptr<ContextImpl>& home);
   /// The context that frees a retired object: see retire().
   std::shared_ptr<ContextImpl> release_target(const std::shared_ptr<ContextImpl>& home,
                                               const std::vector<Mark*>& deps);

@@ -196,6 +196,11 @@ void CaptureState::refuse(const ContextImpl& ctx, std::string_view what, std::so
               loc);
 }
 
+void CaptureState::adopt(std::shared_ptr<void> keeper) {
+  std::lock_guard lock(mutex_);
+  graph_->owned.push_back(std::move(keeper));
+}
+
 void CaptureState::discard() noexcept {
   active_.store(false, std::memory_order_release);
   // Contexts drop this sink on their next operation (a lock of theirs may be held here); the

@@ -30,6 +30,7 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
             std::source_location loc) override;
   [[noreturn]] void refuse(const ContextImpl& ctx, std::string_view what,
                            std::source_location loc) override;
+  void adopt(std::shared_ptr<void> keeper) override;
 
   /// Ends the capture: checks every joined context was joined back, returns the graph.
   std::shared_ptr<GraphData> finish(std::source_location loc);

@@ -57,6 +57,9 @@ struct GraphData {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   /// Points outside a capture that its work waited for; a launch waits for them too.
   std::vector<std::shared_ptr<EventImpl>> external_waits;
+  /// Objects destroyed during the capture that its nodes use (CaptureSink::adopt): released,
+  /// in stream order after the last launch, when the last copy of this data is gone.
+  std::vector<std::shared_ptr<void>> owned;
 };
 
 /// Predecessors of each node.

@@ -14,10 +14,11 @@
 // device's work). With fixed_iterations there is nothing to decide early: all iterations are
 // queued and only the final state is read. A block of iterations is a fixed sequence of kernels
 // with fixed arguments (no host decision, no iteration number in any argument), so it can be
-// captured into a graph and replayed unchanged: graph mode records the set-up, a while node
-// whose body is such a block (ending with the "running" flag from the device state) and the
-// final read of the state, once per key (every address, tracker id and option the kernels were
-// given), and relaunches it; the host issues one operation and waits once.
+// captured into a graph and replayed unchanged: graph mode records the set-up and a while node
+// whose body is such a block, each ending with an operation that sets the loop's condition from
+// the device state and copies the state to pinned memory, once per key (every address, tracker
+// id and option the kernels were given), and relaunches it; the host issues one operation and
+// waits once.
 
 #include <algorithm>
 #include <bit>
@@ -536,6 +537,10 @@ class Run {
       a.mirror = w_.slots.data() + slot;
       acc.write(w_.slots.object_id(), slot_range(slot));
     }
+    if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
+      a.running = graph_flag_;
+      acc.write(w_.running.object_id());
+    }
     issue(ctx_, acc, "KSPSolve_CG iterations", loc_,
           [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
     return slot >= 0;
@@ -790,18 +795,21 @@ class Run {
     return capture.end(loc_);
   }
 
-  /// The solve as a graph: the set-up, a while node over blocks of iterations (each ending with
-  /// the running flag from the device state), the tail and the final state into pinned slot 0.
+  /// The solve as a graph: the set-up, then a while node over blocks of iterations, each ending
+  /// with the running flag from the device state and the state's copy in pinned slot 0 (so the
+  /// last one done is the final state), then TFQMR's unwinding of right preconditioning.
   Graph record_solve() {
     const bool cg = o_.type == KspType::cg;
     const std::string name = cg ? "KSPSolve_CG" : "KSPSolve_TFQMR";
     const int k = graph_block();
     std::int32_t* flag = w_.running.write_ptr(ctx_, loc_);
+    LaKspState* mirror = w_.slots.data();  // the state the host reads at the end: slot 0
     auto running = [&] {
       Accesses acc;
       acc.read(w_.state.object_id()).write(w_.running.object_id());
+      acc.write(w_.slots.object_id(), slot_range(0));
       issue(ctx_, acc, "KSP running", loc_,
-            [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, op); });
+            [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, mirror, op); });
     };
     Graph setup = record(name + " set-up", [&] {
       upload_state();
@@ -809,23 +817,23 @@ class Run {
       running();
     });
     Graph body = record(name + " iterations", [&] {
-      if (cg) {
-        cg_iterations(k, -1);
+      if (cg) {  // the block sets the flag and slot 0 itself
+        graph_flag_ = flag;
+        cg_iterations(k, 0);
+        graph_flag_ = nullptr;
       } else {
         for (int i = 0; i < k; ++i) tf_iteration();
+        running();
       }
-      running();
-    });
-    Graph tail = record(name + " end", [&] {
-      if (right_) unwind();
-      detail::copy_bytes(ctx_, w_.slots.data(), dst_, sizeof(LaKspState), loc_);
     });
     Graph g(name);
     const Node first = g.add_child(setup, {.name = name + " set-up"});
     const Node loop = g.add_while(
         w_.running, body,
         {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
-    g.add_child(tail, {.name = name + " end", .after = {loop}});
+    if (right_)
+      g.add_child(record(name + " end", [&] { unwind(); }),
+                  {.name = name + " end", .after = {loop}});
     return g;
   }
 
@@ -923,7 +931,8 @@ class Run {
   LaKspState st_;
   LaKspState* dst_ = nullptr;
   int reported_ = 0;
-  int cur_ = 0;  // CG: which of p, p2 holds the current direction
+  int cur_ = 0;                         // CG: which of p, p2 holds the current direction
+  std::int32_t* graph_flag_ = nullptr;  // graph mode: where a CG block sets the loop condition
 };
 
 void validate(const KspOptions& o, std::source_location loc) {

@@ -33,7 +33,9 @@ void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo
     matvec(stream, direction, op);
     fused(stream, update, op);
   }
-  if (args.mirror != nullptr) {
+  if (args.running != nullptr) {
+    running(stream, args.direction.sums.state, args.running, args.mirror, op);
+  } else if (args.mirror != nullptr) {
     stream.copy(args.mirror, args.direction.sums.state, sizeof(LaKspState), op);
   }
 }

@@ -2,3 +2,4 @@
 #include "sluice/dataflow.hpp"
 
 #include "dataflow_cases.hpp"
+#include "dataflow_submit_cases.hpp"

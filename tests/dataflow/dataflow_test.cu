@@ -3,3 +3,4 @@
 #include "sluice/dataflow_cuda.cuh"
 
 #include "dataflow_cases.hpp"
+#include "dataflow_submit_cases.hpp"

@@ -20,6 +20,10 @@
 // Lets <sluice/dataflow_cuda.cuh> detect that it came too late to add device code.
 #define SLUICE_DATAFLOW_HANDLER_HPP 1
 
+namespace sluice::detail {
+struct DeferredPoint;
+}  // namespace sluice::detail
+
 namespace sluice::dataflow {
 
 /// How a command group touches a buffer; the modes build the task graph through sluice's
@@ -42,6 +46,9 @@ class EventAccess;
 }  // namespace detail
 
 /// The completion of one command group. Cheap to copy; a default-constructed event is complete.
+/// A backend event is recorded for it only if it is still held when its context issues the next
+/// operation (or it is waited on or depended on before that): `q.submit(...)` whose event is
+/// dropped costs none. Either way it marks exactly the command group's end.
 class Event {
  public:
   Event() = default;
@@ -57,9 +64,11 @@ class Event {
 
  private:
   friend class detail::EventAccess;
-  // The context it was recorded on (a nullable handle: a default Event has none).
+  // The context of the command group (a nullable handle: a default Event has none) and the end
+  // of its operation, whose backend event is recorded only if this event is still held when the
+  // context issues its next operation (or is waited on or depended on before that).
   std::shared_ptr<sluice::detail::ContextImpl> ctx_;
-  sluice::Event point_;
+  std::shared_ptr<sluice::detail::DeferredPoint> point_;
   std::uint64_t seq_ = 0;
 };
 
@@ -180,6 +189,40 @@ struct NdTask {
     };
     host_groups(groups.size(), task.r.local.size(), local_bytes, item_fn,
                 const_cast<void*>(static_cast<const void*>(&task)));
+  }
+};
+
+template <int D, class F, class T, class Op>
+struct NdReduceTask {
+  nd_range<D> r;
+  F f;
+  T* out;
+  T identity;
+  bool initialize_to_identity;
+  static void host_run(const void* t, std::size_t local_bytes) {
+    const auto& task = *static_cast<const NdReduceTask*>(t);
+    const std::size_t groups = task.r.get_group_range().size();
+    // One partial per group: a group's work-items are fibers of one thread, so they combine into
+    // it without synchronization, each when it finishes.
+    struct State {
+      const NdReduceTask* task;
+      T* partial;
+    };
+    std::vector<T> partial(groups, task.identity);
+    State state{&task, partial.data()};
+    auto item_fn = [](void* raw, std::size_t g, std::size_t l) {
+      const auto& st = *static_cast<State*>(raw);
+      const auto& tk = *st.task;
+      const range<D> gr = tk.r.get_group_range();
+      Reducer<T, Op> red(tk.identity);
+      tk.f(nd_item<D>(delinearize<D>(g, gr), delinearize<D>(l, tk.r.local), gr, tk.r.local), red);
+      st.partial[g] = Op{}(st.partial[g], red.partial());
+    };
+    host_groups(groups, task.r.local.size(), local_bytes, item_fn, &state);
+    // Combined in group order: the result does not depend on which thread ran which group.
+    T acc = task.initialize_to_identity ? task.identity : *task.out;
+    for (const T& p : partial) acc = Op{}(acc, p);
+    *task.out = acc;
   }
 };
 
@@ -369,6 +412,22 @@ class Handler {
     detail::check_nd_range(r.global.v, r.local.v, D, loc);
     detail::NdTask<D, F> task{r, std::move(f)};
     auto k = detail::describe(task, "parallel_for(nd_range)");
+    k.nd_range = true;
+    k.group_items = r.local.size();
+    detail::launch(*s_, k, loc);
+  }
+
+  /// Runs `f(nd_item<D>, reducer)` for every work-item of `r` (SYCL 2020's nd_range reduction):
+  /// work-items of a group share `local_accessor` memory and barriers as in the plain nd_range
+  /// form; the partial results combined with `op` land in the reduction's destination when the
+  /// command group completes.
+  template <int D, class T, class Op, class F>
+  void parallel_for(nd_range<D> r, Reduction<T, Op> red, F f,
+                    std::source_location loc = std::source_location::current()) {
+    detail::check_nd_range(r.global.v, r.local.v, D, loc);
+    detail::NdReduceTask<D, F, T, Op> task{r, std::move(f), red.out, red.identity,
+                                           red.initialize_to_identity};
+    auto k = detail::describe(task, "parallel_for(nd_range, reduction)");
     k.nd_range = true;
     k.group_items = r.local.size();
     detail::launch(*s_, k, loc);

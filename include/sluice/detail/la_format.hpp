@@ -204,6 +204,9 @@ struct LaCgBlockArgs {
   /// Where the block also leaves the final state (pinned host memory; null: nowhere), so that
   /// the host reads it without a copy of its own after the block.
   LaKspState* mirror = nullptr;
+  /// Where the block also leaves 1 if the solve still iterates after it, else 0 (device memory;
+  /// null: nowhere): a graph-mode solve's loop condition (LaKernels::running).
+  std::int32_t* running = nullptr;
 };
 
 /// The arguments of iteration k of a CG block.

@@ -40,10 +40,11 @@ class LaKernels {
   /// operation (a kernel argument, a task's copy), so the caller's copy may go at once.
   virtual void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
                          const OpInfo& op) = 0;
-  /// *flag = 1 while the solver state `state` iterates (its `stop` is 0), else 0, in stream
-  /// order: the condition of a graph-mode solve's while node.
+  /// *flag = 1 while the solver state `state` iterates (its `stop` is 0), else 0, and the state
+  /// copied to `mirror` (pinned host memory; none if null), in stream order: the condition of a
+  /// graph-mode solve's while node, and the state the host reads when the solve ends.
   virtual void running(Stream& stream, const LaKspState* state, std::int32_t* flag,
-                       const OpInfo& op) = 0;
+                       LaKspState* mirror, const OpInfo& op) = 0;
   /// out[i] = A(i, i) (0 where a CSR row stores none).
   virtual void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) = 0;
   /// Backend data for a CSR matrix, made once per matrix and kept alive by it (a cuSPARSE

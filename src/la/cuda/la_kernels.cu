@@ -775,7 +775,10 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
   __syncthreads();
   LaKspState& st = *reinterpret_cast<LaKspState*>(words);
   if (st.stop != 0) {  // every block read the same state: none passes a barrier
-    if (blockIdx.x == 0) store_state(args.mirror, words, t, threads);
+    if (blockIdx.x == 0) {
+      store_state(args.mirror, words, t, threads);
+      if (t == 0 && args.running != nullptr) *args.running = 0;
+    }
     return;
   }
   if (blockIdx.x != 0 && t == 0) st.hist_cap = 0;  // block 0 alone stores the history
@@ -819,6 +822,7 @@ __global__ void __launch_bounds__(kStencilThreads, cg_block_min_blocks(K))
   if (blockIdx.x == 0) {
     store_state(args.direction.sums.state, words, t, threads);
     store_state(args.mirror, words, t, threads);  // pinned host memory, or null
+    if (t == 0 && args.running != nullptr) *args.running = st.stop == 0 ? 1 : 0;
   }
 }
 
@@ -830,9 +834,11 @@ __global__ void set_state_kernel(LaKspState value, LaKspState* dst) {
               static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
-__global__ void running_kernel(const LaKspState* state, std::int32_t* flag) {
+__global__ void running_kernel(const LaKspState* state, std::int32_t* flag, LaKspState* mirror) {
   stream_order_prologue();
-  *flag = state->stop == 0 ? 1 : 0;
+  if (threadIdx.x == 0) *flag = state->stop == 0 ? 1 : 0;
+  store_state(mirror, reinterpret_cast<const unsigned long long*>(state),
+              static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
 /// The epilogue of a CSR product whose rows `v` cuSPARSE computed.
@@ -1337,6 +1343,9 @@ class CudaLaKernels final : public LaKernels {
         // Resident at once (a cooperative launch must be), and no more than the steps' grids
         // need: a block past them would only wait at the barriers. It hosts every block of the
         // direction product: cg_direction_grid caps that at this kernel's residency.
+        // (Any grid gives the same sums: blocks loop over the steps' blocks. Fewer blocks do
+        // not make a small solve faster: on an H100, CG at 64^2 took 5.7 us per iteration with
+        // 8 to 128 blocks, more with fewer; the two step ends cost that, not the work.)
         const unsigned grid =
             grid_for(kernel, std::max<std::size_t>(shape.dir_blocks, (shape.upd_blocks + 1) / 2),
                      kStencilThreads, false, s, sc, op);
@@ -1360,11 +1369,11 @@ class CudaLaKernels final : public LaKernels {
     });
   }
 
-  void running(Stream& stream, const LaKspState* state, std::int32_t* flag,
+  void running(Stream& stream, const LaKspState* state, std::int32_t* flag, LaKspState* mirror,
                const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la solver running flag");
     run_on(s, op, [&](cudaStream_t st) {
-      launch(running_kernel, 1, 1, st, op, state, flag);
+      launch(running_kernel, 1, 32, st, op, state, flag, mirror);
       check_launch(op);
     });
   }

@@ -176,6 +176,7 @@ class HostLaKernels final : public LaKernels {
             run_fused(update);
           }
           if (a.mirror != nullptr) *a.mirror = *a.direction.sums.state;
+          if (a.running != nullptr) *a.running = a.direction.sums.state->stop == 0 ? 1 : 0;
         },
         op);
   }
@@ -185,9 +186,14 @@ class HostLaKernels final : public LaKernels {
     stream.host_task([dst, value] { *dst = value; }, op);
   }
 
-  void running(Stream& stream, const LaKspState* state, std::int32_t* flag,
+  void running(Stream& stream, const LaKspState* state, std::int32_t* flag, LaKspState* mirror,
                const OpInfo& op) override {
-    stream.host_task([state, flag] { *flag = state->stop == 0 ? 1 : 0; }, op);
+    stream.host_task(
+        [state, flag, mirror] {
+          *flag = state->stop == 0 ? 1 : 0;
+          if (mirror != nullptr) *mirror = *state;
+        },
+        op);
   }
 
   void diagonal(Stream& stream, const LaOperator& A, double* out, const OpInfo& op) override {

@@ -3,9 +3,9 @@
 //
 // The host's sums keep four interleaved lanes per chunk (lanes.hpp); a vector of four doubles is
 // exactly those lanes, element k of the chunk in vector element k % 4. So a loop written over
-// `V4` sums in the same order as the scalar loop, and every other operation is element-wise
-// IEEE arithmetic: the same bits, whatever the vector width the compiler maps `V4` to (two
-// SSE2 registers in the baseline x86-64 build, one AVX2 register in the AVX2 build). No source
+// four doubles sums in the same order as the scalar loop, and every other operation is
+// element-wise IEEE arithmetic: the same bits, whatever the registers (V2x2, two SSE2
+// registers, in the baseline x86-64 build; V4, one AVX2 register, in the AVX2 build). No source
 // of the host kernels contracts a * b + c into a fused multiply-add (src/CMakeLists.txt), so
 // the AVX2 build rounds as the baseline one, the cuda kernels (--fmad=false) and the PETSc
 // transcription of the tests do.

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace sluice::detail::host {
@@ -20,16 +22,44 @@ struct Job {
   void (*fn)(void*, std::size_t) = nullptr;
   void* state = nullptr;
   std::size_t chunks = 0;
-  std::atomic<std::size_t> next{0};
+  // The unclaimed chunks [front, back): front in the low 32 bits, back in the high 32. The
+  // calling thread claims from the front, the pool's threads from the back, so that with two
+  // threads each takes about the same half of a vector every time: that half stays in its
+  // core's cache from one kernel to the next (claimed in turn, a chunk ran on either core and
+  // half of every kernel's data came from the other core's cache).
+  std::atomic<std::uint64_t> range{0};
   std::atomic<std::size_t> done{0};
   std::mutex mutex;
   std::condition_variable finished;
 
-  /// Runs chunks until none is left unclaimed.
-  void work() {
+  void start(std::size_t n) {
+    chunks = n;
+    range.store(static_cast<std::uint64_t>(n) << 32, std::memory_order_relaxed);
+  }
+
+  [[nodiscard]] bool unclaimed() const {
+    const std::uint64_t r = range.load(std::memory_order_relaxed);
+    return (r & 0xffffffffu) < (r >> 32);
+  }
+
+  /// Claims the next chunk from the front or the back; false when none is left.
+  bool claim(bool front, std::size_t& chunk) {
+    std::uint64_t r = range.load(std::memory_order_relaxed);
     for (;;) {
-      const std::size_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return;
+      const std::uint64_t f = r & 0xffffffffu, b = r >> 32;
+      if (f >= b) return false;
+      const std::uint64_t next = front ? r + 1 : ((b - 1) << 32) | f;
+      if (range.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+        chunk = static_cast<std::size_t>(front ? f : b - 1);
+        return true;
+      }
+    }
+  }
+
+  /// Runs chunks until none is left unclaimed.
+  void work(bool front) {
+    std::size_t c = 0;
+    while (claim(front, c)) {
       fn(state, c);
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
         std::lock_guard lock(mutex);
@@ -57,7 +87,7 @@ class Pool {
       queued_.store(jobs_.size(), std::memory_order_release);
       if (sleepers_ > 0) wake_.notify_all();
     }
-    job->work();
+    job->work(true);
     // The other threads are finishing their last chunks: spin for them, sleep if they take long.
     auto finished = [&] { return job->done.load(std::memory_order_acquire) == job->chunks; };
     if (!spin_until(finished)) {
@@ -85,10 +115,10 @@ class Pool {
         job = jobs_.front();
         // Rotate so that concurrent jobs of several contexts share the threads.
         jobs_.pop_front();
-        if (job->next.load(std::memory_order_relaxed) < job->chunks) jobs_.push_back(job);
+        if (job->unclaimed()) jobs_.push_back(job);
         queued_.store(jobs_.size(), std::memory_order_release);
       }
-      job->work();
+      job->work(false);
       retire(job.get());
     }
   }
@@ -124,10 +154,30 @@ void parallel_chunks(std::size_t chunks, void (*fn)(void*, std::size_t), void* s
     for (std::size_t c = 0; c < chunks; ++c) fn(state, c);
     return;
   }
+  if (chunks >= (std::size_t{1} << 32)) {  // beyond Job's 32-bit chunk indices: in parts
+    const std::size_t half = chunks / 2;
+    struct Part {
+      void (*fn)(void*, std::size_t);
+      void* state;
+      std::size_t offset;
+    };
+    for (const auto& [first, count] :
+         {std::pair{std::size_t{0}, half}, std::pair{half, chunks - half}}) {
+      Part part{fn, state, first};
+      parallel_chunks(
+          count,
+          [](void* p, std::size_t c) {
+            auto* pt = static_cast<Part*>(p);
+            pt->fn(pt->state, pt->offset + c);
+          },
+          &part);
+    }
+    return;
+  }
   auto job = std::make_shared<Job>();
   job->fn = fn;
   job->state = state;
-  job->chunks = chunks;
+  job->start(chunks);
   pool.run(job);
 }
 

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
+#include "la/host/fused.hpp"
 #include "la/host/lanes.hpp"
+#include "la/host/simd.hpp"
 #include "la/host/stencil.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -107,17 +109,9 @@ void run_fused(const LaFusedArgs& f) {
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
+    const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa());
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-      // The sums in local lanes and the arguments in a local copy: through `acc` and `f`, which
-      // may alias the vectors for all the compiler knows, every element would store and reload
-      // them.
-      Lanes lanes;
-      const LaFusedArgs g = f;
-      const double t[4] = {s[0], s[1], s[2], s[3]};
-      over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* sums) SLUICE_LANE_BODY {
-        m::fused_elem<decltype(o)::value>(g, t, steps, i, sums);
-      });
-      for (int k = 0; k < m::kMaxSums; ++k) acc[k] += lanes.total(k);
+      chunk(f, s, steps, lo, hi, acc);
     });
   });
   finish(f.sums, sums, m::fused_sums(f.op));

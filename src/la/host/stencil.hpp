@@ -7,14 +7,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "la/host/lanes.hpp"
+#include "la/host/simd.hpp"
 #include "la/kernel_math.hpp"
 
 namespace sluice::detail::host {
 
 /// A product's input (la_math::MatvecInput) with its form fixed at compile time: X2, x2 is
-/// present; RV, the right scaling is a vector. The same expressions as MatvecInput.
+/// present; RV, the right scaling is a vector. The same expressions as MatvecInput, for one
+/// element (T = double) or four (T = V4 or V2x2, simd.hpp).
 template <bool X2, bool RV>
 struct FixedInput {
   const double* x;
@@ -24,52 +27,70 @@ struct FixedInput {
   double c;
   double xs;
 
-  [[nodiscard]] double raw(std::int64_t j) const {
+  template <class T>
+  SLUICE_HOST_INLINE T raw_at(std::int64_t j) const {
     if constexpr (X2) {
-      return xs * x[j] + s * x2[j];
+      return splat<T>(xs) * load<T>(x + j) + splat<T>(s) * load<T>(x2 + j);
     } else {
-      return xs * x[j];
+      return splat<T>(xs) * load<T>(x + j);
     }
   }
-  [[nodiscard]] double operator()(std::int64_t j) const {
+  template <class T>
+  SLUICE_HOST_INLINE T at(std::int64_t j) const {
     if constexpr (RV) {
-      return rv[j] * raw(j);
+      return load<T>(rv + j) * raw_at<T>(j);
     } else {
-      return raw(j);
+      return raw_at<T>(j);
     }
   }
+  [[nodiscard]] double raw(std::int64_t j) const { return raw_at<double>(j); }
+  [[nodiscard]] double operator()(std::int64_t j) const { return at<double>(j); }
   [[nodiscard]] double right_scale() const { return RV ? 1.0 : c; }
 };
 
-/// Rows per piece of a line whose values are formed before their epilogue runs (on the stack).
+/// Rows per piece of a chunk whose products are formed before their epilogue runs (on the
+/// stack). A multiple of 4, so that every piece of a chunk starts at lane 0.
 inline constexpr std::int64_t kPiece = 512;
 
 /// out[k] = row (i0 + k) of stencil K for the points ix0 + k of one x line at (iy, iz), k < len.
-template <LaStencilKind K, class In>
-void stencil_line(const LaStencil& s, const In in, std::int64_t ix0, std::int64_t len,
-                  std::int64_t iy, std::int64_t iz, std::int64_t i0, double* out) {
+template <LaStencilKind K, class V, class In>
+SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int64_t ix0,
+                                     std::int64_t len, std::int64_t iy, std::int64_t iz,
+                                     std::int64_t i0, double* out) {
   const std::int64_t sy = s.nx, sz = s.nx * s.ny;
   const bool five = K == LaStencilKind::d2p5, seven = K == LaStencilKind::d3p7;
-  const bool inner_y = iy > 0 && iy + 1 < s.ny;
-  const bool inner_z =
-      K == LaStencilKind::d2p5 || K == LaStencilKind::d2p9 || (iz > 0 && iz + 1 < s.nz);
   std::int64_t k = 0;
-  if ((five || seven) && inner_y && inner_z) {
-    // Interior of the line: every neighbour present, added in stencil_neighbors' order.
+  if (five || seven) {
+    // The points of the line with both x neighbours, the neighbours present in y and z the same
+    // for all of them, added in stencil_neighbors' order (an absent one adds nothing there
+    // either). Lines on a face of the grid too: at 11^3 points a third of the lines.
+    const bool zm = seven && iz > 0, ym = iy > 0, yp = iy + 1 < s.ny, zp = seven && iz + 1 < s.nz;
     const std::int64_t first = std::max<std::int64_t>(ix0, 1) - ix0;
     const std::int64_t last = std::min<std::int64_t>(ix0 + len, s.nx - 1) - ix0;
     for (; k < first; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
     const double rs = in.right_scale(), nb = s.neighbor, ce = s.center;
-    for (; k < last; ++k) {
+    // The interior lines (every neighbour present) with the flags as constants.
+    auto rows = [&](auto* tag, auto all) SLUICE_LANE_BODY {
+      using T = ElementOf<decltype(tag)>;
+      constexpr bool kAll = decltype(all)::value;
       const std::int64_t i = i0 + k;
-      double acc = 0;
-      if constexpr (seven) acc += in(i - sz);
-      acc += in(i - sy);
-      acc += in(i - 1);
-      acc += in(i + 1);
-      acc += in(i + sy);
-      if constexpr (seven) acc += in(i + sz);
-      out[k] = rs * (nb * acc + ce * in(i));
+      T acc = splat<T>(0.0);
+      if (seven && (kAll || zm)) acc += in.template at<T>(i - sz);
+      if (kAll || ym) acc += in.template at<T>(i - sy);
+      acc += in.template at<T>(i - 1);
+      acc += in.template at<T>(i + 1);
+      if (kAll || yp) acc += in.template at<T>(i + sy);
+      if (seven && (kAll || zp)) acc += in.template at<T>(i + sz);
+      store(out + k, splat<T>(rs) * (splat<T>(nb) * acc + splat<T>(ce) * in.template at<T>(i)));
+    };
+    auto line = [&](auto all) SLUICE_LANE_BODY {
+      for (; k + 4 <= last; k += 4) rows(static_cast<V*>(nullptr), all);
+      for (; k < last; ++k) rows(static_cast<double*>(nullptr), all);
+    };
+    if (ym && yp && (five || (zm && zp))) {
+      line(std::true_type{});
+    } else {
+      line(std::false_type{});
     }
   }
   for (; k < len; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);
@@ -79,78 +100,55 @@ void stencil_line(const LaStencil& s, const In in, std::int64_t ix0, std::int64_
 /// `lo`, with the epilogue E, whether the left scaling is a vector (LV) and whether the input is
 /// stored (XO) fixed at compile time and the arguments in locals (through `a`, every store might
 /// change them for all the compiler knows). The same expressions as finish_row and
-/// la_math::epilogue; each row's term is added to its lane of `lanes` (lanes.hpp).
-template <LaEpilogue E, bool LV, bool XO, class In>
-void finish_rows(const LaMatvecArgs& a, const In in, double scalar, const double* out,
-                 std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
+/// la_math::epilogue, four rows at a time; each row's term is added to its lane of `lanes`
+/// (lanes.hpp).
+template <LaEpilogue E, bool LV, bool XO, class V, class In>
+SLUICE_HOST_INLINE void finish_rows(const LaMatvecArgs& a, const In& in, double scalar,
+                                    const double* out, std::int64_t len, std::int64_t i0,
+                                    std::int64_t lo, Lanes& lanes) {
   double* const x_out = a.x_out;
   double* const y = a.y;
   const double* const z = a.z;
   const double* const lv = a.left.v;
   const double lc = a.left.c;
   const auto first = static_cast<std::size_t>(i0);
-  // The lanes in a local copy too: through the reference, each store to y might change them.
-  Lanes mine = lanes;
-  over_lanes(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len), mine,
-             [&](std::size_t u, double* acc) SLUICE_LANE_BODY {
-               const auto i = static_cast<std::int64_t>(u);
-               if constexpr (XO) x_out[i] = in.raw(i);
-               const double v = (LV ? lv[i] : lc) * out[i - i0];
-               if constexpr (E == LaEpilogue::store) {
-                 y[i] = v;
-                 acc[0] += 0;
-               } else if constexpr (E == LaEpilogue::add) {
-                 y[i] = v + z[i];
-                 acc[0] += 0;
-               } else if constexpr (E == LaEpilogue::sub) {
-                 y[i] = z[i] - v;
-                 acc[0] += 0;
-               } else if constexpr (E == LaEpilogue::store_dot) {
-                 y[i] = v;
-                 acc[0] += v * z[i];
-               } else {
-                 const double r = y[i] - scalar * v;
-                 y[i] = r;
-                 acc[0] += r * r;
-               }
-             });
-  lanes = mine;
+  constexpr int kSums = E == LaEpilogue::store_dot || E == LaEpilogue::residual ? 1 : 0;
+  over_lanes4<V, kSums>(static_cast<std::size_t>(lo), first, first + static_cast<std::size_t>(len),
+                        lanes, [&](std::size_t u, auto* acc) SLUICE_LANE_BODY {
+                          using T = ElementOf<decltype(acc)>;
+                          const auto i = static_cast<std::int64_t>(u);
+                          if constexpr (XO) store(x_out + i, in.template raw_at<T>(i));
+                          const T v =
+                              (LV ? load<T>(lv + i) : splat<T>(lc)) * load<T>(out + (i - i0));
+                          if constexpr (E == LaEpilogue::store) {
+                            store(y + i, v);
+                          } else if constexpr (E == LaEpilogue::add) {
+                            store(y + i, v + load<T>(z + i));
+                          } else if constexpr (E == LaEpilogue::sub) {
+                            store(y + i, load<T>(z + i) - v);
+                          } else if constexpr (E == LaEpilogue::store_dot) {
+                            store(y + i, v);
+                            acc[0] += v * load<T>(z + i);
+                          } else {
+                            const T r = load<T>(y + i) - splat<T>(scalar) * v;
+                            store(y + i, r);
+                            acc[0] += r * r;
+                          }
+                        });
 }
 
-/// finish_rows for the product's epilogue, left scaling and input store.
-template <class In>
-void finish_piece(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
-                  std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
-  la_math::with_value<LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub, LaEpilogue::store_dot,
-                      LaEpilogue::residual>(a.epilogue, [&](auto e) {
-    constexpr LaEpilogue E = decltype(e)::value;
-    const bool lv = a.left.v != nullptr, xo = a.x_out != nullptr;
-    if (lv && xo) return finish_rows<E, true, true>(a, in, scalar, out, len, i0, lo, lanes);
-    if (lv) return finish_rows<E, true, false>(a, in, scalar, out, len, i0, lo, lanes);
-    if (xo) return finish_rows<E, false, true>(a, in, scalar, out, len, i0, lo, lanes);
-    return finish_rows<E, false, false>(a, in, scalar, out, len, i0, lo, lanes);
-  });
-}
-
-/// Rows [lo, hi) (one chunk) of the stencil product `a` with input `in`; returns the epilogue's
-/// sum in the chunk's lane order (lanes.hpp).
-template <LaStencilKind K, class In>
-double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::size_t lo,
-                    std::size_t hi) {
-  const auto& s = a.A.stencil;
-  double out[kPiece];
-  Lanes lanes;
-  auto i = static_cast<std::int64_t>(lo);
-  const auto end = static_cast<std::int64_t>(hi);
-  std::int64_t ix = i % s.nx;
-  std::int64_t iy = (i / s.nx) % s.ny;
-  std::int64_t iz = i / (s.nx * s.ny);
-  while (i < end) {
-    const std::int64_t len = std::min({end - i, s.nx - ix, kPiece});
-    stencil_line<K>(s, in, ix, len, iy, iz, i, out);
-    finish_piece(a, in, scalar, out, len, i, static_cast<std::int64_t>(lo), lanes);
-    i += len;
-    ix += len;
+/// Rows [p0, p0 + len) of the stencil product K into out[0, len), a line segment at a time.
+template <LaStencilKind K, class V, class In>
+SLUICE_HOST_INLINE void stencil_piece(const LaStencil& s, const In& in, std::int64_t p0,
+                                      std::int64_t len, double* out) {
+  std::int64_t ix = p0 % s.nx;
+  std::int64_t iy = (p0 / s.nx) % s.ny;
+  std::int64_t iz = p0 / (s.nx * s.ny);
+  for (std::int64_t k = 0; k < len;) {
+    const std::int64_t seg = std::min(len - k, s.nx - ix);
+    stencil_line<K, V>(s, in, ix, seg, iy, iz, p0 + k, out + k);
+    k += seg;
+    ix += seg;
     if (ix == s.nx) {
       ix = 0;
       if (++iy == s.ny) {
@@ -158,6 +156,72 @@ double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::siz
         ++iz;
       }
     }
+  }
+}
+
+/// stencil_piece and finish_rows compiled for each instruction set (simd.hpp); a chunk calls
+/// them per piece.
+template <LaStencilKind K, class In>
+void piece_baseline(const LaStencil& s, const In& in, std::int64_t p0, std::int64_t len,
+                    double* out) {
+  stencil_piece<K, V2x2>(s, in, p0, len, out);
+}
+template <LaStencilKind K, class In>
+SLUICE_TARGET_AVX2 void piece_avx2(const LaStencil& s, const In& in, std::int64_t p0,
+                                   std::int64_t len, double* out) {
+  stencil_piece<K, V4>(s, in, p0, len, out);
+}
+template <LaEpilogue E, bool LV, bool XO, class In>
+void finish_baseline(const LaMatvecArgs& a, const In& in, double scalar, const double* out,
+                     std::int64_t len, std::int64_t i0, std::int64_t lo, Lanes& lanes) {
+  finish_rows<E, LV, XO, V2x2>(a, in, scalar, out, len, i0, lo, lanes);
+}
+template <LaEpilogue E, bool LV, bool XO, class In>
+SLUICE_TARGET_AVX2 void finish_avx2(const LaMatvecArgs& a, const In& in, double scalar,
+                                    const double* out, std::int64_t len, std::int64_t i0,
+                                    std::int64_t lo, Lanes& lanes) {
+  finish_rows<E, LV, XO, V4>(a, in, scalar, out, len, i0, lo, lanes);
+}
+
+/// Calls `fn(std::integral_constant<LaEpilogue, E>, std::bool_constant<LV>,
+/// std::bool_constant<XO>)` for the product's epilogue, left scaling and input store.
+template <class Fn>
+decltype(auto) with_epilogue_form(const LaMatvecArgs& a, Fn&& fn) {
+  return la_math::with_value<LaEpilogue::store, LaEpilogue::add, LaEpilogue::sub,
+                             LaEpilogue::store_dot, LaEpilogue::residual>(a.epilogue, [&](auto e) {
+    const bool lv = a.left.v != nullptr, xo = a.x_out != nullptr;
+    using T = std::true_type;
+    using F = std::false_type;
+    if (lv && xo) return fn(e, T{}, T{});
+    if (lv) return fn(e, T{}, F{});
+    if (xo) return fn(e, F{}, T{});
+    return fn(e, F{}, F{});
+  });
+}
+
+/// Rows [lo, hi) (one chunk) of the stencil product `a` with input `in`, run with the
+/// instruction set `isa`; returns the epilogue's sum in the chunk's lane order (lanes.hpp).
+/// Pieces of kPiece rows: their products, a line segment at a time, then their epilogue.
+template <LaStencilKind K, class In>
+double stencil_rows(const LaMatvecArgs& a, const In& in, double scalar, std::size_t lo,
+                    std::size_t hi, HostIsa isa = host_isa()) {
+  const bool avx2 = SLUICE_HOST_HAVE_AVX2_BUILD && isa == HostIsa::avx2;
+  using Piece = void (*)(const LaStencil&, const In&, std::int64_t, std::int64_t, double*);
+  using Finish = void (*)(const LaMatvecArgs&, const In&, double, const double*, std::int64_t,
+                          std::int64_t, std::int64_t, Lanes&);
+  const Piece piece = avx2 ? &piece_avx2<K, In> : &piece_baseline<K, In>;
+  const Finish finish = with_epilogue_form(a, [&](auto e, auto lv, auto xo) -> Finish {
+    constexpr LaEpilogue E = decltype(e)::value;
+    constexpr bool LV = decltype(lv)::value, XO = decltype(xo)::value;
+    return avx2 ? &finish_avx2<E, LV, XO, In> : &finish_baseline<E, LV, XO, In>;
+  });
+  double out[kPiece];
+  Lanes lanes;
+  const auto end = static_cast<std::int64_t>(hi);
+  for (auto p = static_cast<std::int64_t>(lo); p < end; p += kPiece) {
+    const std::int64_t len = std::min(end - p, kPiece);
+    piece(a.A.stencil, in, p, len, out);
+    finish(a, in, scalar, out, len, p, static_cast<std::int64_t>(lo), lanes);
   }
   return lanes.total(0);
 }

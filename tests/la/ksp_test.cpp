@@ -41,6 +41,17 @@ class KspTest : public BackendTest {
 
   static constexpr SolveMode kModes[] = {SolveMode::sync, SolveMode::async, SolveMode::graph};
 
+  /// Whether graph mode runs here: not on cuda under compute-sanitizer's synccheck or racecheck,
+  /// which fail a cooperative kernel inside a graph's while node even in a plain CUDA program
+  /// (tests/graph/repro/cooperative_in_while.cu); memcheck runs it.
+  [[nodiscard]] bool graph_runs() const {
+    const char* tool = std::getenv("SLUICE_UNDER_SANITIZER");
+    const std::string t = tool != nullptr ? tool : "";
+    return is_host() || (t != "synccheck" && t != "racecheck");
+  }
+  /// How many of kModes run here (graph last).
+  [[nodiscard]] int modes() const { return graph_runs() ? 3 : 2; }
+
   /// Solves with `o` in every mode and checks them against each other and the reference.
   void check_against_reference(const Mat& A, const std::vector<double>& hb, KspOptions o,
                                const std::string& label) {
@@ -55,7 +66,7 @@ class KspTest : public BackendTest {
     o.history = true;
     KspResult results[3];
     std::vector<double> xs[3];
-    for (int m = 0; m < 3; ++m) {
+    for (int m = 0; m < modes(); ++m) {
       o.mode = kModes[m];
       Vec x(ctx, hb.size());
       Ksp ksp(A, o);
@@ -63,7 +74,7 @@ class KspTest : public BackendTest {
       xs[m] = x.to_vector();
     }
     // The modes: the same kernels, the same scalars, so the same bits.
-    for (int m = 1; m < 3; ++m) {
+    for (int m = 1; m < modes(); ++m) {
       SCOPED_TRACE(to_string(kModes[m]));
       EXPECT_EQ(results[0].iterations, results[m].iterations);
       EXPECT_EQ(results[0].reason, results[m].reason);
@@ -245,6 +256,7 @@ TEST_P(KspTest, AsyncMatchesSyncForEveryCheckInterval) {
     const auto want_x = xs.to_vector();
     EXPECT_TRUE(want.converged());
     for (auto mode : {SolveMode::async, SolveMode::graph}) {
+      if (mode == SolveMode::graph && !graph_runs()) continue;
       for (int k : {1, 2, 3, 8, 13, 1000}) {
         SCOPED_TRACE(std::string(to_string(mode)) + " check_every " + std::to_string(k));
         o.mode = mode;
@@ -332,7 +344,7 @@ TEST_P(KspTest, AsyncCgBlocksMatchSyncOnEveryStencil) {
                    .history = true};
       KspResult r[3];
       std::vector<double> x_of[3];
-      for (int m = 0; m < 3; ++m) {
+      for (int m = 0; m < modes(); ++m) {
         o.mode = kModes[m];
         Vec x(ctx, n);
         r[m] = Ksp(A, o).solve(b, x);
@@ -345,7 +357,7 @@ TEST_P(KspTest, AsyncCgBlocksMatchSyncOnEveryStencil) {
             << to_string(r[0].reason);
         EXPECT_GT(r[0].iterations, 2 * var.check_every);
       }
-      for (int m = 1; m < 3; ++m) {
+      for (int m = 1; m < modes(); ++m) {
         SCOPED_TRACE(to_string(kModes[m]));
         EXPECT_EQ(r[m].iterations, r[0].iterations);
         EXPECT_EQ(r[m].reason, r[0].reason);
@@ -362,7 +374,7 @@ TEST_P(KspTest, FixedIterations) {
   auto b = rhs(A, ones(64 * 64), ctx);
   for (auto type : {KspType::cg, KspType::tfqmr}) {
     std::vector<double> x_of[3];
-    for (int m = 0; m < 3; ++m) {
+    for (int m = 0; m < modes(); ++m) {
       Vec x(ctx, b.size());
       Ksp ksp(A, {.type = type, .max_it = 20, .fixed_iterations = true, .mode = kModes[m]});
       const auto r = ksp.solve(b, x);
@@ -371,7 +383,9 @@ TEST_P(KspTest, FixedIterations) {
       x_of[m] = x.to_vector();
     }
     EXPECT_EQ(x_of[0], x_of[1]);
-    EXPECT_EQ(x_of[0], x_of[2]);
+    if (graph_runs()) {
+      EXPECT_EQ(x_of[0], x_of[2]);
+    }
     // Without norms at all (PETSc: KSP_NORM_NONE with KSPConvergedSkip).
     Vec x(ctx, b.size());
     Ksp ksp(A,
@@ -387,12 +401,12 @@ TEST_P(KspTest, FixedIterations) {
   auto small = Mat::stencil(ctx, Stencil::d2p5, 2, 2);
   auto c = rhs(small, {1.0, 2.0, 3.0, 4.0}, ctx);
   KspResult r[3];
-  for (int m = 0; m < 3; ++m) {
+  for (int m = 0; m < modes(); ++m) {
     Vec x(ctx, c.size());
     r[m] = Ksp(small, {.max_it = 100, .fixed_iterations = true, .mode = kModes[m]}).solve(c, x);
   }
   EXPECT_LT(r[0].iterations, 64);
-  for (int m = 1; m < 3; ++m) {
+  for (int m = 1; m < modes(); ++m) {
     EXPECT_EQ(r[m].iterations, r[0].iterations);
     EXPECT_EQ(r[m].reason, r[0].reason);
     EXPECT_EQ(r[m].residual_norm, r[0].residual_norm);
@@ -406,7 +420,7 @@ TEST_P(KspTest, MonitorSeesTheHistoryInEveryMode) {
   for (auto type : {KspType::cg, KspType::tfqmr}) {
     std::vector<std::pair<int, double>> seen[3];
     KspResult results[3];
-    for (int m = 0; m < 3; ++m) {
+    for (int m = 0; m < modes(); ++m) {
       std::vector<std::pair<int, Managed<double>>> values;
       KspOptions o{.type = type,
                    .rtol = 1e-6,
@@ -421,7 +435,9 @@ TEST_P(KspTest, MonitorSeesTheHistoryInEveryMode) {
       for (auto& [it, v] : values) seen[m].emplace_back(it, v.value());
     }
     EXPECT_EQ(seen[0], seen[1]);
-    EXPECT_EQ(seen[0], seen[2]);
+    if (graph_runs()) {
+      EXPECT_EQ(seen[0], seen[2]);
+    }
     const auto& r = results[0];
     ASSERT_FALSE(seen[0].empty());
     EXPECT_EQ(seen[0].front().first, 0);
@@ -450,7 +466,8 @@ TEST_P(KspTest, NonzeroInitialGuess) {
   std::vector<double> xstar(n);
   for (std::size_t i = 0; i < n; ++i) xstar[i] = std::cos(0.1 * static_cast<double>(i));
   auto b = rhs(A, xstar, ctx);
-  for (auto mode : kModes) {
+  for (int m = 0; m < modes(); ++m) {
+    const SolveMode mode = kModes[m];
     for (auto type : {KspType::cg, KspType::tfqmr}) {
       // Starting at the solution: the residual is exactly 0, converged at iteration 0 by atol,
       // x untouched.
@@ -560,7 +577,8 @@ TEST_P(KspTest, ZeroRightHandSide) {
   auto A = Mat::stencil(ctx, Stencil::d2p5, 10, 10);
   Vec b(ctx, 100), x(ctx, 100);
   set(b, 0.0);
-  for (auto mode : kModes) {
+  for (int m = 0; m < modes(); ++m) {
+    const SolveMode mode = kModes[m];
     for (auto type : {KspType::cg, KspType::tfqmr}) {
       const auto r = Ksp(A, {.type = type, .mode = mode}).solve(b, x);
       EXPECT_EQ(r.iterations, 0);
@@ -573,6 +591,8 @@ TEST_P(KspTest, ZeroRightHandSide) {
 // Graph mode records a solve once per key and relaunches it: the same vectors launch it as is,
 // other vectors update it in place, other options re-instantiate it; every result equals sync's.
 TEST_P(KspTest, GraphModeRecordsOnceAndUpdatesForNewVectors) {
+  if (!graph_runs())
+    GTEST_SKIP() << "synccheck and racecheck fail a cooperative kernel in a while node";
   auto ctx = make_context();
   auto A = Mat::stencil(ctx, Stencil::d2p5, 24, 19);
   const auto n = static_cast<std::size_t>(A.rows());
@@ -641,6 +661,8 @@ TEST_P(KspTest, GraphModeRecordsOnceAndUpdatesForNewVectors) {
 // A graph-mode solve is one operation ordered by the tracker: a right-hand side another context
 // is still writing is waited for, and a reader of x on another context waits for the solve.
 TEST_P(KspTest, GraphModeSolveIsOrderedAcrossContexts) {
+  if (!graph_runs())
+    GTEST_SKIP() << "synccheck and racecheck fail a cooperative kernel in a while node";
   auto ctx = make_context();
   auto other = make_context();
   auto A = Mat::stencil(ctx, Stencil::d3p7, 9, 8, 7);

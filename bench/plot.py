@@ -150,28 +150,22 @@ def main():
 
         # async / sync ratio
         fig, ax = plt.subplots(figsize=(6, 4))
+        def times(st, op, impl, key):
+            return {r["nnz"]: r[key] for r in ks
+                    if r["stencil"] == st and r["operator"] == op and r["impl"] == impl}
+
+        # (numerator, denominator, statistic, marker, line style, label)
+        ratios = [("sluice-async", "sluice-sync", "min_s", "o", "-", "async / sync"),
+                  ("sluice-async", "petsc-style-sync", "min_s", "x", ":", "async / unfused sync"),
+                  ("sluice-graph", "sluice-async", "median_s", "s", "--", "graph / async (medians)")]
         for st in stencils:
-            for op in ("matrix-free", "csr"):
-                s = {r["nnz"]: r["min_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "sluice-sync"}
-                a = {r["nnz"]: r["min_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "sluice-async"}
-                common = sorted(set(s) & set(a))
-                if common:
-                    ax.semilogx(common, [a[n] / s[n] for n in common], marker="o", ms=3,
-                                label=f"{st} {op}: async / sync")
-            for op in ("matrix-free", "csr"):
-                u = {r["nnz"]: r["min_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "petsc-style-sync"}
-                a = {r["nnz"]: r["min_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "sluice-async"}
-                common = sorted(set(u) & set(a))
-                if common:
-                    ax.semilogx(common, [a[n] / u[n] for n in common], marker="x", ms=3, ls=":",
-                                label=f"{st} {op}: async / unfused sync")
-            for op in ("matrix-free", "csr"):
-                g = {r["nnz"]: r["median_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "sluice-graph"}
-                a = {r["nnz"]: r["median_s"] for r in ks if r["stencil"] == st and r["operator"] == op and r["impl"] == "sluice-async"}
-                common = sorted(set(g) & set(a))
-                if common:
-                    ax.semilogx(common, [g[n] / a[n] for n in common], marker="s", ms=3, ls="--",
-                                label=f"{st} {op}: graph / async (medians)")
+            for num, den, key, marker, ls, what in ratios:
+                for op in ("matrix-free", "csr"):
+                    a, b = times(st, op, num, key), times(st, op, den, key)
+                    common = sorted(set(a) & set(b))
+                    if common:
+                        ax.semilogx(common, [a[n] / b[n] for n in common], marker=marker, ms=3,
+                                    ls=ls, label=f"{st} {op}: {what}")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.axhline(1 / 1.8, color="r", lw=0.8, ls="--", label="goal: 1.8x")
         ax.set_xlabel("NNZ")

@@ -104,16 +104,22 @@ void Gate::propagate(ContextImpl& ctx, std::uint64_t from) {
   }
 }
 
-void propagate_gates(ContextImpl& ctx, std::uint64_t from) {
+namespace {
+/// The gates alive now (none without a lock while there are none).
+std::vector<std::shared_ptr<Gate>> live_gates() {
   auto& r = registry();
-  if (r.count.load(std::memory_order_acquire) == 0) return;
   std::vector<std::shared_ptr<Gate>> live;
-  {
-    std::lock_guard lock(r.mutex);
-    for (const auto& w : r.gates) {
-      if (auto g = w.lock()) live.push_back(std::move(g));
-    }
+  if (r.count.load(std::memory_order_acquire) == 0) return live;
+  std::lock_guard lock(r.mutex);
+  for (const auto& w : r.gates) {
+    if (auto g = w.lock()) live.push_back(std::move(g));
   }
+  return live;
+}
+}  // namespace
+
+void propagate_gates(ContextImpl& ctx, std::uint64_t from) {
+  const auto live = live_gates();
   for (const auto& g : live) g->propagate(ctx, from);
 }
 
@@ -137,15 +143,7 @@ void unregister_gate(const Gate* g) noexcept {
 
 void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view what,
                  std::source_location loc) {
-  auto& r = registry();
-  if (r.count.load(std::memory_order_acquire) == 0) return;
-  std::vector<std::shared_ptr<Gate>> live;
-  {
-    std::lock_guard lock(r.mutex);
-    for (const auto& w : r.gates) {
-      if (auto g = w.lock()) live.push_back(std::move(g));
-    }
-  }
+  const auto live = live_gates();
   for (const auto& g : live) {
     if (g->blocks(timeline, seq)) {
       throw Error(Errc::invalid_state,

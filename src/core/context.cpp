@@ -87,6 +87,7 @@ ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, Stream
 }
 
 ContextImpl::~ContextImpl() {
+  set_capturing(false);  // keeps any_capturing()'s count right if destroyed mid-capture
   std::string lost;
   try {
     stream_->synchronize();
@@ -269,13 +270,27 @@ void ContextImpl::begin_capture(std::shared_ptr<CaptureSink> sink, std::source_l
   if (tail_point_) flush_tail_point(loc);
   capture_ = std::move(sink);
   capture_uses_.clear();
-  capturing_.store(true, std::memory_order_release);
+  set_capturing(true);
+}
+
+namespace {
+std::atomic<int> g_capturing{0};  // contexts recording into a capture, process-wide
+}  // namespace
+
+bool ContextImpl::any_capturing() noexcept {
+  return g_capturing.load(std::memory_order_acquire) != 0;
+}
+
+void ContextImpl::set_capturing(bool on) noexcept {
+  if (capturing_.exchange(on, std::memory_order_acq_rel) != on) {
+    g_capturing.fetch_add(on ? 1 : -1, std::memory_order_acq_rel);
+  }
 }
 
 void ContextImpl::end_capture(const CaptureSink* sink) noexcept {
   std::lock_guard lock(mutex_);
   if (capture_.get() != sink) return;
-  capturing_.store(false, std::memory_order_release);
+  set_capturing(false);
   capture_.reset();
   capture_uses_.clear();
 }
@@ -303,7 +318,7 @@ std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_l
                                             const std::function<void(Stream&, const OpInfo&)>& f) {
   std::unique_lock lock(mutex_);
   if (!capture_ || !capture_->active()) {
-    capturing_.store(false, std::memory_order_release);
+    set_capturing(false);
     capture_.reset();
     return 0;
   }

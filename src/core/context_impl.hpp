@@ -151,6 +151,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   [[nodiscard]] bool capturing() const noexcept {
     return capturing_.load(std::memory_order_acquire);
   }
+  /// Whether any context of the process is capturing (cheap: one load), so that paths with
+  /// nothing to do outside a capture, such as a buffer's release, skip their capture checks.
+  [[nodiscard]] static bool any_capturing() noexcept;
   /// The capture recording this context, if any.
   [[nodiscard]] std::shared_ptr<CaptureSink> capture();
   /// Starts recording into `sink`; throws if another capture records this context.
@@ -245,6 +248,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   // Vector clock: per other timeline, the highest operation this context already waits for.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> clock_;
   // Capture: the flag is the fast path of `enqueue`; the sink and pending uses live under mutex_.
+  /// capturing_, keeping the process-wide count of any_capturing(); mutex_ held.
+  void set_capturing(bool on) noexcept;
   std::atomic<bool> capturing_{false};
   std::shared_ptr<CaptureSink> capture_;
   std::vector<AccessSpec> capture_uses_;

@@ -558,9 +558,11 @@ std::shared_ptr<CaptureSink> Tracker::capture_using(ObjectId id,
 void Tracker::retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
                      const std::function<void(ContextImpl&)>& release) noexcept {
   std::shared_ptr<CaptureSink> sink;
-  try {
-    sink = capture_using(id, home);
-  } catch (...) {
+  if (ContextImpl::any_capturing()) {  // a buffer's release outside any capture pays one load
+    try {
+      sink = capture_using(id, home);
+    } catch (...) {
+    }
   }
   if (sink) {
     // The capture's graph owns it from now on. If adopting fails, the keeper is destroyed at

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
@@ -30,9 +31,22 @@ std::size_t chunks_of(std::size_t n) {
   return (n + kChunk - 1) / kChunk;
 }
 
+/// Loops of fewer chunks than this run on the calling worker alone (SLUICE_HOST_SERIAL_CHUNKS
+/// overrides it, for measurements): below it the pool's fork-join, and the other core reading
+/// lines the last loop left in this core's cache, cost more than the second core gains.
+std::size_t serial_chunks() {
+  static const std::size_t value = [] {
+    const char* env = std::getenv("SLUICE_HOST_SERIAL_CHUNKS");
+    return env != nullptr ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10))
+                          : std::size_t{2};
+  }();
+  return value;
+}
+
 /// Runs `body(lo, hi, acc)` over [0, n) in chunks, combining each chunk's `acc` (nsums values,
-/// started at `identity`) in chunk order. A loop of one chunk runs on the calling worker alone;
-/// two chunks already gain from the pool, whose threads wait for work spinning (spin_wait.hpp).
+/// started at `identity`) in chunk order, whichever thread ran it. A small loop runs on the
+/// calling worker alone (serial_chunks); larger ones on the pool too, whose threads wait for
+/// work spinning (spin_wait.hpp).
 template <class Body>
 Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
   Sums total;
@@ -47,7 +61,11 @@ Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
     partial[c].fill(identity);
     body(c * kChunk, std::min(n, (c + 1) * kChunk), partial[c].data());
   };
-  parallel_chunks(chunks, run);
+  if (chunks < serial_chunks()) {
+    for (std::size_t c = 0; c < chunks; ++c) run(c);
+  } else {
+    parallel_chunks(chunks, run);
+  }
   for (const auto& p : partial) {
     for (int k = 0; k < m::kMaxSums; ++k) total[k] = m::combine(combine, total[k], p[k]);
   }
@@ -85,10 +103,12 @@ void run_matvec(const LaMatvecArgs& a) {
   const std::size_t n = rows_of(a.A);
   Sums sums;
   if (a.A.is_stencil) {
+    const HostIsa isa = host_isa();
+    const bool stream = stream_stores_for(n) && stream_aligned(a.y, a.x_out);
     sums = m::with_stencil_kind(a.A.stencil.kind, [&](auto kind) {
       return with_fixed_input(a, [&](const auto& in) {
         return chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
-          acc[0] += stencil_rows<decltype(kind)::value>(a, in, scalar, lo, hi);
+          acc[0] += stencil_rows<decltype(kind)::value>(a, in, scalar, lo, hi, isa, stream);
         });
       });
     });
@@ -108,8 +128,10 @@ void run_fused(const LaFusedArgs& f) {
   const int steps = ksp_logic::tf_steps(f.sums.state, f.steps);
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
+  const bool stream =
+      stream_stores_for(f.n) && stream_aligned(f.x, f.r, f.z, f.p, f.u, f.q, f.t, f.d, f.rp);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
-    const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa());
+    const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa(), stream);
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
       chunk(f, s, steps, lo, hi, acc);
     });

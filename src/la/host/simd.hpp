@@ -17,8 +17,13 @@
 // of a shared inline function built for AVX2 can be picked by the linker for the baseline code.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include "la/host/lanes.hpp"
 
@@ -92,6 +97,26 @@ SLUICE_HOST_INLINE T splat(double c) {
   }
 }
 
+/// A scalar and its four copies, made once outside a loop: GCC builds a vector from a scalar
+/// inside the loop on every iteration otherwise (two shuffles per use), which made the stencil
+/// loops bound by the shuffle port rather than by memory.
+template <class V>
+struct Splat {
+  double d;
+  V v;
+
+  explicit Splat(double c) : d(c), v(splat<V>(c)) {}
+  /// The scalar (T = double) or the four copies (T = V).
+  template <class T>
+  SLUICE_HOST_INLINE T get() const {
+    if constexpr (std::is_same_v<T, double>) {
+      return d;
+    } else {
+      return v;
+    }
+  }
+};
+
 /// The four values as a T (V4 or V2x2).
 template <class T>
 SLUICE_HOST_INLINE T make4(double a, double b, double c, double d) {
@@ -138,6 +163,57 @@ SLUICE_HOST_INLINE void store(double* p, const T& v) {
   } else {
     std::memcpy(p, &v, sizeof v);
   }
+}
+
+// Streaming (non-temporal) stores: the line goes to memory without being read into the cache
+// first, so a vector that is only written moves 8 bytes per element instead of 16 (the read for
+// ownership). Worth it only where the data is far larger than the caches, as the next pass reads
+// it from memory anyway (stream_stores_for). Regular stores under the sanitizers, which do not
+// see the intrinsics' writes.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+#define SLUICE_HOST_HAVE_STREAM_STORES 1
+#else
+#define SLUICE_HOST_HAVE_STREAM_STORES 0
+#endif
+
+/// Stores v at p, streaming four elements at a time when NT (p then 16-byte aligned: every
+/// streamed vector's base is, see stream_stores_for). Single elements (chunk tails) are stored
+/// as usual.
+template <bool NT, class T>
+SLUICE_HOST_INLINE void put(double* p, const T& v) {
+#if SLUICE_HOST_HAVE_STREAM_STORES
+  if constexpr (NT && std::is_same_v<T, V2x2>) {
+    _mm_stream_pd(p, v.lo);
+    _mm_stream_pd(p + 2, v.hi);
+    return;
+  } else if constexpr (NT && std::is_same_v<T, V4>) {
+    _mm_stream_pd(p, V2{v[0], v[1]});
+    _mm_stream_pd(p + 2, V2{v[2], v[3]});
+    return;
+  }
+#endif
+  store(p, v);
+}
+
+/// Orders a chunk's streaming stores before whatever tells another thread the chunk is done
+/// (they are weakly ordered: a release store does not order them).
+SLUICE_HOST_INLINE void stream_fence() {
+#if SLUICE_HOST_HAVE_STREAM_STORES
+  _mm_sfence();
+#endif
+}
+
+/// Whether a pass over n elements should stream the vectors it only writes: when they are far
+/// larger than the last-level cache (a vector above a quarter of it; the next pass reads them
+/// from memory anyway). SLUICE_HOST_STREAM_STORES=off never streams, =on always (for
+/// measurements). False where the build has no streaming stores.
+[[nodiscard]] bool stream_stores_for(std::size_t n) noexcept;
+
+/// Whether every pointer is aligned for streaming (16 bytes; null pointers pass).
+template <class... P>
+[[nodiscard]] bool stream_aligned(const P*... p) noexcept {
+  return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
 }
 
 /// The element type of an accumulator pointer handed to a lane body.

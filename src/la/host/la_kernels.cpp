@@ -33,12 +33,15 @@ std::size_t chunks_of(std::size_t n) {
 
 /// Loops of fewer chunks than this run on the calling worker alone (SLUICE_HOST_SERIAL_CHUNKS
 /// overrides it, for measurements): below it the pool's fork-join, and the other core reading
-/// lines the last loop left in this core's cache, cost more than the second core gains.
+/// lines the last loop left in this core's cache, cost more than the second core gains. On the
+/// 2-core development machine loops of 2 and 3 chunks (up to 3072 elements) ran 1.1 to 1.6
+/// times faster alone (CG and TFQMR at 1331 to 2025 rows, docs/la.md "Results (host)"); from 5
+/// chunks the second core won as often as it lost, its timings bimodal.
 std::size_t serial_chunks() {
   static const std::size_t value = [] {
     const char* env = std::getenv("SLUICE_HOST_SERIAL_CHUNKS");
     return env != nullptr ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10))
-                          : std::size_t{2};
+                          : std::size_t{4};
   }();
   return value;
 }

@@ -88,10 +88,22 @@ void describe_topology(DeviceInfo& info) {
       info.shared_memory_per_block = size;
       info.shared_memory_per_multiprocessor = size;
     }
-    if (type != "Instruction" && level >= 2)
-      info.l2_cache_bytes = std::max(info.l2_cache_bytes, size);
   }
+  info.l2_cache_bytes = last_level_cache_bytes();
   info.peer_access = {true};
+}
+
+std::size_t last_level_cache_bytes() {
+  std::size_t largest = 0;
+  for (int i = 0;; ++i) {
+    const auto base = kCpu + "cpu0/cache/index" + std::to_string(i) + "/";
+    const long level = read_long(base + "level");
+    if (level < 0) break;
+    if (level >= 2 && read_line(base + "type") != "Instruction") {
+      largest = std::max<std::size_t>(largest, parse_size(read_line(base + "size")));
+    }
+  }
+  return largest;
 }
 
 }  // namespace sluice::detail::host

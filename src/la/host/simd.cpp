@@ -1,12 +1,10 @@
 #include "la/host/simd.hpp"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
+
+#include "backends/host/host_topology.hpp"
 
 namespace sluice::detail::host {
 
@@ -29,40 +27,19 @@ HostIsa host_isa() noexcept {
   return isa;
 }
 
-namespace {
-
-/// The last-level cache's size in bytes: Linux's sysfs (what lscpu reads; glibc's sysconf reports
-/// the whole host's in some virtual machines, ten times too much), else sysconf, else 32 MiB.
-std::size_t last_level_cache_bytes() {
-  for (int index = 0; index < 8; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-    std::ifstream level(dir + "/level"), size(dir + "/size");
-    int l = 0;
-    std::size_t value = 0;
-    std::string unit;
-    if (!(level >> l) || l != 3 || !(size >> value)) continue;
-    size >> unit;
-    return value * (unit == "K" ? 1024 : unit == "M" ? 1024 * 1024 : 1);
-  }
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  if (const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE); l3 > 0) return static_cast<std::size_t>(l3);
-#endif
-  return std::size_t{32} << 20;
-}
-
-}  // namespace
-
 bool stream_stores_for(std::size_t n) noexcept {
 #if SLUICE_HOST_HAVE_STREAM_STORES
   static const std::size_t threshold = []() -> std::size_t {
     const char* env = std::getenv("SLUICE_HOST_STREAM_STORES");
     if (env != nullptr && std::strcmp(env, "off") == 0) return SIZE_MAX;
     if (env != nullptr && std::strcmp(env, "on") == 0) return 0;
+    std::size_t bytes = 0;
     try {
-      return last_level_cache_bytes() / 4 / sizeof(double);
+      bytes = last_level_cache_bytes();
     } catch (...) {
-      return SIZE_MAX;
     }
+    if (bytes == 0) bytes = std::size_t{32} << 20;  // sysfs silent: a common last level
+    return bytes / 4 / sizeof(double);
   }();
   return n > threshold;
 #else

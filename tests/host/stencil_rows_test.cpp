@@ -18,7 +18,6 @@ namespace sluice::test {
 namespace {
 
 namespace m = la_math;
-using detail::host::FixedInput;
 
 /// Row by row through MatvecInput and stencil_row, the sum in the host's lanes (row k of the
 /// chunk [lo, hi) in lane k % 4; lanes.hpp).

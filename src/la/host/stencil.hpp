@@ -16,8 +16,8 @@
 namespace sluice::detail::host {
 
 /// A product's input (la_math::MatvecInput) with its form fixed at compile time: X2, x2 is
-/// present; RV, the right scaling is a vector. The same expressions as MatvecInput, for one
-/// element (T = double) or four (T = V4 or V2x2, simd.hpp).
+/// present; RV, the right scaling is a vector. Its arguments only: a kernel computes with the
+/// HoistedInput it makes of it.
 template <bool X2, bool RV>
 struct FixedInput {
   const double* x;
@@ -26,30 +26,12 @@ struct FixedInput {
   const double* rv;
   double c;
   double xs;
-
-  template <class T>
-  SLUICE_HOST_INLINE T raw_at(std::int64_t j) const {
-    if constexpr (X2) {
-      return splat<T>(xs) * load<T>(x + j) + splat<T>(s) * load<T>(x2 + j);
-    } else {
-      return splat<T>(xs) * load<T>(x + j);
-    }
-  }
-  template <class T>
-  SLUICE_HOST_INLINE T at(std::int64_t j) const {
-    if constexpr (RV) {
-      return load<T>(rv + j) * raw_at<T>(j);
-    } else {
-      return raw_at<T>(j);
-    }
-  }
-  [[nodiscard]] double raw(std::int64_t j) const { return raw_at<double>(j); }
-  [[nodiscard]] double operator()(std::int64_t j) const { return at<double>(j); }
-  [[nodiscard]] double right_scale() const { return RV ? 1.0 : c; }
 };
 
-/// FixedInput with its scalars also as four copies (Splat), for the loops of one instruction
-/// set's kernel: made once per call, a local, so no store through `out` can change them either.
+/// A FixedInput as one instruction set's kernel computes with it: the same expressions as
+/// MatvecInput, for one element (T = double) or four (T = V4 or V2x2, simd.hpp), with the
+/// scalars also as four copies (Splat). Made once per call, a local, so no store through `out`
+/// can change them either.
 template <bool X2, bool RV, class V>
 struct HoistedInput {
   const double* x;

@@ -59,19 +59,26 @@ Sums chunked(std::size_t n, m::Combine combine, double identity, Body&& body) {
     body(std::size_t{0}, n, total.data());
     return total;
   }
-  std::vector<Sums> partial(chunks);
-  auto run = [&](std::size_t c) {
-    partial[c].fill(identity);
-    body(c * kChunk, std::min(n, (c + 1) * kChunk), partial[c].data());
+  auto add = [&](const Sums& p) {
+    for (int k = 0; k < m::kMaxSums; ++k) total[k] = m::combine(combine, total[k], p[k]);
+  };
+  auto run = [&](std::size_t c, Sums& p) {
+    p.fill(identity);
+    body(c * kChunk, std::min(n, (c + 1) * kChunk), p.data());
   };
   if (chunks < serial_chunks()) {
-    for (std::size_t c = 0; c < chunks; ++c) run(c);
-  } else {
-    parallel_chunks(chunks, run);
+    // Each chunk's sums added as it finishes, in the same order: no partials to allocate.
+    Sums p;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      run(c, p);
+      add(p);
+    }
+    return total;
   }
-  for (const auto& p : partial) {
-    for (int k = 0; k < m::kMaxSums; ++k) total[k] = m::combine(combine, total[k], p[k]);
-  }
+  std::vector<Sums> partial(chunks);
+  auto run_chunk = [&](std::size_t c) { run(c, partial[c]); };
+  parallel_chunks(chunks, run_chunk);
+  for (const auto& p : partial) add(p);
   return total;
 }
 

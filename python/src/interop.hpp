@@ -1,0 +1,64 @@
+#pragma once
+// Ordering between sluice's dependency tracker and the streams of other libraries (PyTorch,
+// CuPy, JAX, NumPy), and the release of imported memory once sluice's work on it is done.
+//
+// - Export to a stream S: a context of the module (one per device, "interop:<device>") marks an
+//   access to the bytes, which makes it wait for sluice's pending conflicting work through the
+//   tracker; one numbered operation of it then records an event and makes S wait for it. Never a
+//   host wait.
+// - Import from a stream P: the importing context marks a write of the bytes around one numbered
+//   operation that makes its stream wait for P's current work (or, for DLPack, after the
+//   producer made that stream wait itself); sluice's later work on the bytes, on any context,
+//   is ordered after that operation by the tracker.
+// - On the host backend the consumer's "stream" is the host: export waits on the host for the
+//   pending work on those bytes only (writers; and readers too when the consumer may write).
+
+#include <cstdint>
+#include <optional>
+#include <source_location>
+#include <string_view>
+
+#include "common.hpp"
+#include "sluice/deps.hpp"
+
+namespace sluice::python::interop {
+
+/// The module's context for interop and releases on `device` (async; never destroyed).
+[[nodiscard]] Context context(const Device& device);
+
+/// Stream handles as the DLPack and CUDA array interface protocols pass them.
+inline constexpr std::uintptr_t kLegacyDefaultStream = 1;  // cudaStreamLegacy
+inline constexpr std::uintptr_t kPerThreadStream = 2;      // cudaStreamPerThread
+
+/// Makes `stream` (a cudaStream_t of `device`'s backend) wait for sluice's pending work on
+/// `range` of `id`: writers, and readers as well unless `mode` is read.
+void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
+                        std::uintptr_t stream, std::source_location loc);
+/// Orders sluice's pending work on `range` of `id` (as `order_stream_after`) before the current
+/// end of the module's interop stream of `device`, and returns that stream: what the CUDA array
+/// interface's "stream" entry hands a consumer.
+[[nodiscard]] std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range,
+                                                  Access mode, std::source_location loc);
+/// Marks a write of `range` of `id` on `ctx` around one numbered operation that waits for
+/// `producer`'s current work (none: the producer already ordered ctx's stream after itself).
+void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
+                        std::optional<std::uintptr_t> producer, std::source_location loc);
+/// Blocks the calling thread (GIL released) until sluice's pending work on the bytes completed.
+void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location loc);
+
+/// The cuda part (interop_cuda.cpp); `available()` is false where the module was built without
+/// it, and the others then throw Error(unsupported).
+namespace cuda {
+[[nodiscard]] bool available() noexcept;
+/// One numbered operation of `ctx` (a cuda context): if `waiter` is set, records an event on
+/// ctx's stream and makes `waiter` wait for it; if `producer` is set, makes ctx's stream wait
+/// for `producer`'s current work; with neither, does nothing but take a number.
+void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> waiter,
+          std::optional<std::uintptr_t> producer, std::source_location loc);
+}  // namespace cuda
+
+/// One numbered operation of `ctx` that does nothing: marks around it land after everything its
+/// stream already holds (work other libraries put there included).
+void numbered_noop(const Context& ctx, std::string_view what, std::source_location loc);
+
+}  // namespace sluice::python::interop

@@ -789,9 +789,9 @@ void do_copy(const std::shared_ptr<Array>& dst, const std::shared_ptr<Array>& sr
   });
 }
 
-/// Runs `fn(*views)` as a host task of `ctx` whose accesses to the arrays are tracked: it starts
-/// after the work it conflicts with, and later work waits for it.
-void tracked_host_task(const Context& ctx, const py::function& fn, const py::args& args,
+}  // namespace
+
+void tracked_host_task(const Context& ctx, const py::function& fn, const py::tuple& args,
                        const std::string& what, std::source_location loc) {
   std::vector<Marked> marks;
   py::list passed;
@@ -838,8 +838,6 @@ void tracked_host_task(const Context& ctx, const py::function& fn, const py::arg
     if (failure) std::rethrow_exception(failure);
   });
 }
-
-}  // namespace
 
 void bind_arrays(py::module_& m) {
   py::class_<Array, std::shared_ptr<Array>> array(

@@ -66,6 +66,12 @@ struct Marked {
 /// A NumPy array over the bytes, with no wait: for host tasks that already run in order.
 [[nodiscard]] py::object numpy_over(const std::shared_ptr<Array>& a);
 
+/// Runs `fn(*args)` as a host task of `ctx` whose accesses to the arrays are tracked: arguments
+/// made with sluice.read / write / read_write arrive as NumPy arrays over the memory; the task
+/// starts after the work it conflicts with, and later work waits for it.
+void tracked_host_task(const Context& ctx, const py::function& fn, const py::tuple& args,
+                       const std::string& what, std::source_location loc);
+
 /// A Python object of an Array made here (keeps `a` alive).
 [[nodiscard]] py::object wrap_array(std::shared_ptr<Array> a);
 

@@ -91,6 +91,10 @@ class PythonTaskError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The sluice.Error a Python exception is, as a C++ Error (same code and message), if it is one:
+/// lets C++ code that reacts to codes (Replay's eager fallback) see through Python frames.
+[[nodiscard]] std::optional<Error> as_sluice_error(py::error_already_set& e);
+
 /// Formats the Python exception being handled (traceback included) and clears it.
 [[nodiscard]] std::string format_python_error(py::error_already_set& e);
 

@@ -2,6 +2,7 @@
 // `function`), `sluice.OutOfMemory` (also a MemoryError) and `sluice.WorkFailed` (with
 // `operation`, `cause` and `skipped`, and the line that issued the failed work).
 
+#include <algorithm>
 #include <string>
 
 #include "common.hpp"
@@ -25,7 +26,9 @@ py::object make_exception(const py::module_& m, const char* name, PyObject* base
 
 void raise(PyObject* cls, const Error& e, const py::dict& extra) {
   py::object instance = py::handle(cls)(std::string(e.what()));
-  instance.attr("code") = py::str(to_string(e.code()));
+  std::string code = to_string(e.code());
+  std::replace(code.begin(), code.end(), ' ', '_');
+  instance.attr("code") = code;
   instance.attr("file") = py::str(e.where().file_name());
   instance.attr("line") = static_cast<int>(e.where().line());
   instance.attr("function") = py::str(e.where().function_name());
@@ -34,6 +37,22 @@ void raise(PyObject* cls, const Error& e, const py::dict& extra) {
 }
 
 }  // namespace
+
+std::optional<Error> as_sluice_error(py::error_already_set& e) {
+  if (g_error == nullptr || !e.matches(g_error)) return std::nullopt;
+  const py::object v = e.value();
+  std::string code = py::hasattr(v, "code") ? v.attr("code").cast<std::string>() : "";
+  const Errc errc = code == "invalid_state"      ? Errc::invalid_state
+                    : code == "unsupported"      ? Errc::unsupported
+                    : code == "no_device"        ? Errc::no_device
+                    : code == "out_of_memory"    ? Errc::out_of_memory
+                    : code == "backend_failure"  ? Errc::backend_failure
+                    : code == "work_failed"      ? Errc::work_failed
+                                                 : Errc::invalid_argument;
+  std::string message = py::str(v).cast<std::string>();
+  if (message.rfind("sluice: ", 0) == 0) message.erase(0, 8);  // Error adds it again
+  return Error(errc, message);
+}
 
 void bind_errors(py::module_& m) {
   PyObject* base_types = PyTuple_Pack(1, PyExc_RuntimeError);

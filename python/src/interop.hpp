@@ -20,6 +20,7 @@
 
 #include "common.hpp"
 #include "sluice/deps.hpp"
+#include "sluice/kernel.hpp"
 
 namespace sluice::python::interop {
 
@@ -55,6 +56,15 @@ namespace cuda {
 /// for `producer`'s current work; with neither, does nothing but take a number.
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> waiter,
           std::optional<std::uintptr_t> producer, std::source_location loc);
+/// The function handle of `spec`'s kernel for `device`, loaded with the CUDA runtime's library
+/// API (a cubin of the device's architecture, else a fatbin, else PTX, else the source through
+/// the kernel layer's NVRTC cache), cached per spec and device: for launches on a raw stream
+/// (dataflow command groups).
+[[nodiscard]] const void* native_kernel(const KernelSpec& spec, const Device& device,
+                                        std::source_location loc);
+/// Launches `kernel` on `stream`; returns null, or the name of the CUDA error.
+const char* launch_native(void* stream, const void* kernel, const Dims& grid, const Dims& block,
+                          std::size_t shared, void** args);
 }  // namespace cuda
 
 /// One numbered operation of `ctx` that does nothing: marks around it land after everything its

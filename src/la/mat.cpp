@@ -13,11 +13,11 @@
 
 namespace sluice {
 
-using detail::la::Accesses;
+using detail::AccessList;
+using detail::issue_tracked;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
-using detail::la::issue;
 using detail::la::kernels;
 
 namespace {
@@ -139,22 +139,18 @@ bool stencil_is_3d(Stencil s) noexcept {
 
 // ---- Impl and host CSR -------------------------------------------------------------------------
 
-LaOperator Mat::Impl::op() const {
+LaOperator Mat::Impl::op(AccessList& acc) const {
   LaOperator o;
   o.is_stencil = is_stencil;
   o.stencil = stencil;
   o.csr.rows = rows;
   o.csr.cols = cols;
   o.csr.nnz = nnz;
-  o.csr.row_ptr = row_ptr.data();
-  o.csr.col = col.data();
-  o.csr.val = val.data();
+  o.csr.row_ptr = acc.read(row_ptr);
+  o.csr.col = acc.read(col);
+  o.csr.val = acc.read(val);
   o.csr.prepared = prepared.get();
   return o;
-}
-
-void Mat::Impl::read_by(Accesses& acc) const {
-  acc.read(row_ptr.object_id()).read(col.object_id()).read(val.object_id());
 }
 
 namespace detail::la {
@@ -198,7 +194,8 @@ std::shared_ptr<Mat::Impl> make_csr(const Context& ctx, HostCsr csr, std::source
   upload(ctx, impl->row_ptr, std::span<const std::int32_t>(csr.row_ptr), loc);
   upload(ctx, impl->col, std::span<const std::int32_t>(csr.col), loc);
   upload(ctx, impl->val, std::span<const double>(csr.val), loc);
-  impl->prepared = kernels(ctx, loc).prepare(impl->op().csr);
+  AccessList described;  // `prepare` describes the arrays to the backend; it issues no work
+  impl->prepared = kernels(ctx, loc).prepare(impl->op(described).csr);
   return impl;
 }
 
@@ -418,25 +415,22 @@ void matvec(const Mat& A, const Vec& x, const Vec* add, Vec& y, LaEpilogue epilo
                     "vector for its result",
                 loc);
   }
-  Accesses acc;
-  m.read_by(acc);
-  acc.read(x.object_id());
   if (add != nullptr) {
     check_vec(*add, what, loc);
     check_device(ctx, add->device(), what, loc);
     check_sizes(y.size(), add->size(), what, loc);
-    acc.read(add->object_id());
   }
-  acc.write(y.object_id());
   if (y.empty()) return;
+  AccessList acc;
   LaMatvecArgs args;
-  args.A = m.op();
-  args.x = x.data();
+  args.A = m.op(acc);
+  args.x = acc.read(x);
   args.epilogue = epilogue;
-  args.y = y.data();
-  args.z = add != nullptr ? add->data() : nullptr;
+  args.y = acc.write(y);
+  args.z = add != nullptr ? acc.read(*add) : nullptr;
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, what, loc, [&](Stream& s, const OpInfo& info) { k.matvec(s, args, info); });
+  issue_tracked(ctx.impl(), acc, what, loc,
+                [&](Stream& s, const OpInfo& info) { k.matvec(s, args, info); });
 }
 
 }  // namespace
@@ -463,14 +457,13 @@ void diagonal(const Mat& A, Vec& d, const Context& ctx, std::source_location loc
   check_device(ctx, m.ctx.device(), "MatGetDiagonal", loc);
   check_device(ctx, d.device(), "MatGetDiagonal", loc);
   check_sizes(static_cast<std::size_t>(m.rows), d.size(), "MatGetDiagonal", loc);
-  Accesses acc;
-  m.read_by(acc);
-  acc.write(d.object_id());
   if (d.empty()) return;
-  const auto op = m.op();
+  AccessList acc;
+  const auto op = m.op(acc);
+  double* out = acc.write(d);
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, "MatGetDiagonal", loc,
-        [&](Stream& s, const OpInfo& info) { k.diagonal(s, op, d.data(), info); });
+  issue_tracked(ctx.impl(), acc, "MatGetDiagonal", loc,
+                [&](Stream& s, const OpInfo& info) { k.diagonal(s, op, out, info); });
 }
 
 }  // namespace sluice

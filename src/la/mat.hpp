@@ -21,9 +21,9 @@ struct Mat::Impl {
   DeviceBuffer<double> val;
   std::shared_ptr<void> prepared;  // the backend's data for this matrix (LaKernels::prepare)
 
-  [[nodiscard]] LaOperator op() const;
+  /// The operator for a kernel, its arrays marked as read in `acc`.
+  [[nodiscard]] LaOperator op(detail::AccessList& acc) const;
   /// Marks the matrix's arrays as read by an operation.
-  void read_by(detail::la::Accesses& acc) const;
 };
 
 namespace detail::la {

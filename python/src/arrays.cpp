@@ -478,13 +478,16 @@ void array_releasebuffer(PyObject*, Py_buffer* view) {
   view->internal = nullptr;
 }
 
-template <class Class>
-void enable_buffer(Class& cls) {
+}  // namespace
+
+void enable_buffer(const py::handle& cls) {
   auto* type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
   type->as_buffer.bf_getbuffer = array_getbuffer;
   type->as_buffer.bf_releasebuffer = array_releasebuffer;
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &type->as_buffer;
 }
+
+namespace {
 
 // ---- imports ------------------------------------------------------------------------------------
 

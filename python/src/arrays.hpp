@@ -72,6 +72,10 @@ struct Marked {
 void tracked_host_task(const Context& ctx, const py::function& fn, const py::tuple& args,
                        const std::string& what, std::source_location loc);
 
+/// Installs sluice.Array's buffer protocol (host wait for the pending work, then the memory) on a
+/// class made with py::buffer_protocol().
+void enable_buffer(const py::handle& cls);
+
 /// A Python object of an Array made here (keeps `a` alive).
 [[nodiscard]] py::object wrap_array(std::shared_ptr<Array> a);
 

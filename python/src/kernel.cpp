@@ -48,7 +48,7 @@ std::string param_text(const Param& p) {
 
 /// One argument's bytes, checked against its parameter.
 void pack(const Param& p, const py::handle& arg, std::size_t index, std::vector<std::byte>& out,
-          std::vector<detail::KernelAccess>& accesses, std::vector<std::shared_ptr<Array>>& keep,
+          std::vector<Use>& accesses, std::vector<std::shared_ptr<Array>>& keep,
           const std::string& kernel) {
   auto fail = [&](const std::string& why) {
     throw Error(Errc::invalid_argument,
@@ -71,7 +71,7 @@ void pack(const Param& p, const py::handle& arg, std::size_t index, std::vector<
       if (m.mode != Access::read && p.is_const) fail("a const pointer cannot be written");
       m.array->check_live(caller());
       ptr = m.array->data;
-      if (m.array->id != 0) accesses.push_back({m.array->id, m.array->range(), m.mode});
+      if (m.array->id != 0) accesses.push_back({m.array->id, m.mode, m.array->range()});
       keep.push_back(m.array);
     } else if (py::isinstance<Array>(arg)) {
       fail("pass a sluice array as sluice.read(a), sluice.write(a) or sluice.read_write(a), so "
@@ -191,7 +191,7 @@ void launch(const PyKernel& k, const Context& ctx, const py::handle& grid, const
     return;
   }
   std::vector<std::byte> blob;
-  std::vector<detail::KernelAccess> accesses;
+  std::vector<Use> accesses;
   std::vector<std::shared_ptr<Array>> keep;
   std::vector<std::size_t> offsets;
   for (std::size_t i = 0; i < args.size(); ++i) {

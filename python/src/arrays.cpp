@@ -1094,6 +1094,21 @@ void bind_arrays(py::module_& m) {
       "A new DeviceBuffer on `ctx` holding a copy of `data` (a NumPy array, a list, any array): "
       "issued asynchronously; `data` is kept alive until the copy ran.");
   m.def(
+      "task_view",
+      [](const py::object& a) {
+        auto arr = as_array(a, std::nullopt, caller());
+        if (!arr->host_accessible()) {
+          throw Error(Errc::invalid_argument,
+                      "task_view: the array is in " + arr->device.to_string() + " device memory",
+                      caller());
+        }
+        return numpy_over(arr);
+      },
+      py::arg("array"),
+      "A NumPy array over a host-accessible array's memory, without waiting: for use inside host "
+      "tasks and graph host nodes whose accesses are declared (their work is ordered already; a "
+      "host wait there would wait for the task itself). The view does not keep the array alive.");
+  m.def(
       "host_task",
       [](const py::function& fn, const py::args& args, const std::optional<Context>& ctx,
          const std::string& what) {

@@ -172,6 +172,15 @@ void launch(const PyKernel& k, const Context& ctx, const py::handle& grid, const
                     ": load it for that device too",
                 loc);
   }
+  std::vector<std::byte> blob;
+  std::vector<Use> accesses;
+  std::vector<std::shared_ptr<Array>> keep;
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < args.size(); ++i) {  // checks every argument on every backend
+    offsets.push_back(blob.size());
+    pack(k.params[i], args[i], i, blob, accesses, keep, name);
+    blob.resize((blob.size() + 7) / 8 * 8);  // each value at an 8-byte boundary of the blob
+  }
   if (!k.loaded) {
     // The host: the Python implementation, once per launch, over every thread index.
     py::list call_args;
@@ -189,15 +198,6 @@ void launch(const PyKernel& k, const Context& ctx, const py::handle& grid, const
     tracked_host_task(ctx, k.spec->host.object().cast<py::function>(), py::tuple(call_args),
                       "kernel " + name, loc);
     return;
-  }
-  std::vector<std::byte> blob;
-  std::vector<Use> accesses;
-  std::vector<std::shared_ptr<Array>> keep;
-  std::vector<std::size_t> offsets;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    offsets.push_back(blob.size());
-    pack(k.params[i], args[i], i, blob, accesses, keep, name);
-    blob.resize((blob.size() + 7) / 8 * 8);  // each value at an 8-byte boundary of the blob
   }
   std::vector<void*> pointers;
   for (auto off : offsets) pointers.push_back(blob.data() + off);

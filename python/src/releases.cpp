@@ -101,6 +101,13 @@ Foreign::~Foreign() {
   p.registered_here = registered_here_;
   p.owner = std::move(owner_);
   p.managed = managed_;
+  if (!registered_here_) {
+    // sluice's own memory (a buffer, seen again through another library): the buffer releases
+    // it after the tracked work on it, and the consumer's work was ordered when the consumer let
+    // go of the export. Nothing to wait for here.
+    release(p);
+    return;
+  }
   try {
     nogil([&] {
       const Context ctx = interop::context(device_);

@@ -85,17 +85,28 @@ std::string DType::typestr() const {
 
 DType DType::parse(std::string_view name) {
   static const std::pair<std::string_view, DType> names[] = {
-      {"float16", {Code::float_, 16}},  {"float32", {Code::float_, 32}},
-      {"float64", {Code::float_, 64}},  {"complex64", {Code::complex, 64}},
-      {"complex128", {Code::complex, 128}}, {"int8", {Code::int_, 8}},
-      {"int16", {Code::int_, 16}},      {"int32", {Code::int_, 32}},
-      {"int64", {Code::int_, 64}},      {"uint8", {Code::uint, 8}},
-      {"uint16", {Code::uint, 16}},     {"uint32", {Code::uint, 32}},
-      {"uint64", {Code::uint, 64}},     {"bool", {Code::bool_, 8}},
-      {"half", {Code::float_, 16}},     {"float", {Code::float_, 32}},
-      {"double", {Code::float_, 64}},   {"cfloat", {Code::complex, 64}},
-      {"cdouble", {Code::complex, 128}}, {"long", {Code::int_, 64}},
-      {"int", {Code::int_, 32}},        {"short", {Code::int_, 16}},
+      {"float16", {Code::float_, 16}},
+      {"float32", {Code::float_, 32}},
+      {"float64", {Code::float_, 64}},
+      {"complex64", {Code::complex, 64}},
+      {"complex128", {Code::complex, 128}},
+      {"int8", {Code::int_, 8}},
+      {"int16", {Code::int_, 16}},
+      {"int32", {Code::int_, 32}},
+      {"int64", {Code::int_, 64}},
+      {"uint8", {Code::uint, 8}},
+      {"uint16", {Code::uint, 16}},
+      {"uint32", {Code::uint, 32}},
+      {"uint64", {Code::uint, 64}},
+      {"bool", {Code::bool_, 8}},
+      {"half", {Code::float_, 16}},
+      {"float", {Code::float_, 32}},
+      {"double", {Code::float_, 64}},
+      {"cfloat", {Code::complex, 64}},
+      {"cdouble", {Code::complex, 128}},
+      {"long", {Code::int_, 64}},
+      {"int", {Code::int_, 32}},
+      {"short", {Code::int_, 16}},
   };
   if (name.starts_with("torch.")) name.remove_prefix(6);
   for (const auto& [n, d] : names) {
@@ -197,9 +208,8 @@ std::shared_ptr<Array> make_device_buffer(const std::vector<std::int64_t>& shape
   a->memory = Memory::device;
   a->dtype = dtype;
   a->shape = shape;
-  a->keep = std::shared_ptr<void>(buffer.get(), [buffer](void*) mutable {
-    nogil([&] { buffer.reset(); });
-  });
+  a->keep = std::shared_ptr<void>(buffer.get(),
+                                  [buffer](void*) mutable { nogil([&] { buffer.reset(); }); });
   a->home = ctx;
   return a;
 }
@@ -218,9 +228,8 @@ std::shared_ptr<Array> make_pinned_buffer(const std::vector<std::int64_t>& shape
   a->dtype = dtype;
   a->shape = shape;
   // Destroying a pinned buffer waits for queued work that uses it: with the GIL released.
-  a->keep = std::shared_ptr<void>(buffer.get(), [buffer](void*) mutable {
-    nogil([&] { buffer.reset(); });
-  });
+  a->keep = std::shared_ptr<void>(buffer.get(),
+                                  [buffer](void*) mutable { nogil([&] { buffer.reset(); }); });
   return a;
 }
 
@@ -275,8 +284,7 @@ DType from_dl_dtype(const DLDataType& t, std::source_location loc) {
       return {DType::Code::bool_, 8};
     default:
       throw Error(Errc::unsupported,
-                  "DLPack: element type code " + std::to_string(t.code) + " is not supported",
-                  loc);
+                  "DLPack: element type code " + std::to_string(t.code) + " is not supported", loc);
   }
 }
 
@@ -347,8 +355,9 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
     } else {
       const std::int64_t s = stream.is_none() ? 1 : stream.cast<std::int64_t>();
       if (s == 0) {
-        throw py::buffer_error("__dlpack__(stream=0) is ambiguous: pass 1 for the legacy default "
-                               "stream, 2 for the per-thread one, or a cudaStream_t");
+        throw py::buffer_error(
+            "__dlpack__(stream=0) is ambiguous: pass 1 for the legacy default "
+            "stream, 2 for the per-thread one, or a cudaStream_t");
       }
       consumer = static_cast<std::uintptr_t>(s);
       nogil([&] {
@@ -491,7 +500,9 @@ namespace {
 
 // ---- imports ------------------------------------------------------------------------------------
 
-std::shared_ptr<Array> new_import() { return std::shared_ptr<Array>(new Array, NogilDelete{}); }
+std::shared_ptr<Array> new_import() {
+  return std::shared_ptr<Array>(new Array, NogilDelete{});
+}
 
 void check_compact(const std::vector<std::int64_t>& shape, const std::int64_t* strides,
                    std::size_t itemsize_or_one, bool strides_in_bytes, std::source_location loc) {
@@ -540,18 +551,16 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
     }
     if (dev.first == kDLCUDA) {
       orderer = import_context(Device{"cuda", dev.second}, ctx, loc);
-      const std::int64_t stream =
-          sync ? static_cast<std::int64_t>(
-                     reinterpret_cast<std::uintptr_t>(orderer->native_handle()))
-               : -1;
+      const std::int64_t stream = sync ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(
+                                             orderer->native_handle()))
+                                       : -1;
       capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
       producer_ordered = sync;
     } else {
       capsule = obj.attr("__dlpack__")();
     }
   }
-  auto* managed =
-      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (managed == nullptr) {
     PyErr_Clear();
     throw Error(Errc::invalid_argument,
@@ -597,16 +606,14 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
     const Region region = register_or_find(a->data, a->nbytes, type, a->device, loc);
     a->id = region.id;
     a->offset = region.offset;
-    a->keep = std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(),
-                                        managed);
+    a->keep =
+        std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(), managed);
   } catch (...) {
     if (managed->deleter) managed->deleter(managed);
     throw;
   }
   if (orderer) {
-    nogil([&] {
-      interop::order_after_stream(*orderer, a->id, a->range(), std::nullopt, loc);
-    });
+    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), std::nullopt, loc); });
     (void)producer_ordered;
   }
   return a;
@@ -641,10 +648,11 @@ std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Con
   a->readonly = data.second;
   a->nbytes = elements(a->shape) * itemsize;
   a->memory = Memory::device;
-  Context orderer = import_context(ctx ? ctx->device() : current_context().device().backend == "cuda"
-                                              ? current_context().device()
-                                              : Device{"cuda", 0},
-                                   ctx, loc);
+  Context orderer =
+      import_context(ctx                                            ? ctx->device()
+                     : current_context().device().backend == "cuda" ? current_context().device()
+                                                                    : Device{"cuda", 0},
+                     ctx, loc);
   a->device = orderer.device();
   std::optional<std::uintptr_t> producer;
   if (sync && d.contains("stream") && !d["stream"].is_none()) {
@@ -705,8 +713,8 @@ std::shared_ptr<Array> import_buffer(const py::handle& obj, std::source_location
   const Region region = register_or_find(a->data, a->nbytes, MemoryType::host, a->device, loc);
   a->id = region.id;
   a->offset = region.offset;
-  a->keep = std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(mv),
-                                      nullptr);
+  a->keep =
+      std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(mv), nullptr);
   return a;
 }
 
@@ -745,7 +753,9 @@ py::object numpy_view(const std::shared_ptr<Array>& a, Access mode, std::source_
   return numpy_over(a);
 }
 
-py::object wrap_array(std::shared_ptr<Array> a) { return py::cast(std::move(a)); }
+py::object wrap_array(std::shared_ptr<Array> a) {
+  return py::cast(std::move(a));
+}
 
 namespace {
 
@@ -830,14 +840,16 @@ void tracked_host_task(const Context& ctx, const py::function& fn, const py::tup
     }
   };
   nogil([&] {
-    for (const auto& m : marks) mark_intent_begin(ctx, m.array->id, m.mode, what, m.array->range(), loc);
+    for (const auto& m : marks)
+      mark_intent_begin(ctx, m.array->id, m.mode, what, m.array->range(), loc);
     std::exception_ptr failure;
     try {
       ctx.host_task(task, what, loc);
     } catch (...) {
       failure = std::current_exception();
     }
-    for (const auto& m : marks) mark_intent_end(ctx, m.array->id, m.mode, what, m.array->range(), loc);
+    for (const auto& m : marks)
+      mark_intent_end(ctx, m.array->id, m.mode, what, m.array->range(), loc);
     if (failure) std::rethrow_exception(failure);
   });
 }
@@ -852,8 +864,7 @@ void bind_arrays(py::module_& m) {
       "the consumer's stream waits (on the device) for sluice's pending work on it; a host "
       "consumer waits on the host for that work only.");
   enable_buffer(array);
-  array
-      .def_property_readonly("shape", [](const Array& a) { return shape_tuple(a.shape); })
+  array.def_property_readonly("shape", [](const Array& a) { return shape_tuple(a.shape); })
       .def_property_readonly("dtype", [](const Array& a) { return a.dtype.name(); })
       .def_property_readonly("ndim", [](const Array& a) { return a.shape.size(); })
       .def_property_readonly("size", &Array::size)
@@ -863,19 +874,24 @@ void bind_arrays(py::module_& m) {
       .def_property_readonly(
           "memory",
           [](const Array& a) {
-            return a.memory == Memory::device ? "device" : a.memory == Memory::pinned ? "pinned" : "host";
+            return a.memory == Memory::device   ? "device"
+                   : a.memory == Memory::pinned ? "pinned"
+                                                : "host";
           },
           "'device', 'pinned' or 'host' (another library's pageable memory).")
-      .def_property_readonly("ptr", [](const Array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
-      .def_property_readonly("object_id", [](const Array& a) { return a.id; },
-                             "The tracker's id of the memory region the array lies in.")
+      .def_property_readonly(
+          "ptr", [](const Array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_property_readonly(
+          "object_id", [](const Array& a) { return a.id; },
+          "The tracker's id of the memory region the array lies in.")
       .def_property_readonly("readonly", [](const Array& a) { return a.readonly; })
-      .def_property_readonly("context",
-                             [](const Array& a) -> py::object {
-                               if (!a.home) return py::none();
-                               return py::cast(share(*a.home));
-                             },
-                             "The context it was allocated on (None for imports).")
+      .def_property_readonly(
+          "context",
+          [](const Array& a) -> py::object {
+            if (!a.home) return py::none();
+            return py::cast(share(*a.home));
+          },
+          "The context it was allocated on (None for imports).")
       .def("__len__",
            [](const Array& a) {
              if (a.shape.empty()) throw py::type_error("len() of a 0-d array");
@@ -911,7 +927,8 @@ void bind_arrays(py::module_& m) {
             auto np = py::module_::import("numpy");
             // The buffer protocol: waits for the pending work, and the view keeps `self` alive.
             if (a->host_accessible()) return np.attr("asarray")(self);
-            py::object out = np.attr("empty")(shape_tuple(a->shape), py::arg("dtype") = a->dtype.name());
+            py::object out =
+                np.attr("empty")(shape_tuple(a->shape), py::arg("dtype") = a->dtype.name());
             auto host = as_array(out, std::nullopt, loc);
             Context ctx = a->home ? *a->home : default_context(a->device);
             do_copy(host, a, ctx, loc);
@@ -937,9 +954,10 @@ void bind_arrays(py::module_& m) {
           },
           "A view with another shape of the same number of elements.")
       .def("__repr__", [](const Array& a) {
-        return "<sluice." + std::string(dynamic_cast<const DeviceBufferArray*>(&a)   ? "DeviceBuffer"
-                                        : dynamic_cast<const PinnedBufferArray*>(&a) ? "PinnedBuffer"
-                                                                                     : "Array") +
+        return "<sluice." +
+               std::string(dynamic_cast<const DeviceBufferArray*>(&a)   ? "DeviceBuffer"
+                           : dynamic_cast<const PinnedBufferArray*>(&a) ? "PinnedBuffer"
+                                                                        : "Array") +
                " " + std::string(py::str(shape_tuple(a.shape))) + " " + a.dtype.name() + " on " +
                a.device.to_string() + ">";
       });
@@ -965,18 +983,19 @@ void bind_arrays(py::module_& m) {
       "context's), for truly asynchronous copies. The host reads it through the buffer protocol "
       "or numpy(), which wait for the work that writes it.");
   enable_buffer(pinned_buffer);
-  pinned_buffer.def(py::init([](const py::object& shape, const py::object& dtype,
-                                const py::object& device) {
-                      const auto loc = caller();
-                      collect();
-                      auto d = to_device(device);
-                      auto a = make_pinned_buffer(to_shape(shape), DType::from_python(dtype),
-                                                  d ? *d : current_context().device(), loc);
-                      return std::static_pointer_cast<PinnedBufferArray>(a);
-                    }),
-                    py::arg("shape"), py::arg("dtype") = "float64", py::arg("device") = py::none());
+  pinned_buffer.def(
+      py::init([](const py::object& shape, const py::object& dtype, const py::object& device) {
+        const auto loc = caller();
+        collect();
+        auto d = to_device(device);
+        auto a = make_pinned_buffer(to_shape(shape), DType::from_python(dtype),
+                                    d ? *d : current_context().device(), loc);
+        return std::static_pointer_cast<PinnedBufferArray>(a);
+      }),
+      py::arg("shape"), py::arg("dtype") = "float64", py::arg("device") = py::none());
 
-  py::class_<Marked>(m, "Marked", "An array and how work accesses it: sluice.read(a), write(a), read_write(a).")
+  py::class_<Marked>(m, "Marked",
+                     "An array and how work accesses it: sluice.read(a), write(a), read_write(a).")
       .def_property_readonly("array", [](const Marked& mk) { return mk.array; })
       .def_property_readonly("mode", [](const Marked& mk) {
         return mk.mode == Access::read ? "read" : mk.mode == Access::write ? "write" : "read_write";
@@ -1030,12 +1049,23 @@ void bind_arrays(py::module_& m) {
         auto d = as_array(dst, ctx, loc);
         auto s = as_array(src, ctx, loc);
         do_copy(d, s, copy_context(*d, *s, ctx), loc);
+        // Another library's pageable host memory: the copy completes before this returns (as
+        // Warp's copies of unpinned arrays do), so the caller may read or reuse it at once.
+        nogil([&] {
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
+          if (s->memory == Memory::host && s->id != 0) {
+            interop::host_wait(s->id, s->range(), Access::read_write, loc);
+          }
+        });
       },
       py::arg("dst"), py::arg("src"), py::arg("ctx") = py::none(),
       "Copies all of `src` into `dst` (same dtype and size), asynchronously on `ctx` (default: "
       "the current context, or the device's default context for device memory of another "
-      "device). Either side may be any array sluice.asarray takes; another library's host "
-      "memory is kept alive until the copy ran, but must not be changed before.");
+      "device). Either side may be any array sluice.asarray takes. A copy from or to another "
+      "library's ordinary (pageable) host memory, such as a NumPy array, has completed when "
+      "this returns (it waits for that copy only); with sluice buffers it is asynchronous.");
   m.def(
       "memset",
       [](const py::object& dst, int value, const std::optional<Context>& ctx) {

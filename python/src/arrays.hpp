@@ -28,14 +28,14 @@ struct Array {
 
   void* data = nullptr;
   std::size_t nbytes = 0;
-  ObjectId id = 0;           ///< the tracker's id of the region holding the memory (0: untracked)
-  std::size_t offset = 0;    ///< byte offset of `data` in that region
-  Device device;             ///< the device whose backend allocated or holds the memory
+  ObjectId id = 0;         ///< the tracker's id of the region holding the memory (0: untracked)
+  std::size_t offset = 0;  ///< byte offset of `data` in that region
+  Device device;           ///< the device whose backend allocated or holds the memory
   Memory memory = Memory::device;
   DType dtype = kFloat64;
   std::vector<std::int64_t> shape;
   bool readonly = false;
-  std::shared_ptr<void> keep;  ///< owns the memory (a buffer, an import)
+  std::shared_ptr<void> keep;   ///< owns the memory (a buffer, an import)
   std::optional<Context> home;  ///< the context it was allocated on, if sluice allocated it
 
   [[nodiscard]] std::size_t size() const noexcept;  ///< elements
@@ -57,7 +57,8 @@ struct Marked {
 
 /// Any Python object as an Array: a sluice array as is, else an import (DLPack, CUDA array
 /// interface, buffer protocol) ordered for work on `ctx`'s device.
-[[nodiscard]] std::shared_ptr<Array> as_array(const py::handle& obj, const std::optional<Context>& ctx,
+[[nodiscard]] std::shared_ptr<Array> as_array(const py::handle& obj,
+                                              const std::optional<Context>& ctx,
                                               std::source_location loc);
 
 /// A NumPy view of host-accessible memory (after a host wait for the pending work on it).

@@ -28,11 +28,17 @@ bool interpreter_finalizing() noexcept {
 }
 }  // namespace
 
-bool finalizing() noexcept { return !Py_IsInitialized() || interpreter_finalizing(); }
+bool finalizing() noexcept {
+  return !Py_IsInitialized() || interpreter_finalizing();
+}
 
-PyRef::PyRef(py::object o) : holder_(std::make_shared<Holder>()) { holder_->obj = o.release().ptr(); }
+PyRef::PyRef(py::object o) : holder_(std::make_shared<Holder>()) {
+  holder_->obj = o.release().ptr();
+}
 
-py::object PyRef::object() const { return py::reinterpret_borrow<py::object>(get()); }
+py::object PyRef::object() const {
+  return py::reinterpret_borrow<py::object>(get());
+}
 
 PyRef::Holder::~Holder() {
   if (obj == nullptr) return;
@@ -46,7 +52,9 @@ PyRef::Holder::~Holder() {
   bury(obj);
 }
 
-void PyCall::operator()() const { call(); }
+void PyCall::operator()() const {
+  call();
+}
 
 std::string format_python_error(py::error_already_set& e) {
   try {
@@ -132,7 +140,9 @@ Context current_context() {
   if (!t_current.empty()) return t_current.back();
   return default_context(default_device());
 }
-void push_context(const Context& ctx) { t_current.push_back(ctx); }
+void push_context(const Context& ctx) {
+  t_current.push_back(ctx);
+}
 void pop_context() {
   if (!t_current.empty()) t_current.pop_back();
 }
@@ -142,8 +152,9 @@ std::optional<Device> to_device(const py::object& o) {
   if (py::isinstance<Device>(o)) return o.cast<Device>();
   if (py::isinstance<Context>(o)) return o.cast<const Context&>().device();
   if (py::isinstance<py::str>(o)) return Device::parse(o.cast<std::string>());
-  throw py::type_error("expected a sluice.Device, a device name such as 'cuda:0' or 'host', a "
-                       "sluice.Context or None");
+  throw py::type_error(
+      "expected a sluice.Device, a device name such as 'cuda:0' or 'host', a "
+      "sluice.Context or None");
 }
 
 namespace {
@@ -165,10 +176,13 @@ struct Scope {
 };
 
 void bind_device(py::module_& m) {
-  py::class_<Device>(m, "Device", "Names one device: a backend and an index, written 'cuda:0' or 'host'.")
+  py::class_<Device>(m, "Device",
+                     "Names one device: a backend and an index, written 'cuda:0' or 'host'.")
       .def(py::init([](const std::string& text) { return Device::parse(text); }), py::arg("name"),
            "Parses 'cuda', 'cuda:1' or 'host'.")
-      .def(py::init([](const std::string& backend, int index) { return Device{backend, index}; }),
+      .def(py::init([](const std::string& backend, int index) {
+             return Device{backend, index};
+           }),
            py::arg("backend"), py::arg("index"))
       .def_readonly("backend", &Device::backend)
       .def_readonly("index", &Device::index)
@@ -204,14 +218,15 @@ void bind_device(py::module_& m) {
       .def_readonly("unavailable_reason", &BackendInfo::unavailable_reason)
       .def("__repr__", [](const BackendInfo& b) {
         return "<sluice.BackendInfo " + b.name + ": " + std::to_string(b.device_count) +
-               " device(s)" + (b.unavailable_reason.empty() ? "" : " (" + b.unavailable_reason + ")") +
-               ">";
+               " device(s)" +
+               (b.unavailable_reason.empty() ? "" : " (" + b.unavailable_reason + ")") + ">";
       });
 
-  m.def("backends", [] { return nogil([] { return backends(); }); },
-        "Every registered backend, in registration order.");
-  m.def("devices", [] { return nogil([] { return devices(); }); },
-        "Every device of every backend.");
+  m.def(
+      "backends", [] { return nogil([] { return backends(); }); },
+      "Every registered backend, in registration order.");
+  m.def(
+      "devices", [] { return nogil([] { return devices(); }); }, "Every device of every backend.");
   m.def(
       "device_info",
       [](const py::object& device) {
@@ -221,9 +236,10 @@ void bind_device(py::module_& m) {
         return nogil([&] { return device_info(d ? *d : default_device()); });
       },
       py::arg("device") = py::none(), "Properties of one device (default: the default device).");
-  m.def("default_device", [] { return default_device(); },
-        "The device a context uses when none is named: $SLUICE_DEVICE if set, else the largest "
-        "accelerator, else the host.");
+  m.def(
+      "default_device", [] { return default_device(); },
+      "The device a context uses when none is named: $SLUICE_DEVICE if set, else the largest "
+      "accelerator, else the host.");
   m.def(
       "has_backend",
       [](const std::string& name) {
@@ -265,17 +281,17 @@ void bind_contexts(py::module_& m) {
             const auto loc = caller();
             (void)loc;
             return share(nogil([&] {
-              return Context::wrap(d ? *d : default_device(), reinterpret_cast<void*>(stream), name);
+              return Context::wrap(d ? *d : default_device(), reinterpret_cast<void*>(stream),
+                                   name);
             }));
           },
           py::arg("device"), py::arg("stream"), py::arg("name") = "",
           "Wraps a native stream (a cudaStream_t as an int) without owning it; keep the stream "
           "alive while the context and its work live.")
       .def_property_readonly("device", [](const Context& c) { return c.device(); })
-      .def_property_readonly("kind",
-                             [](const Context& c) {
-                               return c.kind() == StreamKind::async ? "async" : "blocking";
-                             })
+      .def_property_readonly(
+          "kind",
+          [](const Context& c) { return c.kind() == StreamKind::async ? "async" : "blocking"; })
       .def_property_readonly("priority", &Context::priority)
       .def_property_readonly("name", [](const Context& c) { return c.name(); })
       .def_property_readonly(
@@ -323,9 +339,10 @@ void bind_contexts(py::module_& m) {
           py::arg("event") = py::none(),
           "Records `event` (a new one if None) at the current end of this context's work and "
           "returns it.")
-      .def("idle", [](const Context& c) { return nogil([&] { return c.idle(); }); },
-           "True if all work issued so far completed (never blocks, never raises for failed "
-           "work).")
+      .def(
+          "idle", [](const Context& c) { return nogil([&] { return c.idle(); }); },
+          "True if all work issued so far completed (never blocks, never raises for failed "
+          "work).")
       .def(
           "synchronize",
           [](const Context& c) {
@@ -354,7 +371,8 @@ void bind_contexts(py::module_& m) {
             const auto loc = caller();
             nogil([&] { c.join(list, loc); });
           },
-          py::arg("children"), "Work issued here from now on waits for everything issued so far on each child.")
+          py::arg("children"),
+          "Work issued here from now on waits for everything issued so far on each child.")
       .def(
           "host_task",
           [](const Context& c, py::function fn, const std::string& what) {
@@ -385,8 +403,7 @@ void bind_contexts(py::module_& m) {
           "wait for the previous current context (sync_enter); on exit the previous one waits "
           "for it (sync_exit).")
       .def("__eq__", [](const Context& a, const Context& b) { return a == b; })
-      .def("__hash__",
-           [](const Context& c) { return reinterpret_cast<std::uintptr_t>(&c.impl()); })
+      .def("__hash__", [](const Context& c) { return reinterpret_cast<std::uintptr_t>(&c.impl()); })
       .def("__repr__", [](const Context& c) {
         return "<sluice.Context '" + c.name() + "' on " + c.device().to_string() + ", " +
                (c.kind() == StreamKind::async ? "async" : "blocking") + ">";
@@ -411,9 +428,10 @@ void bind_contexts(py::module_& m) {
         }
       });
 
-  m.def("current_context", [] { return share(current_context()); },
-        "The innermost context entered with `with ctx:` on this thread, else the default "
-        "context of the default device.");
+  m.def(
+      "current_context", [] { return share(current_context()); },
+      "The innermost context entered with `with ctx:` on this thread, else the default "
+      "context of the default device.");
   m.def(
       "default_context",
       [](const py::object& device) {
@@ -449,8 +467,9 @@ void bind_events(py::module_& m) {
           py::arg("ctx") = py::none(),
           "Records the current end of `ctx`'s work (default: the current context).")
       .def_property_readonly("recorded", &Event::recorded)
-      .def("query", [](const Event& e) { return nogil([&] { return e.query(); }); },
-           "True once the recorded work completed (never blocks, never raises for failed work).")
+      .def(
+          "query", [](const Event& e) { return nogil([&] { return e.query(); }); },
+          "True once the recorded work completed (never blocks, never raises for failed work).")
       .def(
           "synchronize",
           [](const Event& e) {

@@ -47,7 +47,7 @@ struct PyAccessor {
 
 struct PyHandler {
   df::Handler* h = nullptr;
-  Device device;  // the queue's
+  Device device;            // the queue's
   std::vector<PyRef> keep;  // what the kernel's closure refers to
   df::Handler& get() const {
     if (h == nullptr) {
@@ -79,10 +79,10 @@ df::AccessMode parse_mode(const std::string& m) {
 py::object accessor_view(const PyAccessor& a) {
   auto np = py::module_::import("numpy");
   char dummy = 0;
-  py::object mv = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
-      a.count ? static_cast<char*>(a.ptr) : &dummy,
-      static_cast<Py_ssize_t>(a.count * a.dtype.itemsize()),
-      a.mode == df::AccessMode::read ? PyBUF_READ : PyBUF_WRITE));
+  py::object mv = py::reinterpret_steal<py::object>(
+      PyMemoryView_FromMemory(a.count ? static_cast<char*>(a.ptr) : &dummy,
+                              static_cast<Py_ssize_t>(a.count * a.dtype.itemsize()),
+                              a.mode == df::AccessMode::read ? PyBUF_READ : PyBUF_WRITE));
   py::tuple shape(a.shape.size());
   for (std::size_t i = 0; i < a.shape.size(); ++i) shape[i] = a.shape[i];
   return np.attr("frombuffer")(mv, py::arg("dtype") = a.dtype.name()).attr("reshape")(shape);
@@ -137,7 +137,8 @@ struct NativeTask {
   static const char* device_launch(void* stream, const void* t, std::size_t) {
     const auto& task = *static_cast<const NativeTask*>(t);
     std::vector<void*> pointers;
-    for (auto off : task.offsets) pointers.push_back(const_cast<std::byte*>(task.blob.data()) + off);
+    for (auto off : task.offsets)
+      pointers.push_back(const_cast<std::byte*>(task.blob.data()) + off);
     if (pointers.empty()) pointers.push_back(nullptr);
     return interop::cuda::launch_native(stream, task.kernel, task.grid, task.block, task.shared,
                                         pointers.data());
@@ -208,7 +209,8 @@ void launch_kernel_in_group(PyHandler& ph, const PyKernel& k, const py::object& 
       void* ptr = args[i].cast<const PyAccessor&>().ptr;
       std::memcpy(dst, &ptr, sizeof ptr);
     } else if (p.pointer) {
-      void* ptr = args[i].is_none() ? nullptr : reinterpret_cast<void*>(args[i].cast<std::uintptr_t>());
+      void* ptr =
+          args[i].is_none() ? nullptr : reinterpret_cast<void*>(args[i].cast<std::uintptr_t>());
       std::memcpy(dst, &ptr, sizeof ptr);
     } else if (p.dtype.code == DType::Code::float_) {
       if (p.dtype.bits == 32) {
@@ -246,7 +248,8 @@ void bind_events(py::module_& m) {
             nogil([&] { e.wait(loc); });
           },
           "Blocks until the command group completed; raises WorkFailed (once) if it failed.")
-      .def_property_readonly("complete", [](const df::Event& e) { return nogil([&] { return e.complete(); }); });
+      .def_property_readonly(
+          "complete", [](const df::Event& e) { return nogil([&] { return e.complete(); }); });
   m.def(
       "wait_all",
       [](const std::vector<df::Event>& events) {
@@ -367,7 +370,8 @@ void bind_dataflow(py::module_& parent) {
           "launch(kernel, grid, block, *args); accessors pass the queue's device pointer.");
 
   py::class_<PyAccessor>(m, "Accessor", "A buffer's access inside a command group.")
-      .def_property_readonly("ptr", [](const PyAccessor& a) { return reinterpret_cast<std::uintptr_t>(a.ptr); })
+      .def_property_readonly(
+          "ptr", [](const PyAccessor& a) { return reinterpret_cast<std::uintptr_t>(a.ptr); })
       .def_property_readonly("size", [](const PyAccessor& a) { return a.count; })
       .def_property_readonly("dtype", [](const PyAccessor& a) { return a.dtype.name(); });
 
@@ -379,7 +383,8 @@ void bind_dataflow(py::module_& parent) {
       .def(py::init([](const py::object& shape_or_array, const py::object& dtype) {
              const auto loc = caller();
              auto b = std::make_shared<PyBuffer>();
-             if (py::isinstance<py::int_>(shape_or_array) || py::isinstance<py::tuple>(shape_or_array) ||
+             if (py::isinstance<py::int_>(shape_or_array) ||
+                 py::isinstance<py::tuple>(shape_or_array) ||
                  py::isinstance<py::list>(shape_or_array)) {
                b->dtype = DType::from_python(dtype);
                if (py::isinstance<py::int_>(shape_or_array)) {
@@ -391,11 +396,13 @@ void bind_dataflow(py::module_& parent) {
                b->buffer.emplace(df::range<1>(bytes), loc);
                return b;
              }
-             py::object mv = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(shape_or_array.ptr()));
+             py::object mv =
+                 py::reinterpret_steal<py::object>(PyMemoryView_FromObject(shape_or_array.ptr()));
              if (!mv) throw py::error_already_set();
              Py_buffer* view = PyMemoryView_GET_BUFFER(mv.ptr());
              if (!PyBuffer_IsContiguous(view, 'C')) {
-               throw Error(Errc::unsupported, "dataflow.Buffer needs a contiguous (C-order) array", loc);
+               throw Error(Errc::unsupported, "dataflow.Buffer needs a contiguous (C-order) array",
+                           loc);
              }
              b->dtype = DType::from_format(view->format ? view->format : "B",
                                            static_cast<std::size_t>(view->itemsize));
@@ -411,10 +418,13 @@ void bind_dataflow(py::module_& parent) {
              return b;
            }),
            py::arg("shape_or_array"), py::arg("dtype") = "float64")
-      .def_property_readonly("shape", [](const PyBuffer& b) { return py::tuple(py::cast(b.shape)); })
+      .def_property_readonly("shape",
+                             [](const PyBuffer& b) { return py::tuple(py::cast(b.shape)); })
       .def_property_readonly("dtype", [](const PyBuffer& b) { return b.dtype.name(); })
       .def_property_readonly("size", &PyBuffer::elements)
-      .def("set_write_back", [](PyBuffer& b, bool on) { b.buffer->set_write_back(on); }, py::arg("on"))
+      .def(
+          "set_write_back", [](PyBuffer& b, bool on) { b.buffer->set_write_back(on); },
+          py::arg("on"))
       .def(
           "access",
           [](PyBuffer& b, PyHandler& ph, const std::string& mode, std::optional<std::size_t> count,
@@ -435,22 +445,27 @@ void bind_dataflow(py::module_& parent) {
             a.dtype = b.dtype;
             a.mode = m;
             a.count = n;
-            a.shape = (offset == 0 && n == b.elements()) ? b.shape : std::vector<std::int64_t>{static_cast<std::int64_t>(n)};
+            a.shape = (offset == 0 && n == b.elements())
+                          ? b.shape
+                          : std::vector<std::int64_t>{static_cast<std::int64_t>(n)};
             nogil([&] {
               const df::range<1> r(n * item);
               const df::id<1> off(offset * item);
               switch (m) {
                 case df::AccessMode::read:
-                  a.ptr = const_cast<std::byte*>(b.buffer->get_access<df::AccessMode::read>(h, r, off, loc).get_pointer());
+                  a.ptr = const_cast<std::byte*>(
+                      b.buffer->get_access<df::AccessMode::read>(h, r, off, loc).get_pointer());
                   break;
                 case df::AccessMode::write:
                   a.ptr = b.buffer->get_access<df::AccessMode::write>(h, r, off, loc).get_pointer();
                   break;
                 case df::AccessMode::read_write:
-                  a.ptr = b.buffer->get_access<df::AccessMode::read_write>(h, r, off, loc).get_pointer();
+                  a.ptr = b.buffer->get_access<df::AccessMode::read_write>(h, r, off, loc)
+                              .get_pointer();
                   break;
                 case df::AccessMode::discard_write:
-                  a.ptr = b.buffer->get_access<df::AccessMode::discard_write>(h, r, off, loc).get_pointer();
+                  a.ptr = b.buffer->get_access<df::AccessMode::discard_write>(h, r, off, loc)
+                              .get_pointer();
                   break;
               }
             });
@@ -474,7 +489,9 @@ void bind_dataflow(py::module_& parent) {
       .def("__enter__",
            [](HostAccess& h) {
              const auto loc = caller();
-             void* p = nogil([&] { return df::detail::host_access_begin(*h.buffer->buffer->state(), h.mode, loc); });
+             void* p = nogil([&] {
+               return df::detail::host_access_begin(*h.buffer->buffer->state(), h.mode, loc);
+             });
              h.begun = true;
              PyAccessor a;
              a.ptr = p;

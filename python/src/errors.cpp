@@ -14,8 +14,7 @@ PyObject* g_error = nullptr;
 PyObject* g_out_of_memory = nullptr;
 PyObject* g_work_failed = nullptr;
 
-py::object make_exception(const py::module_& m, const char* name, PyObject* base,
-                          const char* doc) {
+py::object make_exception(const py::module_& m, const char* name, PyObject* base, const char* doc) {
   const std::string qualified = std::string("sluice.") + name;
   PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base, nullptr);
   if (cls == nullptr) throw py::error_already_set();
@@ -42,13 +41,13 @@ std::optional<Error> as_sluice_error(py::error_already_set& e) {
   if (g_error == nullptr || !e.matches(g_error)) return std::nullopt;
   const py::object v = e.value();
   std::string code = py::hasattr(v, "code") ? v.attr("code").cast<std::string>() : "";
-  const Errc errc = code == "invalid_state"      ? Errc::invalid_state
-                    : code == "unsupported"      ? Errc::unsupported
-                    : code == "no_device"        ? Errc::no_device
-                    : code == "out_of_memory"    ? Errc::out_of_memory
-                    : code == "backend_failure"  ? Errc::backend_failure
-                    : code == "work_failed"      ? Errc::work_failed
-                                                 : Errc::invalid_argument;
+  const Errc errc = code == "invalid_state"     ? Errc::invalid_state
+                    : code == "unsupported"     ? Errc::unsupported
+                    : code == "no_device"       ? Errc::no_device
+                    : code == "out_of_memory"   ? Errc::out_of_memory
+                    : code == "backend_failure" ? Errc::backend_failure
+                    : code == "work_failed"     ? Errc::work_failed
+                                                : Errc::invalid_argument;
   std::string message = py::str(v).cast<std::string>();
   if (message.rfind("sluice: ", 0) == 0) message.erase(0, 8);  // Error adds it again
   return Error(errc, message);

@@ -62,11 +62,15 @@ std::vector<Marked> marks_of(const py::object& reads, const py::object& writes) 
   return out;
 }
 
-std::shared_ptr<Array> array_arg(const py::object& o) { return as_array(o, std::nullopt, caller()); }
+std::shared_ptr<Array> array_arg(const py::object& o) {
+  return as_array(o, std::nullopt, caller());
+}
 
 /// A host function for a graph node: takes the GIL, reports a Python exception with its
 /// traceback as the node's failure.
-std::function<void()> host_fn(const py::function& fn) { return PyCall{py::object(fn)}; }
+std::function<void()> host_fn(const py::function& fn) {
+  return PyCall{py::object(fn)};
+}
 
 py::dict event_dict(const ReplayEvent& e) {
   py::dict d;
@@ -151,7 +155,8 @@ template <class Int>
 Node add_if_typed(Graph& g, const Managed<Int>& cond, const Graph& then_graph,
                   const Graph* else_graph, std::optional<std::int64_t> initial, NodeOptions o) {
   if (else_graph != nullptr) {
-    if (initial) return g.add_if(cond, then_graph, *else_graph, ConditionDefault{*initial}, std::move(o));
+    if (initial)
+      return g.add_if(cond, then_graph, *else_graph, ConditionDefault{*initial}, std::move(o));
     return g.add_if(cond, then_graph, *else_graph, std::move(o));
   }
   if (initial) return g.add_if(cond, then_graph, ConditionDefault{*initial}, std::move(o));
@@ -190,17 +195,22 @@ void bind_graph(py::module_& m) {
            py::arg("name") = "graph")
       .def_property_readonly("name", [](const PyGraph& g) { return g.graph.name(); })
       .def("__len__", [](const PyGraph& g) { return g.graph.size(); })
-      .def("node", [](const PyGraph& g, std::uint32_t i) { return g.graph.node(i); }, py::arg("index"))
-      .def("find", [](const PyGraph& g, const std::string& name) { return g.graph.find(name); },
-           py::arg("name"))
+      .def(
+          "node", [](const PyGraph& g, std::uint32_t i) { return g.graph.node(i); },
+          py::arg("index"))
+      .def(
+          "find", [](const PyGraph& g, const std::string& name) { return g.graph.find(name); },
+          py::arg("name"))
       .def_property_readonly("nodes",
                              [](const PyGraph& g) {
                                std::vector<Node> out;
-                               for (std::uint32_t i = 0; i < g.graph.size(); ++i) out.push_back(g.graph.node(i));
+                               for (std::uint32_t i = 0; i < g.graph.size(); ++i)
+                                 out.push_back(g.graph.node(i));
                                return out;
                              })
       .def_property_readonly("edges", [](const PyGraph& g) { return g.graph.edges(); })
-      .def("dot", [](const PyGraph& g) { return g.graph.dot(); }, "Graphviz DOT of the graph.")
+      .def(
+          "dot", [](const PyGraph& g) { return g.graph.dot(); }, "Graphviz DOT of the graph.")
       .def(
           "add_empty",
           [](PyGraph& g, const std::string& name, const std::vector<Node>& after) {
@@ -224,7 +234,8 @@ void bind_graph(py::module_& m) {
             auto d = array_arg(dst);
             auto s = array_arg(src);
             if (d->nbytes != s->nbytes) {
-              throw Error(Errc::invalid_argument, "add_copy: the two sides differ in size", caller());
+              throw Error(Errc::invalid_argument, "add_copy: the two sides differ in size",
+                          caller());
             }
             auto o = node_options(name, after, {{d, Access::write}, {s, Access::read}}, g.keep);
             return g.graph.add_copy(d->data, s->data, d->nbytes, std::move(o));
@@ -233,8 +244,8 @@ void bind_graph(py::module_& m) {
           py::arg("after") = std::vector<Node>{}, "Copies all of `src` into `dst`.")
       .def(
           "add_host",
-          [](PyGraph& g, const py::function& fn, const std::string& name,
-             const py::object& reads, const py::object& writes, const std::vector<Node>& after) {
+          [](PyGraph& g, const py::function& fn, const std::string& name, const py::object& reads,
+             const py::object& writes, const std::vector<Node>& after) {
             auto o = node_options(name, after, marks_of(reads, writes), g.keep);
             return g.graph.add_host(host_fn(fn), std::move(o));
           },
@@ -326,7 +337,8 @@ void bind_graph(py::module_& m) {
       });
 
   py::class_<PyExec, std::shared_ptr<PyExec>>(
-      m, "GraphExec", "A graph instantiated for one device; launching it is one operation of a context.")
+      m, "GraphExec",
+      "A graph instantiated for one device; launching it is one operation of a context.")
       .def(py::init([](const PyGraph& g, const py::object& device) {
              auto d = to_device(device);
              const auto loc = caller();
@@ -408,7 +420,8 @@ void bind_graph(py::module_& m) {
       "Managed.value(), a copy from or to pageable host memory) raises sluice.Error; the partial "
       "capture is discarded and the contexts stay usable.")
       .def(py::init([](const std::optional<Context>& ctx, const std::string& name) {
-             return std::make_shared<PyCapture>(PyCapture{context_or_current(ctx), name, nullptr, nullptr});
+             return std::make_shared<PyCapture>(
+                 PyCapture{context_or_current(ctx), name, nullptr, nullptr});
            }),
            py::arg("ctx") = py::none(), py::arg("name") = "capture")
       .def("__enter__",
@@ -444,7 +457,8 @@ void bind_graph(py::module_& m) {
                                }
                                return c.graph;
                              })
-      .def_property_readonly("active", [](const PyCapture& c) { return c.capture && c.capture->active(); });
+      .def_property_readonly("active",
+                             [](const PyCapture& c) { return c.capture && c.capture->active(); });
 
   py::class_<PyReplay, std::shared_ptr<PyReplay>>(
       m, "_Replay", "The C++ part of sluice.Replay (see sluice/__init__.py).")
@@ -476,9 +490,12 @@ void bind_graph(py::module_& m) {
                                std::lock_guard lock(r.mutex);
                                return r.replay.size() + r.scopes.size();
                              })
-      .def("scope", [](const std::shared_ptr<PyReplay>& r, const std::string& key,
-                       const Context& ctx) { return ReplayScope{r, key, ctx, nullptr}; },
-           py::arg("key"), py::arg("ctx"));
+      .def(
+          "scope",
+          [](const std::shared_ptr<PyReplay>& r, const std::string& key, const Context& ctx) {
+            return ReplayScope{r, key, ctx, nullptr};
+          },
+          py::arg("key"), py::arg("ctx"));
 
   py::class_<ReplayScope>(m, "_ReplayScope")
       .def("__enter__",
@@ -486,22 +503,22 @@ void bind_graph(py::module_& m) {
              const auto loc = caller();
              nogil([&] { s.capture = std::make_unique<Capture>(s.ctx, s.key, loc); });
            })
-      .def("__exit__", [](ReplayScope& s, const py::object& type, const py::object&,
-                          const py::object&) {
-        auto cap = std::move(s.capture);
-        if (!cap) return false;
-        if (!type.is_none()) {
-          nogil([&] { cap.reset(); });
-          return false;
-        }
-        const auto loc = caller();
-        nogil([&] {
-          Graph graph = cap->end(loc);
-          cap.reset();
-          launch_scope(s, std::move(graph), loc);
-        });
-        return false;
-      });
+      .def("__exit__",
+           [](ReplayScope& s, const py::object& type, const py::object&, const py::object&) {
+             auto cap = std::move(s.capture);
+             if (!cap) return false;
+             if (!type.is_none()) {
+               nogil([&] { cap.reset(); });
+               return false;
+             }
+             const auto loc = caller();
+             nogil([&] {
+               Graph graph = cap->end(loc);
+               cap.reset();
+               launch_scope(s, std::move(graph), loc);
+             });
+             return false;
+           });
 
   m.def("graph_stats", [] {
     const auto s = graph::stats();

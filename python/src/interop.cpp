@@ -33,8 +33,8 @@ void order_stream_after(const Device& device, ObjectId id, ByteRange range, Acce
   cuda::link(ctx, "export to another library's stream", stream, std::nullopt, loc);
 }
 
-std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range,
-                                    Access mode, std::source_location loc) {
+std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
+                                    std::source_location loc) {
   const Context ctx = context(device);
   {
     Intent mark(ctx, id, mode, "export through __cuda_array_interface__", range, loc);
@@ -59,7 +59,9 @@ void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location l
 
 #ifndef SLUICE_PYTHON_CUDA
 namespace cuda {
-bool available() noexcept { return false; }
+bool available() noexcept {
+  return false;
+}
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t>,
           std::optional<std::uintptr_t>, std::source_location loc) {
   throw Error(Errc::unsupported,

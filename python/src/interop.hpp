@@ -38,8 +38,9 @@ void order_stream_after(const Device& device, ObjectId id, ByteRange range, Acce
 /// Orders sluice's pending work on `range` of `id` (as `order_stream_after`) before the current
 /// end of the module's interop stream of `device`, and returns that stream: what the CUDA array
 /// interface's "stream" entry hands a consumer.
-[[nodiscard]] std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range,
-                                                  Access mode, std::source_location loc);
+[[nodiscard]] std::uintptr_t interop_stream_after(const Device& device, ObjectId id,
+                                                  ByteRange range, Access mode,
+                                                  std::source_location loc);
 /// Marks a write of `range` of `id` on `ctx` around one numbered operation that waits for
 /// `producer`'s current work (none: the producer already ordered ctx's stream after itself).
 void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,

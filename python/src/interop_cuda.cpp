@@ -39,7 +39,9 @@ void check(cudaError_t err, const std::string& what, std::source_location loc) {
 
 }  // namespace
 
-bool available() noexcept { return true; }
+bool available() noexcept {
+  return true;
+}
 
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> waiter,
           std::optional<std::uintptr_t> producer, std::source_location loc) {
@@ -51,14 +53,17 @@ void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_
         auto& e = events();
         std::lock_guard lock(e.mutex);
         cudaEvent_t& ev = e.by_device[device];
-        if (ev == nullptr) check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
+        if (ev == nullptr)
+          check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
         if (producer) {
-          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what), loc);
+          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
+                loc);
           check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
         }
         if (waiter) {
           check(cudaEventRecord(ev, stream), std::string(what), loc);
-          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0), std::string(what), loc);
+          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0),
+                std::string(what), loc);
         }
       },
       loc);
@@ -77,7 +82,8 @@ struct CurrentDevice {
   }
 };
 
-std::string code_bytes(const KernelSpec& spec, const KernelSpec::Code& c, std::source_location loc) {
+std::string code_bytes(const KernelSpec& spec, const KernelSpec::Code& c,
+                       std::source_location loc) {
   if (c.path.empty()) return c.bytes;
   std::ifstream in(c.path, std::ios::binary);
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -123,7 +129,8 @@ const void* native_kernel(const KernelSpec& spec, const Device& device, std::sou
   }
   if (chosen == nullptr) {
     throw Error(Errc::unsupported,
-                "kernel " + spec.name() + ": the spec holds no code for " + device.to_string(), loc);
+                "kernel " + spec.name() + ": the spec holds no code for " + device.to_string(),
+                loc);
   }
   std::string image, name = spec.name();
   if (chosen->format == KernelFormat::cuda_source) {
@@ -149,9 +156,9 @@ const void* native_kernel(const KernelSpec& spec, const Device& device, std::sou
 
 const char* launch_native(void* stream, const void* kernel, const Dims& grid, const Dims& block,
                           std::size_t shared, void** args) {
-  const cudaError_t err = cudaLaunchKernel(kernel, dim3(grid.x, grid.y, grid.z),
-                                           dim3(block.x, block.y, block.z), args, shared,
-                                           static_cast<cudaStream_t>(stream));
+  const cudaError_t err =
+      cudaLaunchKernel(kernel, dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), args,
+                       shared, static_cast<cudaStream_t>(stream));
   if (err == cudaSuccess) return nullptr;
   (void)cudaGetLastError();
   return cudaGetErrorName(err);

@@ -74,8 +74,9 @@ void pack(const Param& p, const py::handle& arg, std::size_t index, std::vector<
       if (m.array->id != 0) accesses.push_back({m.array->id, m.mode, m.array->range()});
       keep.push_back(m.array);
     } else if (py::isinstance<Array>(arg)) {
-      fail("pass a sluice array as sluice.read(a), sluice.write(a) or sluice.read_write(a), so "
-           "that the tracker orders the launch (or a.ptr for an untracked pointer)");
+      fail(
+          "pass a sluice array as sluice.read(a), sluice.write(a) or sluice.read_write(a), so "
+          "that the tracker orders the launch (or a.ptr for an untracked pointer)");
     } else if (arg.is_none()) {
       ptr = nullptr;
     } else if (py::isinstance<py::int_>(arg)) {
@@ -132,8 +133,9 @@ Dims to_dims(const py::handle& o) {
 
 }  // namespace
 
-std::shared_ptr<PyKernel> load(const std::shared_ptr<PySpec>& spec, const std::vector<std::string>& params,
-                               const Device& device, std::source_location loc) {
+std::shared_ptr<PyKernel> load(const std::shared_ptr<PySpec>& spec,
+                               const std::vector<std::string>& params, const Device& device,
+                               std::source_location loc) {
   auto k = std::make_shared<PyKernel>();
   k->spec = spec;
   k->device = device;
@@ -204,9 +206,7 @@ void launch(const PyKernel& k, const Context& ctx, const py::handle& grid, const
   if (pointers.empty()) pointers.push_back(nullptr);
   const Grid gr(g, loc);
   const Block bl(b, shared);
-  nogil([&] {
-    detail::launch_kernel(ctx, k.loaded.get(), gr, bl, pointers.data(), accesses);
-  });
+  nogil([&] { detail::launch_kernel(ctx, k.loaded.get(), gr, bl, pointers.data(), accesses); });
 }
 
 void bind_kernel(py::module_& m) {
@@ -296,10 +296,11 @@ void bind_kernel(py::module_& m) {
            py::arg("spec"), py::arg("params"), py::arg("device") = py::none())
       .def_property_readonly("name", [](const PyKernel& k) { return k.spec->spec.name(); })
       .def_property_readonly("device", [](const PyKernel& k) { return k.device; })
-      .def_property_readonly("format",
-                             [](const PyKernel& k) {
-                               return k.loaded ? std::string(to_string(detail::kernel_format(*k.loaded))) : "host";
-                             })
+      .def_property_readonly(
+          "format",
+          [](const PyKernel& k) {
+            return k.loaded ? std::string(to_string(detail::kernel_format(*k.loaded))) : "host";
+          })
       .def_property_readonly("params",
                              [](const PyKernel& k) {
                                std::vector<std::string> out;
@@ -308,8 +309,8 @@ void bind_kernel(py::module_& m) {
                              })
       .def(
           "launch",
-          [](const PyKernel& k, const py::object& grid, const py::object& block, const py::args& args,
-             const std::optional<Context>& ctx, std::size_t shared) {
+          [](const PyKernel& k, const py::object& grid, const py::object& block,
+             const py::args& args, const std::optional<Context>& ctx, std::size_t shared) {
             launch(k, context_or_current(ctx), grid, block, shared, args, caller());
           },
           py::arg("grid"), py::arg("block"), py::arg("ctx") = py::none(), py::arg("shared") = 0,

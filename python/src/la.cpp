@@ -57,7 +57,9 @@ const Context& ctx_of(const std::optional<Context>& ctx, const la::Vec& v) {
   return ctx ? *ctx : v.context();
 }
 
-la::Vec& V(const py::handle& o) { return *o.cast<PyVec&>().vec; }
+la::Vec& V(const py::handle& o) {
+  return *o.cast<PyVec&>().vec;
+}
 
 /// Host-scalar and device-scalar forms of y = f(y, alpha, ...).
 template <class Host, class Device>
@@ -75,10 +77,10 @@ void scalar_op(const py::handle& alpha, const std::optional<Context>& ctx, const
   });
 }
 
-py::object reduction(const std::optional<Context>& ctx, const la::Vec& x, const py::object& out,
-                     const char* what,
-                     const std::function<double(const Context&, std::source_location)>& sync,
-                     const std::function<void(Managed<double>&, const Context&, std::source_location)>& async) {
+py::object reduction(
+    const std::optional<Context>& ctx, const la::Vec& x, const py::object& out, const char* what,
+    const std::function<double(const Context&, std::source_location)>& sync,
+    const std::function<void(Managed<double>&, const Context&, std::source_location)>& async) {
   const auto loc = caller();
   const Context& c = ctx_of(ctx, x);
   if (out.is_none()) return py::float_(nogil([&] { return sync(c, loc); }));
@@ -91,18 +93,30 @@ la::KspOptions parse_options(const py::kwargs& kw, la::KspOptions o) {
   for (auto item : kw) {
     const auto key = item.first.cast<std::string>();
     const py::handle v = item.second;
-    if (key == "type") o.type = la::parse_ksp_type(v.cast<std::string>());
-    else if (key == "pc") o.pc = la::parse_pc_type(v.cast<std::string>());
-    else if (key == "norm_type") o.norm_type = la::parse_norm_type(v.cast<std::string>());
-    else if (key == "rtol") o.rtol = v.cast<double>();
-    else if (key == "atol") o.atol = v.cast<double>();
-    else if (key == "dtol") o.dtol = v.cast<double>();
-    else if (key == "max_it") o.max_it = v.cast<int>();
-    else if (key == "fixed_iterations") o.fixed_iterations = v.cast<bool>();
-    else if (key == "initial_guess_nonzero") o.initial_guess_nonzero = v.cast<bool>();
-    else if (key == "mode") o.mode = la::parse_solve_mode(v.cast<std::string>());
-    else if (key == "check_every") o.check_every = v.cast<int>();
-    else if (key == "history") o.history = v.cast<bool>();
+    if (key == "type")
+      o.type = la::parse_ksp_type(v.cast<std::string>());
+    else if (key == "pc")
+      o.pc = la::parse_pc_type(v.cast<std::string>());
+    else if (key == "norm_type")
+      o.norm_type = la::parse_norm_type(v.cast<std::string>());
+    else if (key == "rtol")
+      o.rtol = v.cast<double>();
+    else if (key == "atol")
+      o.atol = v.cast<double>();
+    else if (key == "dtol")
+      o.dtol = v.cast<double>();
+    else if (key == "max_it")
+      o.max_it = v.cast<int>();
+    else if (key == "fixed_iterations")
+      o.fixed_iterations = v.cast<bool>();
+    else if (key == "initial_guess_nonzero")
+      o.initial_guess_nonzero = v.cast<bool>();
+    else if (key == "mode")
+      o.mode = la::parse_solve_mode(v.cast<std::string>());
+    else if (key == "check_every")
+      o.check_every = v.cast<int>();
+    else if (key == "history")
+      o.history = v.cast<bool>();
     else if (key == "monitor") {
       if (v.is_none()) {
         o.monitor = nullptr;
@@ -162,28 +176,31 @@ void bind_la(py::module_& parent) {
       "Vec(n) is uninitialized, Vec(values) a copy of an array or sequence. It is a sluice.Array: "
       "NumPy, CuPy, PyTorch and JAX read and write it without a copy.");
   enable_buffer(vec);
-  vec.def(py::init([](const py::object& n_or_values, const std::optional<Context>& ctx) {
+  vec.def(
+         py::init([](const py::object& n_or_values, const std::optional<Context>& ctx) {
+           const auto loc = caller();
+           Context c = context_or_current(ctx);
+           if (py::isinstance<py::int_>(n_or_values)) {
+             const auto n = n_or_values.cast<std::size_t>();
+             return wrap_vec(nogil([&] { return la::Vec(c, n, loc); }));
+           }
+           auto values = host_values(n_or_values);
+           return wrap_vec(nogil([&] { return la::Vec(c, std::span<const double>(values), loc); }));
+         }),
+         py::arg("n_or_values"), py::arg("ctx") = py::none())
+      .def(
+          "duplicate",
+          [](const PyVec& v) {
             const auto loc = caller();
-            Context c = context_or_current(ctx);
-            if (py::isinstance<py::int_>(n_or_values)) {
-              const auto n = n_or_values.cast<std::size_t>();
-              return wrap_vec(nogil([&] { return la::Vec(c, n, loc); }));
-            }
-            auto values = host_values(n_or_values);
-            return wrap_vec(nogil([&] { return la::Vec(c, std::span<const double>(values), loc); }));
-          }),
-          py::arg("n_or_values"), py::arg("ctx") = py::none())
-      .def("duplicate",
-           [](const PyVec& v) {
-             const auto loc = caller();
-             return wrap_vec(nogil([&] { return v.vec->duplicate(loc); }));
-           },
-           "A new vector of the same size on the same context (values not copied).")
+            return wrap_vec(nogil([&] { return v.vec->duplicate(loc); }));
+          },
+          "A new vector of the same size on the same context (values not copied).")
       .def(
           "to_numpy",
           [](const PyVec& v, const std::optional<Context>& ctx) {
             const auto loc = caller();
-            auto values = nogil([&] { return ctx ? v.vec->to_vector(*ctx, loc) : v.vec->to_vector(loc); });
+            auto values =
+                nogil([&] { return ctx ? v.vec->to_vector(*ctx, loc) : v.vec->to_vector(loc); });
             auto np = py::module_::import("numpy");
             py::object out = np.attr("empty")(values.size());
             py::buffer_info info = py::buffer(out).request(true);
@@ -217,18 +234,20 @@ void bind_la(py::module_& parent) {
       "set",
       [](const py::object& x, const py::object& alpha, const std::optional<Context>& ctx) {
         auto& v = V(x);
-        scalar_op(alpha, ctx, v, "la.set",
-                  [&](double a, const Context& c, auto loc) { la::set(v, a, c, loc); },
-                  [&](const Managed<double>& a, const Context& c, auto loc) { la::set(v, a, c, loc); });
+        scalar_op(
+            alpha, ctx, v, "la.set",
+            [&](double a, const Context& c, auto loc) { la::set(v, a, c, loc); },
+            [&](const Managed<double>& a, const Context& c, auto loc) { la::set(v, a, c, loc); });
       },
       py::arg("x"), py::arg("alpha"), py::arg("ctx") = py::none(), "x[i] = alpha.");
   m.def(
       "scale",
       [](const py::object& x, const py::object& alpha, const std::optional<Context>& ctx) {
         auto& v = V(x);
-        scalar_op(alpha, ctx, v, "la.scale",
-                  [&](double a, const Context& c, auto loc) { la::scale(v, a, c, loc); },
-                  [&](const Managed<double>& a, const Context& c, auto loc) { la::scale(v, a, c, loc); });
+        scalar_op(
+            alpha, ctx, v, "la.scale",
+            [&](double a, const Context& c, auto loc) { la::scale(v, a, c, loc); },
+            [&](const Managed<double>& a, const Context& c, auto loc) { la::scale(v, a, c, loc); });
       },
       py::arg("x"), py::arg("alpha"), py::arg("ctx") = py::none(), "x = alpha x.");
   m.def(
@@ -237,20 +256,27 @@ void bind_la(py::module_& parent) {
          const std::optional<Context>& ctx) {
         auto& vy = V(y);
         const auto& vx = V(x);
-        scalar_op(alpha, ctx, vy, "la.axpy",
-                  [&](double a, const Context& c, auto loc) { la::axpy(vy, a, vx, c, loc); },
-                  [&](const Managed<double>& a, const Context& c, auto loc) { la::axpy(vy, a, vx, c, loc); });
+        scalar_op(
+            alpha, ctx, vy, "la.axpy",
+            [&](double a, const Context& c, auto loc) { la::axpy(vy, a, vx, c, loc); },
+            [&](const Managed<double>& a, const Context& c, auto loc) {
+              la::axpy(vy, a, vx, c, loc);
+            });
       },
-      py::arg("y"), py::arg("alpha"), py::arg("x"), py::arg("ctx") = py::none(), "y = y + alpha x.");
+      py::arg("y"), py::arg("alpha"), py::arg("x"), py::arg("ctx") = py::none(),
+      "y = y + alpha x.");
   m.def(
       "aypx",
       [](const py::object& y, const py::object& beta, const py::object& x,
          const std::optional<Context>& ctx) {
         auto& vy = V(y);
         const auto& vx = V(x);
-        scalar_op(beta, ctx, vy, "la.aypx",
-                  [&](double b, const Context& c, auto loc) { la::aypx(vy, b, vx, c, loc); },
-                  [&](const Managed<double>& b, const Context& c, auto loc) { la::aypx(vy, b, vx, c, loc); });
+        scalar_op(
+            beta, ctx, vy, "la.aypx",
+            [&](double b, const Context& c, auto loc) { la::aypx(vy, b, vx, c, loc); },
+            [&](const Managed<double>& b, const Context& c, auto loc) {
+              la::aypx(vy, b, vx, c, loc);
+            });
       },
       py::arg("y"), py::arg("beta"), py::arg("x"), py::arg("ctx") = py::none(), "y = x + beta y.");
   m.def(
@@ -260,9 +286,12 @@ void bind_la(py::module_& parent) {
         auto& vw = V(w);
         const auto& vx = V(x);
         const auto& vy = V(y);
-        scalar_op(alpha, ctx, vw, "la.waxpy",
-                  [&](double a, const Context& c, auto loc) { la::waxpy(vw, a, vx, vy, c, loc); },
-                  [&](const Managed<double>& a, const Context& c, auto loc) { la::waxpy(vw, a, vx, vy, c, loc); });
+        scalar_op(
+            alpha, ctx, vw, "la.waxpy",
+            [&](double a, const Context& c, auto loc) { la::waxpy(vw, a, vx, vy, c, loc); },
+            [&](const Managed<double>& a, const Context& c, auto loc) {
+              la::waxpy(vw, a, vx, vy, c, loc);
+            });
       },
       py::arg("w"), py::arg("alpha"), py::arg("x"), py::arg("y"), py::arg("ctx") = py::none(),
       "w = alpha x + y.");
@@ -342,8 +371,8 @@ void bind_la(py::module_& parent) {
             [&](const Context& c, auto loc) { return la::norm(vx, t, c, loc); },
             [&](Managed<double>& o, const Context& c, auto loc) { la::norm(vx, t, o, c, loc); });
       },
-      py::arg("x"), py::arg("type") = "two", py::arg("ctx") = py::none(), py::arg("out") = py::none(),
-      "||x|| (type: one, two, infinity).");
+      py::arg("x"), py::arg("type") = "two", py::arg("ctx") = py::none(),
+      py::arg("out") = py::none(), "||x|| (type: one, two, infinity).");
   for (const char* name : {"sum", "max", "min"}) {
     const std::string n = name;
     m.def(
@@ -353,12 +382,17 @@ void bind_la(py::module_& parent) {
           return reduction(
               ctx, vx, out, "la reduction",
               [&](const Context& c, auto loc) {
-                return n == "sum" ? la::sum(vx, c, loc) : n == "max" ? la::max(vx, c, loc) : la::min(vx, c, loc);
+                return n == "sum"   ? la::sum(vx, c, loc)
+                       : n == "max" ? la::max(vx, c, loc)
+                                    : la::min(vx, c, loc);
               },
               [&](Managed<double>& o, const Context& c, auto loc) {
-                if (n == "sum") la::sum(vx, o, c, loc);
-                else if (n == "max") la::max(vx, o, c, loc);
-                else la::min(vx, o, c, loc);
+                if (n == "sum")
+                  la::sum(vx, o, c, loc);
+                else if (n == "max")
+                  la::max(vx, o, c, loc);
+                else
+                  la::min(vx, o, c, loc);
               });
         },
         py::arg("x"), py::arg("ctx") = py::none(), py::arg("out") = py::none());
@@ -379,11 +413,13 @@ void bind_la(py::module_& parent) {
             py::buffer_info ri = py::buffer(r).request(), ci = py::buffer(c).request(),
                             vi = py::buffer(v).request();
             if (ri.size != ci.size || ri.size != vi.size) {
-              throw Error(Errc::invalid_argument, "Mat.from_triplets: row, col and val differ in length", loc);
+              throw Error(Errc::invalid_argument,
+                          "Mat.from_triplets: row, col and val differ in length", loc);
             }
             std::vector<la::Triplet> t(static_cast<std::size_t>(ri.size));
             for (std::size_t i = 0; i < t.size(); ++i) {
-              t[i] = {static_cast<const std::int64_t*>(ri.ptr)[i], static_cast<const std::int64_t*>(ci.ptr)[i],
+              t[i] = {static_cast<const std::int64_t*>(ri.ptr)[i],
+                      static_cast<const std::int64_t*>(ci.ptr)[i],
                       static_cast<const double*>(vi.ptr)[i]};
             }
             Context cx = context_or_current(ctx);
@@ -421,7 +457,8 @@ void bind_la(py::module_& parent) {
             const auto s = la::parse_stencil(kind);
             return nogil([&] { return la::Mat::stencil(cx, s, nx, ny, nz, loc); });
           },
-          py::arg("kind"), py::arg("nx"), py::arg("ny"), py::arg("nz") = 1, py::arg("ctx") = py::none(),
+          py::arg("kind"), py::arg("nx"), py::arg("ny"), py::arg("nz") = 1,
+          py::arg("ctx") = py::none(),
           "A matrix-free Laplacian: kind '2d5', '2d9', '3d7' or '3d27' on an nx x ny (x nz) grid.")
       .def_static(
           "stencil_csr",
@@ -432,12 +469,13 @@ void bind_la(py::module_& parent) {
             const auto s = la::parse_stencil(kind);
             return nogil([&] { return la::Mat::stencil_csr(cx, s, nx, ny, nz, loc); });
           },
-          py::arg("kind"), py::arg("nx"), py::arg("ny"), py::arg("nz") = 1, py::arg("ctx") = py::none(),
-          "The same operator assembled as CSR.")
+          py::arg("kind"), py::arg("nx"), py::arg("ny"), py::arg("nz") = 1,
+          py::arg("ctx") = py::none(), "The same operator assembled as CSR.")
       .def_property_readonly("rows", &la::Mat::rows)
       .def_property_readonly("cols", &la::Mat::cols)
       .def_property_readonly("nnz", &la::Mat::nnz)
-      .def_property_readonly("shape", [](const la::Mat& a) { return py::make_tuple(a.rows(), a.cols()); })
+      .def_property_readonly("shape",
+                             [](const la::Mat& a) { return py::make_tuple(a.rows(), a.cols()); })
       .def_property_readonly("is_matrix_free", &la::Mat::is_matrix_free)
       .def_property_readonly("device", [](const la::Mat& a) { return a.device(); })
       .def_property_readonly("context", [](const la::Mat& a) { return share(a.context()); })
@@ -461,14 +499,15 @@ void bind_la(py::module_& parent) {
           },
           "The CSR arrays as a scipy.sparse.csr_matrix (waits for the upload only).")
       .def("__repr__", [](const la::Mat& a) {
-        return "<sluice.la.Mat " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) + ", " +
-               std::to_string(a.nnz()) + " nonzeros" + (a.is_matrix_free() ? ", matrix-free" : "") +
-               ">";
+        return "<sluice.la.Mat " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) +
+               ", " + std::to_string(a.nnz()) + " nonzeros" +
+               (a.is_matrix_free() ? ", matrix-free" : "") + ">";
       });
 
   m.def(
       "mult",
-      [](const la::Mat& A, const py::object& x, const py::object& y, const std::optional<Context>& ctx) {
+      [](const la::Mat& A, const py::object& x, const py::object& y,
+         const std::optional<Context>& ctx) {
         const auto loc = caller();
         auto& vy = V(y);
         nogil([&] { la::mult(A, V(x), vy, ctx_of(ctx, vy), loc); });
@@ -496,12 +535,14 @@ void bind_la(py::module_& parent) {
   py::class_<la::KspResult>(m, "KspResult")
       .def_readonly("iterations", &la::KspResult::iterations)
       .def_readonly("residual_norm", &la::KspResult::residual_norm)
-      .def_property_readonly("reason", [](const la::KspResult& r) { return std::string(la::to_string(r.reason)); })
+      .def_property_readonly(
+          "reason", [](const la::KspResult& r) { return std::string(la::to_string(r.reason)); })
       .def_readonly("history", &la::KspResult::history)
       .def_property_readonly("converged", &la::KspResult::converged)
       .def("__repr__", [](const la::KspResult& r) {
         return "<sluice.la.KspResult " + std::to_string(r.iterations) + " iterations, " +
-               std::string(la::to_string(r.reason)) + ", residual " + std::to_string(r.residual_norm) + ">";
+               std::string(la::to_string(r.reason)) + ", residual " +
+               std::to_string(r.residual_norm) + ">";
       });
 
   py::class_<PyKsp, std::shared_ptr<PyKsp>>(
@@ -514,17 +555,23 @@ void bind_la(py::module_& parent) {
              return std::shared_ptr<PyKsp>(new PyKsp{la::Ksp(A, std::move(o))}, NogilDelete{});
            }),
            py::arg("A"))
-      .def_property_readonly("options", [](const PyKsp& k) { return options_dict(k.ksp.options()); })
+      .def_property_readonly("options",
+                             [](const PyKsp& k) { return options_dict(k.ksp.options()); })
       .def("set_options",
-           [](PyKsp& k, const py::kwargs& kw) { k.ksp.set_options(parse_options(kw, k.ksp.options())); })
-      .def_property_readonly("check_interval", [](const PyKsp& k) { return k.ksp.check_interval(); })
+           [](PyKsp& k, const py::kwargs& kw) {
+             k.ksp.set_options(parse_options(kw, k.ksp.options()));
+           })
+      .def_property_readonly("check_interval",
+                             [](const PyKsp& k) { return k.ksp.check_interval(); })
       .def(
           "solve",
-          [](PyKsp& k, const py::object& b, const py::object& x, const std::optional<Context>& ctx) {
+          [](PyKsp& k, const py::object& b, const py::object& x,
+             const std::optional<Context>& ctx) {
             const auto loc = caller();
             const auto& vb = V(b);
             auto& vx = V(x);
-            return nogil([&] { return ctx ? k.ksp.solve(vb, vx, *ctx, loc) : k.ksp.solve(vb, vx, loc); });
+            return nogil(
+                [&] { return ctx ? k.ksp.solve(vb, vx, *ctx, loc) : k.ksp.solve(vb, vx, loc); });
           },
           py::arg("b"), py::arg("x"), py::arg("ctx") = py::none(),
           "Solves A x = b on `ctx` (default: x's context); returns when the solve stopped (the "

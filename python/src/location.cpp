@@ -71,7 +71,8 @@ void init_location(const py::module_& m) {
   Table& t = table();
   const Record probe{"probe.py", "probe", 4242, 7};
   const auto loc = from_record(&probe);
-  t.usable = loc.line() == 4242 && loc.column() == 7 && std::strcmp(loc.file_name(), "probe.py") == 0 &&
+  t.usable = loc.line() == 4242 && loc.column() == 7 &&
+             std::strcmp(loc.file_name(), "probe.py") == 0 &&
              std::strcmp(loc.function_name(), "probe") == 0;
   (void)m;
 }
@@ -96,8 +97,7 @@ std::source_location caller(std::source_location fallback) {
   while (frame != nullptr && found == nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
     const char* file = PyUnicode_AsUTF8(code->co_filename);
-    if (file != nullptr &&
-        std::strncmp(file, t.package_dir.c_str(), t.package_dir.size()) != 0) {
+    if (file != nullptr && std::strncmp(file, t.package_dir.c_str(), t.package_dir.size()) != 0) {
 #if PY_VERSION_HEX >= 0x030B0000
       PyObject* name = code->co_qualname;
 #else

@@ -27,7 +27,7 @@ struct Releases {
   std::deque<Pending> pending;
   std::atomic<std::size_t> count{0};
   std::map<ObjectId, std::size_t> refs;  // imports alive or pending per region registered here
-  std::vector<PyObject*> buried;          // references dropped without the GIL
+  std::vector<PyObject*> buried;         // references dropped without the GIL
   std::atomic<std::size_t> buried_count{0};
 };
 Releases& releases() {
@@ -190,8 +190,9 @@ void collect_all() {
 }
 
 void bind_releases(py::module_& m) {
-  m.def("_collect", [] { collect_all(); },
-        "Waits for every pending release of imported memory and performs it (for tests).");
+  m.def(
+      "_collect", [] { collect_all(); },
+      "Waits for every pending release of imported memory and performs it (for tests).");
   m.def("_pending_releases", [] { return releases().count.load(); });
   py::module_::import("atexit").attr("register")(m.attr("_collect"));
 }

@@ -49,15 +49,18 @@ decltype(auto) with_type(const DType& dtype, F&& f) {
   if (dtype == DType{C::float_, 64}) return f(tag<double>{});
   if (dtype == DType{C::complex, 64}) return f(tag<c32>{});
   if (dtype == DType{C::complex, 128}) return f(tag<c64>{});
-  throw py::type_error("sluice.Managed holds int32, int64, float32, float64, complex64 or "
-                       "complex128, not " + dtype.name());
+  throw py::type_error(
+      "sluice.Managed holds int32, int64, float32, float64, complex64 or "
+      "complex128, not " +
+      dtype.name());
 }
 
 template <class T>
 T from_python(const py::handle& o) {
   if constexpr (traits<T>::is_complex) {
     const auto c = o.cast<std::complex<double>>();
-    return T(static_cast<typename T::value_type>(c.real()), static_cast<typename T::value_type>(c.imag()));
+    return T(static_cast<typename T::value_type>(c.real()),
+             static_cast<typename T::value_type>(c.imag()));
   } else if constexpr (traits<T>::is_integer) {
     if (!py::isinstance<py::int_>(o)) {
       throw py::type_error(std::string("an ") + type_name<T>() + " value needs a Python int");
@@ -87,8 +90,7 @@ py::object to_python(const T& v) {
 }
 
 bool is_python_number(const py::handle& o) {
-  return py::isinstance<py::int_>(o) || py::isinstance<py::float_>(o) ||
-         PyComplex_Check(o.ptr());
+  return py::isinstance<py::int_>(o) || py::isinstance<py::float_>(o) || PyComplex_Check(o.ptr());
 }
 
 DType type_of_python_number(const py::handle& o) {
@@ -100,10 +102,12 @@ DType type_of_python_number(const py::handle& o) {
 // ---- operands -----------------------------------------------------------------------------------
 
 AnyExpression expression_of(const PyManaged& m) {
-  return std::visit([](const auto& v) -> AnyExpression {
-    using T = typename std::decay_t<decltype(v)>::value_type;
-    return AnyExpr<T>(v);
-  }, m.value);
+  return std::visit(
+      [](const auto& v) -> AnyExpression {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        return AnyExpr<T>(v);
+      },
+      m.value);
 }
 
 std::optional<AnyExpression> as_expression(const py::handle& o) {
@@ -119,15 +123,17 @@ AnyExpression constant_beside(const py::handle& c) {
   using R = sluice::detail::real_t<Other>;
   if (PyComplex_Check(c.ptr())) {
     if constexpr (traits<Other>::is_integer) {
-      throw py::type_error("a complex constant cannot be combined with an integer expression; "
-                           "convert the expression first, e.g. sluice.cast(n, 'complex128')");
+      throw py::type_error(
+          "a complex constant cannot be combined with an integer expression; "
+          "convert the expression first, e.g. sluice.cast(n, 'complex128')");
     } else {
       return AnyExpr<std::complex<R>>(from_python<std::complex<R>>(c));
     }
   } else if (py::isinstance<py::float_>(c)) {
     if constexpr (traits<Other>::is_integer) {
-      throw py::type_error("a float constant cannot be combined with an integer expression; "
-                           "convert the expression first, e.g. sluice.cast(n, 'float64')");
+      throw py::type_error(
+          "a float constant cannot be combined with an integer expression; "
+          "convert the expression first, e.g. sluice.cast(n, 'float64')");
     } else {
       return AnyExpr<R>(from_python<R>(c));
     }
@@ -145,18 +151,23 @@ std::pair<AnyExpression, AnyExpression> operands(const py::handle& a, const py::
   auto eb = as_expression(b);
   if (ea && eb) return {*ea, *eb};
   if (ea && is_python_number(b)) {
-    return {*ea, std::visit([&](const auto& x) {
-              return constant_beside<typename std::decay_t<decltype(x)>::value_type>(b);
-            }, *ea)};
+    return {*ea, std::visit(
+                     [&](const auto& x) {
+                       return constant_beside<typename std::decay_t<decltype(x)>::value_type>(b);
+                     },
+                     *ea)};
   }
   if (eb && is_python_number(a)) {
-    return {std::visit([&](const auto& x) {
-              return constant_beside<typename std::decay_t<decltype(x)>::value_type>(a);
-            }, *eb),
+    return {std::visit(
+                [&](const auto& x) {
+                  return constant_beside<typename std::decay_t<decltype(x)>::value_type>(a);
+                },
+                *eb),
             *eb};
   }
-  throw py::type_error("sluice scalar expressions combine sluice.Managed, sluice.Expr and "
-                       "Python numbers");
+  throw py::type_error(
+      "sluice scalar expressions combine sluice.Managed, sluice.Expr and "
+      "Python numbers");
 }
 
 // ---- operations ---------------------------------------------------------------------------------
@@ -164,8 +175,8 @@ std::pair<AnyExpression, AnyExpression> operands(const py::handle& a, const py::
 enum class Op { add, sub, mul, div, eq, ne, lt, le, gt, ge, min, max, pow };
 
 constexpr const char* op_name(Op op) {
-  constexpr std::array<const char*, 13> names{"+", "-", "*", "/", "==", "!=", "<", "<=",
-                                              ">", ">=", "min", "max", "pow"};
+  constexpr std::array<const char*, 13> names{"+",  "-", "*",  "/",   "==",  "!=", "<",
+                                              "<=", ">", ">=", "min", "max", "pow"};
   return names[static_cast<int>(op)];
 }
 
@@ -217,11 +228,13 @@ PyExpr binary(const py::handle& x, const py::handle& y) {
         } else {
           std::string why;
           if constexpr (!sluice::detail::binary_types_ok<AnyExpr<A>, AnyExpr<B>>()) {
-            why = "the operands mix float and double precision; say which one you mean with "
-                  "sluice.cast(x, 'float64') or sluice.cast(x, 'float32')";
+            why =
+                "the operands mix float and double precision; say which one you mean with "
+                "sluice.cast(x, 'float64') or sluice.cast(x, 'float32')";
           } else if constexpr (O == Op::pow) {
-            why = "pow needs a floating-point or complex operand; convert integers with "
-                  "sluice.cast(n, 'float64')";
+            why =
+                "pow needs a floating-point or complex operand; convert integers with "
+                "sluice.cast(n, 'float64')";
           } else {
             why = "complex numbers have no ordering; compare sluice.real(z) or sluice.abs(z)";
           }
@@ -238,7 +251,8 @@ template <Fn F>
 PyExpr unary(const py::handle& x) {
   auto e = as_expression(x);
   if (!e) {
-    throw py::type_error("expected a sluice.Managed or sluice.Expr (use Python's math for numbers)");
+    throw py::type_error(
+        "expected a sluice.Managed or sluice.Expr (use Python's math for numbers)");
   }
   return std::visit(
       [](const auto& a) -> PyExpr {
@@ -282,11 +296,13 @@ PyExpr cast_to(const py::handle& x, const DType& dtype) {
         [](const auto& a) -> PyExpr {
           using T = typename std::decay_t<decltype(a)>::value_type;
           if constexpr (traits<T>::is_complex && !traits<U>::is_complex) {
-            throw py::type_error("sluice.cast cannot drop an imaginary part; use sluice.real(z), "
-                                 "sluice.imag(z) or sluice.abs(z)");
+            throw py::type_error(
+                "sluice.cast cannot drop an imaginary part; use sluice.real(z), "
+                "sluice.imag(z) or sluice.abs(z)");
           } else if constexpr (!traits<T>::is_integer && traits<U>::is_integer) {
-            throw py::type_error("sluice.cast from floating-point or complex to an integer type "
-                                 "is not supported");
+            throw py::type_error(
+                "sluice.cast from floating-point or complex to an integer type "
+                "is not supported");
           } else {
             return PyExpr{AnyExpr<U>(sluice::cast<U>(a))};
           }
@@ -314,17 +330,23 @@ AnyExpr<T> assignable(const AnyExpression& e) {
       e);
 }
 
-CompileOptions options(bool algebraic) { return CompileOptions{.algebraic = algebraic}; }
+CompileOptions options(bool algebraic) {
+  return CompileOptions{.algebraic = algebraic};
+}
 
 DType dtype_of(const AnyExpression& e) {
-  return std::visit([](const auto& a) {
-    return DType::parse(type_name<typename std::decay_t<decltype(a)>::value_type>());
-  }, e);
+  return std::visit(
+      [](const auto& a) {
+        return DType::parse(type_name<typename std::decay_t<decltype(a)>::value_type>());
+      },
+      e);
 }
 DType dtype_of(const AnyManaged& m) {
-  return std::visit([](const auto& v) {
-    return DType::parse(type_name<typename std::decay_t<decltype(v)>::value_type>());
-  }, m);
+  return std::visit(
+      [](const auto& v) {
+        return DType::parse(type_name<typename std::decay_t<decltype(v)>::value_type>());
+      },
+      m);
 }
 
 std::shared_ptr<PyManaged> new_managed(AnyManaged m) {
@@ -361,9 +383,9 @@ void assign_to(PyManaged& m, const py::handle& x, const Context& ctx, bool algeb
 
 // ---- compiled programs --------------------------------------------------------------------------
 
-using AnyProgram =
-    std::variant<ExecutableExpression<i32>, ExecutableExpression<i64>, ExecutableExpression<float>,
-                 ExecutableExpression<double>, ExecutableExpression<c32>, ExecutableExpression<c64>>;
+using AnyProgram = std::variant<ExecutableExpression<i32>, ExecutableExpression<i64>,
+                                ExecutableExpression<float>, ExecutableExpression<double>,
+                                ExecutableExpression<c32>, ExecutableExpression<c64>>;
 struct PyProgram {
   AnyProgram value;
 };
@@ -395,7 +417,8 @@ void def_binary(py::class_<PyManaged, std::shared_ptr<PyManaged>>& m, py::class_
 
 template <Fn F>
 void def_unary(py::module_& mod, const char* name, const char* doc) {
-  mod.def(name, [](const py::object& x) { return unary<F>(x); }, py::arg("x"), doc);
+  mod.def(
+      name, [](const py::object& x) { return unary<F>(x); }, py::arg("x"), doc);
 }
 
 }  // namespace
@@ -448,11 +471,11 @@ void bind_scalar(py::module_& mod) {
       .def(py::init([](const py::object& value, const py::object& dtype,
                        const std::optional<Context>& ctx) {
              const auto loc = caller();
-             DType t = !dtype.is_none()                           ? DType::from_python(dtype)
-                       : value.is_none()                          ? kFloat64
-                       : is_python_number(value)                  ? type_of_python_number(value)
-                       : as_expression(value)                     ? dtype_of(*as_expression(value))
-                                                                  : kFloat64;
+             DType t = !dtype.is_none()          ? DType::from_python(dtype)
+                       : value.is_none()         ? kFloat64
+                       : is_python_number(value) ? type_of_python_number(value)
+                       : as_expression(value)    ? dtype_of(*as_expression(value))
+                                                 : kFloat64;
              auto m = with_type(t, [](auto tg) {
                using T = typename decltype(tg)::type;
                return new_managed(AnyManaged(Managed<T>()));
@@ -460,14 +483,16 @@ void bind_scalar(py::module_& mod) {
              if (!value.is_none()) assign_to(*m, value, context_or_current(ctx), false, loc);
              return m;
            }),
-           py::arg("value") = py::none(), py::arg("dtype") = py::none(), py::arg("ctx") = py::none(),
+           py::arg("value") = py::none(), py::arg("dtype") = py::none(),
+           py::arg("ctx") = py::none(),
            "A Managed holding `value` (a number, Managed or Expr), written asynchronously on `ctx` "
            "(default: the current context); unassigned if value is None. dtype defaults to the "
            "value's (int → int64, float → float64, complex → complex128).")
       .def_property_readonly("dtype", [](const PyManaged& m) { return dtype_of(m.value).name(); })
       .def_property_readonly("assigned",
                              [](const PyManaged& m) {
-                               return std::visit([](const auto& v) { return v.assigned(); }, m.value);
+                               return std::visit([](const auto& v) { return v.assigned(); },
+                                                 m.value);
                              })
       .def_property_readonly("device",
                              [](const PyManaged& m) {
@@ -475,16 +500,16 @@ void bind_scalar(py::module_& mod) {
                              })
       .def_property_readonly("object_id",
                              [](const PyManaged& m) {
-                               return std::visit([](const auto& v) { return v.object_id(); }, m.value);
+                               return std::visit([](const auto& v) { return v.object_id(); },
+                                                 m.value);
                              })
-      .def_property_readonly("ptr",
-                             [](const PyManaged& m) {
-                               return std::visit(
-                                   [](const auto& v) {
-                                     return reinterpret_cast<std::uintptr_t>(v.device_ptr());
-                                   },
-                                   m.value);
-                             })
+      .def_property_readonly(
+          "ptr",
+          [](const PyManaged& m) {
+            return std::visit(
+                [](const auto& v) { return reinterpret_cast<std::uintptr_t>(v.device_ptr()); },
+                m.value);
+          })
       .def(
           "value",
           [](const PyManaged& m) {
@@ -587,7 +612,8 @@ void bind_scalar(py::module_& mod) {
              throw py::type_error(
                  "a sluice.Expr has no value until it is evaluated: use sluice.eval(e).value()");
            })
-      .def("__repr__", [](const PyExpr& e) { return "<sluice.Expr " + dtype_of(e.value).name() + ">"; });
+      .def("__repr__",
+           [](const PyExpr& e) { return "<sluice.Expr " + dtype_of(e.value).name() + ">"; });
   expr.attr("__hash__") = py::none();
 
   def_binary<Op::add>(managed, expr, "__add__", "__radd__");
@@ -608,12 +634,15 @@ void bind_scalar(py::module_& mod) {
                                             py::is_method(*cls));
   }
 
-  mod.def("minimum", [](const py::object& a, const py::object& b) { return binary<Op::min>(a, b); },
-          py::arg("a"), py::arg("b"), "min(a, b) = b < a ? b : a, on the device.");
-  mod.def("maximum", [](const py::object& a, const py::object& b) { return binary<Op::max>(a, b); },
-          py::arg("a"), py::arg("b"), "max(a, b) = a < b ? b : a, on the device.");
-  mod.def("pow", [](const py::object& a, const py::object& b) { return binary<Op::pow>(a, b); },
-          py::arg("a"), py::arg("b"));
+  mod.def(
+      "minimum", [](const py::object& a, const py::object& b) { return binary<Op::min>(a, b); },
+      py::arg("a"), py::arg("b"), "min(a, b) = b < a ? b : a, on the device.");
+  mod.def(
+      "maximum", [](const py::object& a, const py::object& b) { return binary<Op::max>(a, b); },
+      py::arg("a"), py::arg("b"), "max(a, b) = a < b ? b : a, on the device.");
+  mod.def(
+      "pow", [](const py::object& a, const py::object& b) { return binary<Op::pow>(a, b); },
+      py::arg("a"), py::arg("b"));
   def_unary<Fn::abs>(mod, "abs", "|x| (of a complex value: its modulus, a real value).");
   def_unary<Fn::sqrt>(mod, "sqrt", "Square root, on the device.");
   def_unary<Fn::exp>(mod, "exp", "e**x, on the device.");
@@ -625,7 +654,8 @@ void bind_scalar(py::module_& mod) {
   def_unary<Fn::real>(mod, "real", "Real part (of a real value: the value).");
   def_unary<Fn::imag>(mod, "imag", "Imaginary part (of a real value: 0).");
   mod.def(
-      "cast", [](const py::object& x, const py::object& dtype) {
+      "cast",
+      [](const py::object& x, const py::object& dtype) {
         return cast_to(x, DType::from_python(dtype));
       },
       py::arg("x"), py::arg("dtype"),
@@ -683,14 +713,13 @@ void bind_scalar(py::module_& mod) {
             const auto loc = caller();
             Context c = context_or_current(ctx);
             return std::visit(
-                [&](const auto& prog) {
-                  return new_managed(nogil([&] { return prog(c, loc); }));
-                },
+                [&](const auto& prog) { return new_managed(nogil([&] { return prog(c, loc); })); },
                 p.value);
           },
           py::arg("ctx") = py::none(), "Computes the value into a new Managed, asynchronously.")
       .def_property_readonly(
-          "info", [](const PyProgram& p) {
+          "info",
+          [](const PyProgram& p) {
             return std::visit([](const auto& prog) { return info_dict(prog.info()); }, p.value);
           })
       .def("disassemble",
@@ -710,7 +739,9 @@ void bind_scalar(py::module_& mod) {
         auto ex = as_expression(e);
         if (!ex) throw py::type_error("sluice.compile needs a sluice.Managed or sluice.Expr");
         return std::visit(
-            [&](const auto& a) { return PyProgram{AnyProgram(sluice::compile(a, options(algebraic)))}; },
+            [&](const auto& a) {
+              return PyProgram{AnyProgram(sluice::compile(a, options(algebraic)))};
+            },
             *ex);
       },
       py::arg("expr"), py::arg("algebraic") = false,

@@ -185,3 +185,21 @@ def test_host_tasks_refuse_device_memory(backend):
     c = sluice.Context(sluice.Device(backend, 0))
     with pytest.raises(sluice.Error):
         sluice.host_task(lambda v: None, sluice.read(sluice.zeros(4, ctx=c)), ctx=c)
+
+
+def test_copy_to_numpy_has_completed_when_it_returns():
+    import threading
+
+    c = host_ctx()
+    x = sluice.zeros(1 << 16, ctx=c)
+    gate = threading.Event()
+
+    def slow(view):
+        assert gate.wait(30)
+        view.fill(4.0)
+
+    sluice.host_task(slow, sluice.write(x), ctx=c)
+    threading.Timer(0.05, gate.set).start()
+    out = np.zeros(1 << 16)
+    sluice.copy(out, x, ctx=c)  # pageable NumPy memory: waits for this copy (and what it needs)
+    assert (out == 4.0).all()

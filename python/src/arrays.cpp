@@ -306,8 +306,8 @@ void exported_deleter(DLManagedTensor* t) {
     // what it queued on its stream until now.
     try {
       nogil([&] {
-        interop::order_after_stream(interop::context(e->device), e->id, e->range, *e->consumer,
-                                    std::source_location::current());
+        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer,
+                                      std::source_location::current());
       });
     } catch (...) {
       // The buffer is gone (nothing sluice queues can touch it) or the stream is: nothing to

@@ -4,6 +4,9 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
+
+#include "sluice/event.hpp"
 
 namespace sluice::python::interop {
 
@@ -20,22 +23,63 @@ Context context(const Device& device) {
 
 void numbered_noop(const Context& ctx, std::string_view what, std::source_location loc) {
   if (ctx.device().backend == "cuda" && cuda::available()) {
-    cuda::link(ctx, what, std::nullopt, std::nullopt, loc);
+    cuda::link(ctx, what, std::nullopt, loc);
   } else {
     ctx.host_task([] {}, what, loc);
   }
 }
 
+namespace {
+/// Streams handed out by __cuda_array_interface__: a small pool per device, an idle one first, so
+/// that a consumer seldom waits for the export of another array (what an export stream holds is
+/// the waits for the pending work of the arrays exported through it).
+Context export_stream(const Device& device) {
+  constexpr std::size_t kPool = 4;
+  static std::mutex mutex;
+  static auto* pools = new std::map<std::string, std::vector<Context*>>;  // never destroyed
+  static std::size_t next = 0;
+  std::lock_guard lock(mutex);
+  auto& pool = (*pools)[device.to_string()];
+  for (auto* c : pool) {
+    if (c->idle()) return *c;
+  }
+  if (pool.size() < kPool) {
+    pool.push_back(new Context(ContextOptions{
+        .device = device,
+        .name = "export:" + device.to_string() + "#" + std::to_string(pool.size())}));
+    return *pool.back();
+  }
+  return *pool[next++ % pool.size()];
+}
+}  // namespace
+
 void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
                         std::uintptr_t stream, std::source_location loc) {
-  const Context ctx = context(device);
-  Intent mark(ctx, id, mode, "export to another library's stream", range, loc);
-  cuda::link(ctx, "export to another library's stream", stream, std::nullopt, loc);
+  // The consumer's stream itself waits, for the conflicting work on these bytes only.
+  const Context consumer = cuda::consumer(device, stream, loc);
+  mark_intent_begin(consumer, id, mode, "export to another library's stream", range, loc);
+  mark_intent_end(consumer, id, mode, "export to another library's stream", range, loc);
+  // Its latest point, so that nothing records on that stream later (it is not sluice's).
+  Event tail;
+  tail.record(consumer, loc);
+}
+
+void order_after_consumer(const Device& device, ObjectId id, ByteRange range, std::uintptr_t stream,
+                          std::source_location loc) {
+  const Context consumer = cuda::consumer(device, stream, loc);
+  const char* what = "release by another library's stream";
+  mark_intent_begin(consumer, id, Access::write, what, range, loc);
+  numbered_noop(consumer, what, loc);
+  // The stream's point now, after what the consumer queued: later sluice work on the bytes waits
+  // for it. Recorded before the mark ends, so that a stream that is gone leaves no mark behind.
+  Event tail;
+  tail.record(consumer, loc);
+  mark_intent_end(consumer, id, Access::write, what, range, loc);
 }
 
 std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
                                     std::source_location loc) {
-  const Context ctx = context(device);
+  const Context ctx = export_stream(device);
   {
     Intent mark(ctx, id, mode, "export through __cuda_array_interface__", range, loc);
     numbered_noop(ctx, "export through __cuda_array_interface__", loc);
@@ -47,7 +91,7 @@ void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
                         std::optional<std::uintptr_t> producer, std::source_location loc) {
   Intent mark(ctx, id, Access::write, "import from another library", range, loc);
   if (ctx.device().backend == "cuda") {
-    cuda::link(ctx, "import from another library", std::nullopt, producer, loc);
+    cuda::link(ctx, "import from another library", producer, loc);
   } else {
     numbered_noop(ctx, "import from another library", loc);
   }
@@ -63,9 +107,15 @@ bool available() noexcept {
   return false;
 }
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t>,
-          std::optional<std::uintptr_t>, std::source_location loc) {
+          std::source_location loc) {
   throw Error(Errc::unsupported,
               std::string(what) + " on " + ctx.device().to_string() +
+                  ": this sluice module was built without the cuda backend",
+              loc);
+}
+Context consumer(const Device& device, std::uintptr_t, std::source_location loc) {
+  throw Error(Errc::unsupported,
+              "a stream of " + device.to_string() +
                   ": this sluice module was built without the cuda backend",
               loc);
 }

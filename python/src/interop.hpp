@@ -2,10 +2,11 @@
 // Ordering between sluice's dependency tracker and the streams of other libraries (PyTorch,
 // CuPy, JAX, NumPy), and the release of imported memory once sluice's work on it is done.
 //
-// - Export to a stream S: a context of the module (one per device, "interop:<device>") marks an
-//   access to the bytes, which makes it wait for sluice's pending conflicting work through the
-//   tracker; one numbered operation of it then records an event and makes S wait for it. Never a
-//   host wait.
+// - Export to a stream S (DLPack): a context wrapping S marks an access to the bytes, which makes
+//   S itself wait (event waits) for sluice's pending conflicting work on them; when the consumer
+//   lets go, the same context marks a write around one numbered operation, so sluice's later work
+//   follows S's work until then. For __cuda_array_interface__ (no consumer stream is named) a
+//   stream of the module does the waiting and is handed out. Never a host wait.
 // - Import from a stream P: the importing context marks a write of the bytes around one numbered
 //   operation that makes its stream wait for P's current work (or, for DLPack, after the
 //   producer made that stream wait itself); sluice's later work on the bytes, on any context,
@@ -24,7 +25,8 @@
 
 namespace sluice::python::interop {
 
-/// The module's context for interop and releases on `device` (async; never destroyed).
+/// The module's context for the releases of imported memory on `device` (async; never
+/// destroyed).
 [[nodiscard]] Context context(const Device& device);
 
 /// Stream handles as the DLPack and CUDA array interface protocols pass them.
@@ -32,9 +34,14 @@ inline constexpr std::uintptr_t kLegacyDefaultStream = 1;  // cudaStreamLegacy
 inline constexpr std::uintptr_t kPerThreadStream = 2;      // cudaStreamPerThread
 
 /// Makes `stream` (a cudaStream_t of `device`'s backend) wait for sluice's pending work on
-/// `range` of `id`: writers, and readers as well unless `mode` is read.
+/// `range` of `id`: writers, and readers as well unless `mode` is read. The waits are put on the
+/// consumer's stream itself (through a context wrapping it), so it waits for nothing else.
 void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
                         std::uintptr_t stream, std::source_location loc);
+/// When a consumer lets go of an export: sluice's later work on the bytes (their release
+/// included) waits for what the consumer queued on `stream` until now.
+void order_after_consumer(const Device& device, ObjectId id, ByteRange range, std::uintptr_t stream,
+                          std::source_location loc);
 /// Orders sluice's pending work on `range` of `id` (as `order_stream_after`) before the current
 /// end of the module's interop stream of `device`, and returns that stream: what the CUDA array
 /// interface's "stream" entry hands a consumer.
@@ -52,17 +59,23 @@ void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location l
 /// it, and the others then throw Error(unsupported).
 namespace cuda {
 [[nodiscard]] bool available() noexcept;
-/// One numbered operation of `ctx` (a cuda context): if `waiter` is set, records an event on
-/// ctx's stream and makes `waiter` wait for it; if `producer` is set, makes ctx's stream wait
-/// for `producer`'s current work; with neither, does nothing but take a number.
-void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> waiter,
-          std::optional<std::uintptr_t> producer, std::source_location loc);
+/// One numbered operation of `ctx` (a cuda context) that makes ctx's stream wait for
+/// `producer`'s current work (an event recorded there); without a producer it does nothing but
+/// take a number.
+void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> producer,
+          std::source_location loc);
 /// The function handle of `spec`'s kernel for `device`, loaded with the CUDA runtime's library
 /// API (a cubin of the device's architecture, else a fatbin, else PTX, else the source through
 /// the kernel layer's NVRTC cache), cached per spec and device: for launches on a raw stream
 /// (dataflow command groups).
 [[nodiscard]] const void* native_kernel(const KernelSpec& spec, const Device& device,
                                         std::source_location loc);
+/// A context wrapping another library's stream, made once per stream (cached by device, handle
+/// and CUDA's stream id, so a handle reused for a new stream gets a new context) and never
+/// destroyed (destroying a wrapped context would wait for that library's stream). 1 and 2 are
+/// the legacy and per-thread default streams.
+[[nodiscard]] Context consumer(const Device& device, std::uintptr_t stream,
+                               std::source_location loc);
 /// Launches `kernel` on `stream`; returns null, or the name of the CUDA error.
 const char* launch_native(void* stream, const void* kernel, const Dims& grid, const Dims& block,
                           std::size_t shared, void** args);

@@ -1,12 +1,16 @@
-// The cuda part of interop.hpp: one numbered operation of a context that links its stream with
-// another library's stream through an event (record on one, wait on the other).
+// The cuda part of interop.hpp: contexts wrapping other libraries' streams; one numbered
+// operation of a context that links its stream with another stream through an event (record on
+// one, wait on the other); kernels of a KernelSpec loaded for launches on a raw stream.
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "interop.hpp"
@@ -37,39 +41,6 @@ void check(cudaError_t err, const std::string& what, std::source_location loc) {
               loc);
 }
 
-}  // namespace
-
-bool available() noexcept {
-  return true;
-}
-
-void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> waiter,
-          std::optional<std::uintptr_t> producer, std::source_location loc) {
-  const int device = ctx.device().index;
-  sluice::cuda::enqueue(
-      ctx, what,
-      [&](CUstream_st* stream) {
-        if (!waiter && !producer) return;
-        auto& e = events();
-        std::lock_guard lock(e.mutex);
-        cudaEvent_t& ev = e.by_device[device];
-        if (ev == nullptr)
-          check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
-        if (producer) {
-          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
-                loc);
-          check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
-        }
-        if (waiter) {
-          check(cudaEventRecord(ev, stream), std::string(what), loc);
-          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0),
-                std::string(what), loc);
-        }
-      },
-      loc);
-}
-
-namespace {
 /// The current device for the scope (restored after).
 struct CurrentDevice {
   int previous = -1;
@@ -80,8 +51,70 @@ struct CurrentDevice {
   ~CurrentDevice() {
     if (previous >= 0) (void)cudaSetDevice(previous);
   }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
 };
 
+}  // namespace
+
+bool available() noexcept {
+  return true;
+}
+
+Context consumer(const Device& device, std::uintptr_t stream, std::source_location loc) {
+  if (stream == 0) {
+    throw Error(Errc::invalid_argument,
+                "stream 0 is ambiguous in the array protocols: 1 is the legacy default stream, 2 "
+                "the per-thread one",
+                loc);
+  }
+  unsigned long long id = 0;
+  {
+    CurrentDevice guard(device.index);
+    check(cudaStreamGetId(reinterpret_cast<cudaStream_t>(stream), &id),
+          "the consumer's stream " + std::to_string(stream), loc);
+  }
+  struct Key {
+    int device;
+    std::uintptr_t handle;
+    unsigned long long id;
+    bool operator<(const Key& o) const {
+      return std::tie(device, handle, id) < std::tie(o.device, o.handle, o.id);
+    }
+  };
+  static std::mutex mutex;
+  static auto* wrapped = new std::map<Key, Context*>;  // never destroyed (see interop.hpp)
+  std::lock_guard lock(mutex);
+  auto& slot = (*wrapped)[Key{device.index, stream, id}];
+  if (slot == nullptr) {
+    char name[64];
+    std::snprintf(name, sizeof name, "consumer stream %#llx",
+                  static_cast<unsigned long long>(stream));
+    slot = new Context(Context::wrap(device, reinterpret_cast<void*>(stream), name));
+  }
+  return *slot;
+}
+
+void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> producer,
+          std::source_location loc) {
+  const int device = ctx.device().index;
+  sluice::cuda::enqueue(
+      ctx, what,
+      [&](CUstream_st* stream) {
+        if (!producer) return;
+        auto& e = events();
+        std::lock_guard lock(e.mutex);
+        cudaEvent_t& ev = e.by_device[device];
+        if (ev == nullptr)
+          check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
+        check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
+              loc);
+        check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
+      },
+      loc);
+}
+
+namespace {
 std::string code_bytes(const KernelSpec& spec, const KernelSpec::Code& c,
                        std::source_location loc) {
   if (c.path.empty()) return c.bytes;

@@ -648,11 +648,12 @@ std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Con
   a->readonly = data.second;
   a->nbytes = elements(a->shape) * itemsize;
   a->memory = Memory::device;
-  Context orderer =
-      import_context(ctx                                            ? ctx->device()
-                     : current_context().device().backend == "cuda" ? current_context().device()
-                                                                    : Device{"cuda", 0},
-                     ctx, loc);
+  // The device the pointer belongs to (the CUDA runtime knows); the importing context orders it.
+  const int owner = a->data != nullptr ? interop::cuda::device_of(a->data, loc) : -1;
+  Context orderer = import_context(owner >= 0 ? Device{"cuda", owner}
+                                   : ctx      ? ctx->device()
+                                              : Device{"cuda", 0},
+                                   ctx, loc);
   a->device = orderer.device();
   std::optional<std::uintptr_t> producer;
   if (sync && d.contains("stream") && !d["stream"].is_none()) {

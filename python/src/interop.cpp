@@ -113,6 +113,11 @@ void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_
                   ": this sluice module was built without the cuda backend",
               loc);
 }
+int device_of(const void*, std::source_location loc) {
+  throw Error(Errc::unsupported,
+              "__cuda_array_interface__: this sluice module was built without the cuda backend",
+              loc);
+}
 Context consumer(const Device& device, std::uintptr_t, std::source_location loc) {
   throw Error(Errc::unsupported,
               "a stream of " + device.to_string() +

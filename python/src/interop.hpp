@@ -70,6 +70,8 @@ void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_
 /// (dataflow command groups).
 [[nodiscard]] const void* native_kernel(const KernelSpec& spec, const Device& device,
                                         std::source_location loc);
+/// The index of the cuda device `ptr` (device or managed memory) belongs to; -1 for other memory.
+[[nodiscard]] int device_of(const void* ptr, std::source_location loc);
 /// A context wrapping another library's stream, made once per stream (cached by device, handle
 /// and CUDA's stream id, so a handle reused for a new stream gets a new context) and never
 /// destroyed (destroying a wrapped context would wait for that library's stream). 1 and 2 are

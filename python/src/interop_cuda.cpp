@@ -61,6 +61,12 @@ bool available() noexcept {
   return true;
 }
 
+int device_of(const void* ptr, std::source_location loc) {
+  cudaPointerAttributes attr{};
+  check(cudaPointerGetAttributes(&attr, ptr), "__cuda_array_interface__: the data pointer", loc);
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
+}
+
 Context consumer(const Device& device, std::uintptr_t stream, std::source_location loc) {
   if (stream == 0) {
     throw Error(Errc::invalid_argument,

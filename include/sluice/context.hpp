@@ -51,7 +51,8 @@ struct ContextOptions {
 /// then written to the unreported-failure handler, see `set_unreported_failure_handler`).
 ///
 /// Work issued on one context runs in issue order. Work on different contexts is unordered unless
-/// ordered by `wait_for`, `wait(Event)` or, later, by the dependency tracker.
+/// ordered by `wait_for`, `wait(Event)`, or by the dependency tracker from what it reads and
+/// writes (sluice/deps.hpp).
 ///
 /// Thread safety: any number of host threads may issue to the same or different contexts.
 ///
@@ -83,6 +84,9 @@ class Context {
   /// The effective priority after clamping to the device's range.
   [[nodiscard]] int priority() const noexcept;
   [[nodiscard]] const std::string& name() const noexcept;
+  /// A number unique to this context in the process, never reused: the `timeline` observers
+  /// (sluice/observe.hpp) and traces name it by.
+  [[nodiscard]] std::uint64_t id() const noexcept;
 
   /// Makes work issued on this context from now on wait for all work issued on `other` so far.
   /// Does not block the host.

@@ -23,7 +23,7 @@ Context context(const Device& device) {
 
 void numbered_noop(const Context& ctx, std::string_view what, std::source_location loc) {
   if (ctx.device().backend == "cuda" && cuda::available()) {
-    cuda::link(ctx, what, std::nullopt, loc);
+    cuda::link(ctx, what, std::nullopt, std::nullopt, loc);
   } else {
     ctx.host_task([] {}, what, loc);
   }
@@ -53,28 +53,52 @@ Context export_stream(const Device& device) {
 }
 }  // namespace
 
+namespace {
+/// The context wrapping the consumer's stream; none where the runtime will not wrap one of the
+/// default streams (1, 2): then a stream of the module stands between (waits, then an event).
+std::optional<Context> consumer_or_none(const Device& device, std::uintptr_t stream,
+                                        std::source_location loc) {
+  try {
+    return cuda::consumer(device, stream, loc);
+  } catch (const Error&) {
+    if (stream != kLegacyDefaultStream && stream != kPerThreadStream) throw;
+    return std::nullopt;
+  }
+}
+}  // namespace
+
 void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
                         std::uintptr_t stream, std::source_location loc) {
-  // The consumer's stream itself waits, for the conflicting work on these bytes only.
-  const Context consumer = cuda::consumer(device, stream, loc);
-  mark_intent_begin(consumer, id, mode, "export to another library's stream", range, loc);
-  mark_intent_end(consumer, id, mode, "export to another library's stream", range, loc);
-  // Its latest point, so that nothing records on that stream later (it is not sluice's).
-  Event tail;
-  tail.record(consumer, loc);
+  const char* what = "export to another library's stream";
+  if (auto consumer = consumer_or_none(device, stream, loc)) {
+    // The consumer's stream itself waits, for the conflicting work on these bytes only.
+    mark_intent_begin(*consumer, id, mode, what, range, loc);
+    mark_intent_end(*consumer, id, mode, what, range, loc);
+    // Its latest point, so that nothing records on that stream later (it is not sluice's).
+    Event tail;
+    tail.record(*consumer, loc);
+    return;
+  }
+  const Context ctx = export_stream(device);
+  Intent mark(ctx, id, mode, what, range, loc);
+  cuda::link(ctx, what, std::nullopt, stream, loc);
 }
 
 void order_after_consumer(const Device& device, ObjectId id, ByteRange range, std::uintptr_t stream,
                           std::source_location loc) {
-  const Context consumer = cuda::consumer(device, stream, loc);
   const char* what = "release by another library's stream";
-  mark_intent_begin(consumer, id, Access::write, what, range, loc);
-  numbered_noop(consumer, what, loc);
+  auto consumer = consumer_or_none(device, stream, loc);
+  if (!consumer) {
+    order_after_stream(context(device), id, range, stream, loc);
+    return;
+  }
+  mark_intent_begin(*consumer, id, Access::write, what, range, loc);
+  numbered_noop(*consumer, what, loc);
   // The stream's point now, after what the consumer queued: later sluice work on the bytes waits
   // for it. Recorded before the mark ends, so that a stream that is gone leaves no mark behind.
   Event tail;
-  tail.record(consumer, loc);
-  mark_intent_end(consumer, id, Access::write, what, range, loc);
+  tail.record(*consumer, loc);
+  mark_intent_end(*consumer, id, Access::write, what, range, loc);
 }
 
 std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
@@ -91,7 +115,7 @@ void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
                         std::optional<std::uintptr_t> producer, std::source_location loc) {
   Intent mark(ctx, id, Access::write, "import from another library", range, loc);
   if (ctx.device().backend == "cuda") {
-    cuda::link(ctx, "import from another library", producer, loc);
+    cuda::link(ctx, "import from another library", producer, std::nullopt, loc);
   } else {
     numbered_noop(ctx, "import from another library", loc);
   }
@@ -107,7 +131,7 @@ bool available() noexcept {
   return false;
 }
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t>,
-          std::source_location loc) {
+          std::optional<std::uintptr_t>, std::source_location loc) {
   throw Error(Errc::unsupported,
               std::string(what) + " on " + ctx.device().to_string() +
                   ": this sluice module was built without the cuda backend",

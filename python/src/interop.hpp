@@ -59,11 +59,11 @@ void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location l
 /// it, and the others then throw Error(unsupported).
 namespace cuda {
 [[nodiscard]] bool available() noexcept;
-/// One numbered operation of `ctx` (a cuda context) that makes ctx's stream wait for
-/// `producer`'s current work (an event recorded there); without a producer it does nothing but
-/// take a number.
+/// One numbered operation of `ctx` (a cuda context): if `producer` is set, ctx's stream waits
+/// for its current work; if `waiter` is set, it waits for ctx's stream (an event recorded on one,
+/// waited for on the other); with neither it does nothing but take a number.
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> producer,
-          std::source_location loc);
+          std::optional<std::uintptr_t> waiter, std::source_location loc);
 /// The function handle of `spec`'s kernel for `device`, loaded with the CUDA runtime's library
 /// API (a cubin of the device's architecture, else a fatbin, else PTX, else the source through
 /// the kernel layer's NVRTC cache), cached per spec and device: for launches on a raw stream

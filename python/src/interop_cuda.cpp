@@ -102,20 +102,27 @@ Context consumer(const Device& device, std::uintptr_t stream, std::source_locati
 }
 
 void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_t> producer,
-          std::source_location loc) {
+          std::optional<std::uintptr_t> waiter, std::source_location loc) {
   const int device = ctx.device().index;
   sluice::cuda::enqueue(
       ctx, what,
       [&](CUstream_st* stream) {
-        if (!producer) return;
+        if (!producer && !waiter) return;
         auto& e = events();
         std::lock_guard lock(e.mutex);
         cudaEvent_t& ev = e.by_device[device];
         if (ev == nullptr)
           check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
-        check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
-              loc);
-        check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
+        if (producer) {
+          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
+                loc);
+          check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
+        }
+        if (waiter) {
+          check(cudaEventRecord(ev, stream), std::string(what), loc);
+          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0),
+                std::string(what), loc);
+        }
       },
       loc);
 }

@@ -4,3 +4,6 @@
 
 #include "dataflow_cases.hpp"
 #include "dataflow_submit_cases.hpp"
+#include "dataflow_api_command_cases.hpp"
+#include "dataflow_api_kernels_cases.hpp"
+#include "dataflow_api_reduction_cases.hpp"

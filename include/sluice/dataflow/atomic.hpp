@@ -157,7 +157,7 @@ class atomic_ref {
   static constexpr access::address_space address_space = Space;
 
   SLUICE_HD explicit atomic_ref(T& ref) noexcept : ptr_(&ref) {}
-  SLUICE_HD atomic_ref(const atomic_ref&) noexcept = default;
+  atomic_ref(const atomic_ref&) noexcept = default;
   atomic_ref& operator=(const atomic_ref&) = delete;
 
   [[nodiscard]] SLUICE_HD bool is_lock_free() const noexcept { return true; }

@@ -198,7 +198,7 @@ R host_run(CollectiveScope scope, const T& x, CollectiveFn fn, const void* arg) 
 }
 #endif
 
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
 /// Shared memory of the work-group collectives: one slot per warp plus one for the result.
 __device__ inline unsigned char* group_scratch() {
   __shared__ alignas(16) unsigned char scratch[(sub_group_size + 1) * 32];

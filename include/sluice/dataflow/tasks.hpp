@@ -20,26 +20,27 @@ inline constexpr unsigned kRangeBlock = 256;
 inline constexpr unsigned kMaxReduceBlocks = 1024;
 
 /// Blocks of a cuda range kernel over `n` work-items (grid-stride beyond that).
-constexpr unsigned range_blocks(std::size_t n) noexcept {
+SLUICE_HD constexpr unsigned range_blocks(std::size_t n) noexcept {
   const std::size_t b = (n + kRangeBlock - 1) / kRangeBlock;
   return static_cast<unsigned>(b < (std::size_t{1} << 20) ? b : (std::size_t{1} << 20));
 }
-constexpr unsigned reduce_blocks(std::size_t n) noexcept {
+SLUICE_HD constexpr unsigned reduce_blocks(std::size_t n) noexcept {
   const unsigned b = range_blocks(n);
   return b < kMaxReduceBlocks ? b : kMaxReduceBlocks;
 }
-constexpr std::size_t align16(std::size_t b) noexcept {
+SLUICE_HD constexpr std::size_t align16(std::size_t b) noexcept {
   return (b + 15) / 16 * 16;
 }
 /// Byte offset of reduction I's partial results in the scratch of `blocks` blocks.
 template <std::size_t I, class... R>
-constexpr std::size_t partials_offset(std::size_t blocks) noexcept {
-  std::size_t off = 0, k = 0;
-  ((k++ < I ? (off += align16(blocks * sizeof(typename R::value_type))) : off), ...);
+SLUICE_HD constexpr std::size_t partials_offset(std::size_t blocks) noexcept {
+  const std::size_t sizes[] = {sizeof(typename R::value_type)...};
+  std::size_t off = 0;
+  for (std::size_t k = 0; k != I; ++k) off += align16(blocks * sizes[k]);
   return off;
 }
 template <class... R>
-constexpr std::size_t partials_bytes(std::size_t blocks) noexcept {
+SLUICE_HD constexpr std::size_t partials_bytes(std::size_t blocks) noexcept {
   return (align16(blocks * sizeof(typename R::value_type)) + ... + 0);
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <list>
 #include <utility>
 
 #include "core/context_impl.hpp"
-#include "sluice/deps.hpp"
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -73,6 +73,21 @@ std::shared_ptr<detail::ContextImpl> make_impl(const ContextOptions& o, void* na
 }  // namespace
 
 namespace detail {
+
+namespace {
+// The tracker's debug mode sets it; SLUICE_DEBUG_DEPS=1 turns that mode on from the start.
+std::atomic<bool> g_host_tasks_note_completion{[] {
+  const char* env = std::getenv("SLUICE_DEBUG_DEPS");
+  return env != nullptr && *env == '1';
+}()};
+}  // namespace
+
+bool host_tasks_note_completion() noexcept {
+  return g_host_tasks_note_completion.load(std::memory_order_relaxed);
+}
+void set_host_tasks_note_completion(bool on) noexcept {
+  g_host_tasks_note_completion.store(on, std::memory_order_relaxed);
+}
 
 ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, StreamKind kind,
                          int priority, std::string name, void* wrap_native)
@@ -441,7 +456,7 @@ void Context::host_task(std::function<void()> fn, std::string_view what,
   if (!fn) throw Error(Errc::invalid_argument, "host_task: empty function", loc);
   impl_->failures()->set_may_fail();
   impl_->issue(what, loc, [&](Stream& s, const OpInfo& op) {
-    if (detail::deps_debug()) {
+    if (detail::host_tasks_note_completion()) {
       // Debug mode checks host access against completed work: everything before this task is.
       fn = [inner = std::move(fn), impl = impl_.get(), before = op.seq - 1] {
         impl->note_completed(before);

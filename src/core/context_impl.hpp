@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/access.hpp"
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
-#include "sluice/deps.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
@@ -59,6 +59,11 @@ struct DeferredPoint {
   std::uint64_t seq = 0;
   std::shared_ptr<EventImpl> event;  // written under the context's mutex
 };
+
+/// Whether host tasks note the completion of the work before them (the tracker's debug mode,
+/// which checks host access against completed work, sets it).
+[[nodiscard]] bool host_tasks_note_completion() noexcept;
+void set_host_tasks_note_completion(bool on) noexcept;
 
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "sluice/deps.hpp"
+#include "sluice/access.hpp"
 
 namespace sluice::dataflow {
 

@@ -203,8 +203,8 @@ const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local
 }
 
 template <int D, class F, class... R>
-const char* launch_task(const NdReduceTask<D, F, R...>& t, cudaStream_t s,
-                        std::size_t local_bytes, void* scratch) {
+const char* launch_task(const NdReduceTask<D, F, R...>& t, cudaStream_t s, std::size_t local_bytes,
+                        void* scratch) {
   auto* part = static_cast<unsigned char*>(scratch);
   const std::size_t groups = t.r.get_group_range().size();
   if (const char* why = launch_nd(nd_reduce_kernel<D, F, R...>, t.r, s, local_bytes, t, part)) {

@@ -100,11 +100,12 @@ constexpr ThreadIndex thread_index(std::size_t i, const Dims& grid, const Dims& 
   idx.grid_dim = grid;
   idx.block_dim = block;
   idx.linear = i;
-  idx.thread_idx = Dims(static_cast<unsigned>(t % block.x),
-                        static_cast<unsigned>((t / block.x) % block.y),
-                        static_cast<unsigned>(t / (std::size_t{block.x} * block.y)));
-  idx.block_idx = Dims(static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
-                       static_cast<unsigned>(b / (std::size_t{grid.x} * grid.y)));
+  idx.thread_idx =
+      Dims(static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
+           static_cast<unsigned>(t / (std::size_t{block.x} * block.y)));
+  idx.block_idx =
+      Dims(static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+           static_cast<unsigned>(b / (std::size_t{grid.x} * grid.y)));
   return idx;
 }
 
@@ -170,13 +171,13 @@ class KernelSpec {
                   "KernelSpec::add_host<Args...>(f): f must be callable as f(const "
                   "sluice::ThreadIndex& t, Args... args) or f(std::size_t index, Args... args)");
     auto fn = std::make_shared<const F>(std::move(f));
-    host_ = detail::HostKernelFn{
-        typeid(std::tuple<Args...>), sizeof...(Args), fn,
-        [](const void* p, std::size_t begin, std::size_t end, void* const* args, const Dims& grid,
-           const Dims& block) {
-          detail::run_host_range<F, Args...>(*static_cast<const F*>(p), begin, end, args, grid,
-                                             block, std::index_sequence_for<Args...>{});
-        }};
+    host_ = detail::HostKernelFn{typeid(std::tuple<Args...>), sizeof...(Args), fn,
+                                 [](const void* p, std::size_t begin, std::size_t end,
+                                    void* const* args, const Dims& grid, const Dims& block) {
+                                   detail::run_host_range<F, Args...>(
+                                       *static_cast<const F*>(p), begin, end, args, grid, block,
+                                       std::index_sequence_for<Args...>{});
+                                 }};
     return *this;
   }
 
@@ -492,7 +493,8 @@ class Fluent {
                          std::source_location loc = std::source_location::current());
 
   /// The generator later `then_populate_rand_*` steps draw from and advance (reference 003's
-  /// `ThenSetRngSeed`); from seed bytes, as StreamExecutor takes them (rng::Philox::from_seed_bytes).
+  /// `ThenSetRngSeed`); from seed bytes, as StreamExecutor takes them
+  /// (rng::Philox::from_seed_bytes).
   Fluent& then_set_rng_seed(const rng::Philox& gen) {
     rng_ = gen;
     return *this;

@@ -193,7 +193,12 @@ auto as_span(B&& b) {
 /// What sluice's copies, fills and memsets take: sluice buffers (with `span()`), std::vector,
 /// std::span, arrays.
 template <class B>
-concept SpanLike = requires(B&& b) { b.span(); } || requires(B&& b) { std::span(b); };
+concept SpanLike = requires(B&& b) {
+  b.span();
+}
+|| requires(B&& b) {
+  std::span(b);
+};
 void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc);
 /// `count * size` in bytes; throws OutOfMemory instead of wrapping around.
 std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc);

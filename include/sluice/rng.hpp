@@ -55,7 +55,8 @@ class Philox {
   /// bytes 0-7 are the key and 8-15 the subsequence, little-endian (later bytes are ignored).
   /// Error(invalid_argument) for fewer than 16.
   [[nodiscard]] static Philox from_seed_bytes(
-      std::span<const std::uint8_t> seed, std::source_location loc = std::source_location::current());
+      std::span<const std::uint8_t> seed,
+      std::source_location loc = std::source_location::current());
 
   /// The key (the 64-bit seed).
   [[nodiscard]] std::uint64_t seed() const noexcept { return key_; }

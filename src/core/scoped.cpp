@@ -91,8 +91,8 @@ ScopedContext::ScopedContext(const Context& ctx, ScopeOptions options, std::sour
   // sense once it exists (before, nothing was issued there), but leaving must find it.
   if (!previous) previous = default_context(d, options.sync_exit);
   if (options.sync_enter && previous && !(*previous == ctx)) ctx.wait_for(*previous, loc);
-  t_frames.push_back(Frame{ctx, d, previous, options.sync_exit && previous && !(*previous == ctx),
-                           loc});
+  t_frames.push_back(
+      Frame{ctx, d, previous, options.sync_exit && previous && !(*previous == ctx), loc});
 }
 
 ScopedContext::~ScopedContext() {

@@ -170,7 +170,7 @@ class SubmitState {
     BufferState::Copy* copy;
   };
   std::vector<Written> written;
-  std::vector<std::shared_ptr<BufferState>> buffers;  // kept alive until issued
+  std::vector<std::shared_ptr<BufferState>> buffers;       // kept alive until issued
   std::vector<std::shared_ptr<BufferState>> host_updated;  // update_host: host copy current after
   std::size_t local_bytes = 0;
   bool has_local = false;

@@ -154,9 +154,8 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
         const KernelDesc& kd = r.k;
         const std::size_t local = r.s.local_bytes;
         if (r.s.queue->backend == BackendKind::host) {
-          st.host_task([task = kd.copy(kd.task), fn = kd.host_run,
-                        local] { fn(task.get(), local); },
-                       op);
+          st.host_task(
+              [task = kd.copy(kd.task), fn = kd.host_run, local] { fn(task.get(), local); }, op);
           return;
         }
         // Reductions' partial results: stream-ordered scratch, released right after the launch

@@ -230,7 +230,7 @@ SLUICE_PHILOX_FN void normal_pair(std::uint32_t w1, std::uint32_t w2, float& z0,
 SLUICE_PHILOX_FN double neg2_log(double x) {
   const std::uint64_t b = bits(x);
   std::uint64_t m = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-  std::uint64_t e = b >> 52;  // biased
+  std::uint64_t e = b >> 52;        // biased
   if (m > 0x3ff6a09e667f3bcdull) {  // m > sqrt(2): halve it
     m -= 0x0010000000000000ull;
     ++e;
@@ -278,7 +278,7 @@ SLUICE_PHILOX_FN void normal_pair(std::uint32_t w0, std::uint32_t w1, std::uint3
   ps = fma_rn(ps, -x2, 1.0 / 120.0);
   ps = fma_rn(ps, -x2, 1.0 / 6.0);
   const double sn = fma_rn(x * -x2, ps, x);  // x - x^3/3! + x^5/5! - ...
-  double pc = 1.0 / 2432902008176640000.0;  // 1/20!
+  double pc = 1.0 / 2432902008176640000.0;   // 1/20!
   pc = fma_rn(pc, -x2, 1.0 / 6402373705728000.0);
   pc = fma_rn(pc, -x2, 1.0 / 20922789888000.0);
   pc = fma_rn(pc, -x2, 1.0 / 87178291200.0);

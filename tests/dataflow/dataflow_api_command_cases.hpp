@@ -45,7 +45,7 @@ inline void usm_commands_with_events(const Device& d) {
   const df::Event e4 = q.memcpy(b, a, n * sizeof(int), e3);
   const df::Event e5 = q.copy(b, out, n, e4);
   const df::Event e6 = q.fill(t, Triple{1, -2, 3}, n);
-  const df::Event e7 = q.copy(t, tout, n, e6);
+  const df::Event e7 = q.copy(t, tout, n, {e6, e1});
   df::wait_all({e5, e7});
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_EQ(out[i], 7 + static_cast<int>(i)) << i;
@@ -132,19 +132,19 @@ inline void queue_shortcuts(const Device& d) {
   const std::size_t n = 256;
   auto* x = df::malloc_shared<int>(n, q);
   auto* s = df::malloc_shared<int>(2, q);
-  const df::Event e1 = q.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) {
-    x[i] = 1;
-  });
+  const df::Event e1 =
+      q.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { x[i] = 1; });
   const df::Event e2 = q.parallel_for(df::range<1>(n), e1, [=] SLUICE_KERNEL(df::item<1> it) {
     x[it] += static_cast<int>(it.get_id(0));
   });
   const df::Event e3 =
       q.parallel_for(df::nd_range<1>(df::range<1>(n), df::range<1>(64)), {e1, e2},
                      [=] SLUICE_KERNEL(df::nd_item<1> it) { x[it.get_global_id(0)] *= 2; });
-  const df::Event e4 = q.single_task(e3, [=] SLUICE_KERNEL() { s[1] = x[n - 1]; });
-  q.parallel_for(df::range<1>(n), e4,
-                 df::reduction(s, df::plus<int>(), df::property::reduction::initialize_to_identity{}),
-                 [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<int, df::plus<int>> & r) { r += x[i]; })
+  const df::Event e4 = q.single_task({e3, e2}, [=] SLUICE_KERNEL() { s[1] = x[n - 1]; });
+  q.parallel_for(
+       df::range<1>(n), e4,
+       df::reduction(s, df::plus<int>(), df::property::reduction::initialize_to_identity{}),
+       [=] SLUICE_KERNEL(df::id<1> i, df::Reducer<int, df::plus<int>> & r) { r += x[i]; })
       .wait();
   EXPECT_EQ(s[1], 2 * (1 + static_cast<int>(n) - 1));
   EXPECT_EQ(s[0], 2 * static_cast<int>(n + n * (n - 1) / 2));
@@ -174,10 +174,10 @@ inline void profiling(const Device& d) {
   const auto start = e.get_profiling_info<df::info::event_profiling::command_start>();
   const auto end = e.get_profiling_info<df::info::event_profiling::command_end>();
   EXPECT_EQ(*flag, 1);
-  EXPECT_LE(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           before.time_since_epoch())
-                                           .count()),
-            submit);
+  EXPECT_LE(
+      static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(before.time_since_epoch()).count()),
+      submit);
   EXPECT_LE(submit, start);
   EXPECT_LE(start, end);
   EXPECT_GE(end - start, 19'000'000u);
@@ -188,8 +188,7 @@ inline void profiling(const Device& d) {
   EXPECT_GE(c.get_profiling_info<df::info::event_profiling::command_start>(), end);
   df::Queue plain(df::QueueOptions{.device = d});
   const df::Event p = plain.single_task([=] SLUICE_KERNEL() {});
-  EXPECT_THROW((void)p.get_profiling_info<df::info::event_profiling::command_end>(),
-               sluice::Error);
+  EXPECT_THROW((void)p.get_profiling_info<df::info::event_profiling::command_end>(), sluice::Error);
   EXPECT_FALSE(plain.profiling());
   q.wait();
   df::free(flag, q);

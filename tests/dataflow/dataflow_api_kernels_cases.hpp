@@ -92,8 +92,8 @@ inline void item_queries(const Device& d) {
   q.parallel_for(r, [=] SLUICE_KERNEL(df::item<3> it) {
      const std::size_t l = it.get_linear_id();
      out[2 * l] = it.get_id(0) * 10000 + it.get_id(1) * 100 + it.get_id(2);
-     out[2 * l + 1] = it.get_range(0) * 100 + it.get_range(1) * 10 + it.get_range(2) +
-                      it.get_offset()[2];
+     out[2 * l + 1] =
+         it.get_range(0) * 100 + it.get_range(1) * 10 + it.get_range(2) + it.get_offset()[2];
    }).wait();
   for (std::size_t i = 0; i < 3; ++i) {
     for (std::size_t j = 0; j < 4; ++j) {
@@ -135,15 +135,15 @@ inline void chained_subscripts(const Device& d) {
     // Local memory indexed [i][j] within an nd_range group.
     auto* out = df::malloc_shared<int>(16, q);
     q.submit([&](df::Handler& h) {
-      df::local_accessor<int, 2> tile(df::range<2>(4, 4), h);
-      h.parallel_for(df::nd_range<2>(df::range<2>(4, 4), df::range<2>(4, 4)),
-                     [=] SLUICE_KERNEL(df::nd_item<2> it) {
-                       const std::size_t i = it.get_local_id(0), j = it.get_local_id(1);
-                       tile[i][j] = static_cast<int>(i * 4 + j);
-                       df::group_barrier(it.get_group());
-                       out[i * 4 + j] = tile[j][i];  // the transpose
-                     });
-    }).wait();
+       df::local_accessor<int, 2> tile(df::range<2>(4, 4), h);
+       h.parallel_for(df::nd_range<2>(df::range<2>(4, 4), df::range<2>(4, 4)),
+                      [=] SLUICE_KERNEL(df::nd_item<2> it) {
+                        const std::size_t i = it.get_local_id(0), j = it.get_local_id(1);
+                        tile[i][j] = static_cast<int>(i * 4 + j);
+                        df::group_barrier(it.get_group());
+                        out[i * 4 + j] = tile[j][i];  // the transpose
+                      });
+     }).wait();
     for (int i = 0; i < 4; ++i) {
       for (int j = 0; j < 4; ++j) EXPECT_EQ(out[i * 4 + j], j * 4 + i);
     }
@@ -287,29 +287,27 @@ inline void atomics_local(const Device& d) {
   q.submit([&](df::Handler& h) {
      df::local_accessor<unsigned, 1> local(df::range<1>(bins), h);
      df::local_accessor<float, 1> lsum(df::range<1>(1), h);
-     h.parallel_for(df::nd_range<1>(df::range<1>(groups * items), df::range<1>(items)),
-                    [=] SLUICE_KERNEL(df::nd_item<1> it) {
-                      const std::size_t l = it.get_local_id(0);
-                      if (l < bins) local[l] = 0;
-                      if (l == 0) lsum[0] = 0;
-                      df::group_barrier(it.get_group());
-                      df::atomic_ref<unsigned, df::memory_order::relaxed,
-                                     df::memory_scope::work_group,
-                                     df::access::address_space::local_space>
-                          bin(local[(it.get_global_id(0) * 7) % bins]);
-                      bin.fetch_add(1u);
-                      df::atomic_ref<float, df::memory_order::relaxed,
-                                     df::memory_scope::work_group>
-                          s(lsum[0]);
-                      s.fetch_add(1.0f);
-                      df::group_barrier(it.get_group());
-                      if (l < bins) hist[it.get_group(0) * bins + l] = local[l];
-                      if (l == 0) {
-                        df::atomic_ref<float, df::memory_order::relaxed,
-                                       df::memory_scope::device>(*fsum)
-                            .fetch_add(lsum[0]);
-                      }
-                    });
+     h.parallel_for(
+         df::nd_range<1>(df::range<1>(groups * items), df::range<1>(items)),
+         [=] SLUICE_KERNEL(df::nd_item<1> it) {
+           const std::size_t l = it.get_local_id(0);
+           if (l < bins) local[l] = 0;
+           if (l == 0) lsum[0] = 0;
+           df::group_barrier(it.get_group());
+           df::atomic_ref<unsigned, df::memory_order::relaxed, df::memory_scope::work_group,
+                          df::access::address_space::local_space>
+               bin(local[(it.get_global_id(0) * 7) % bins]);
+           bin.fetch_add(1u);
+           df::atomic_ref<float, df::memory_order::relaxed, df::memory_scope::work_group> s(
+               lsum[0]);
+           s.fetch_add(1.0f);
+           df::group_barrier(it.get_group());
+           if (l < bins) hist[it.get_group(0) * bins + l] = local[l];
+           if (l == 0) {
+             df::atomic_ref<float, df::memory_order::relaxed, df::memory_scope::device>(*fsum)
+                 .fetch_add(lsum[0]);
+           }
+         });
    }).wait();
   for (std::size_t g = 0; g < groups; ++g) {
     std::vector<unsigned> want(bins, 0);
@@ -399,7 +397,7 @@ void group_algorithms_for(df::Queue& q, df::range<2> global, df::range<2> local)
 inline void group_algorithms(const Device& d) {
   df::Queue q(df::QueueOptions{.device = d});
   group_algorithms_for<int>(q, df::range<2>(2, 256), df::range<2>(1, 128));
-  group_algorithms_for<int>(q, df::range<2>(4, 96), df::range<2>(2, 48));  // 96: 32 + 32 + 32
+  group_algorithms_for<int>(q, df::range<2>(4, 96), df::range<2>(2, 48));      // 96: 32 + 32 + 32
   group_algorithms_for<double>(q, df::range<2>(3, 100), df::range<2>(3, 20));  // 60: 32 + 28
   group_algorithms_for<long long>(q, df::range<2>(1, 7), df::range<2>(1, 7));
   group_algorithms_for<int>(q, df::range<2>(1, 1024), df::range<2>(1, 1024));
@@ -415,26 +413,25 @@ inline void sub_group_algorithms(const Device& d) {
   auto* in = df::malloc_shared<int>(n, q);
   auto* out = df::malloc_shared<int>(n * kFields, q);
   for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<int>((i * 37) % 11) + 1;
-  q.parallel_for(df::nd_range<1>(df::range<1>(n), df::range<1>(items)),
-                 [=] SLUICE_KERNEL(df::nd_item<1> it) {
-                   const df::sub_group sg = it.get_sub_group();
-                   const std::size_t i = it.get_global_id(0);
-                   const int x = in[i];
-                   int* o = out + i * kFields;
-                   const unsigned lane = sg.get_local_linear_id();
-                   const unsigned size = sg.get_local_linear_range();
-                   o[0] = df::reduce_over_group(sg, x, df::plus<int>());
-                   o[1] = df::inclusive_scan_over_group(sg, x, df::plus<int>());
-                   o[2] = df::exclusive_scan_over_group(sg, x, df::plus<>());
-                   o[3] = df::group_broadcast(sg, x, 3);
-                   o[4] = df::select_from_group(sg, x, df::id<1>(size - 1 - lane));
-                   o[5] = df::shift_group_left(sg, x, 2);
-                   o[6] = df::shift_group_right(sg, x, 1);
-                   o[7] = df::permute_group_by_xor(sg, x, 1);
-                   o[8] = (df::any_of_group(sg, x == 11) ? 1 : 0) +
-                          (df::all_of_group(sg, x > 0) ? 2 : 0);
-                   df::group_barrier(sg);
-                 }).wait();
+  q.parallel_for(df::nd_range<1>(df::range<1>(n), df::range<1>(items)), [=] SLUICE_KERNEL(
+                                                                            df::nd_item<1> it) {
+     const df::sub_group sg = it.get_sub_group();
+     const std::size_t i = it.get_global_id(0);
+     const int x = in[i];
+     int* o = out + i * kFields;
+     const unsigned lane = sg.get_local_linear_id();
+     const unsigned size = sg.get_local_linear_range();
+     o[0] = df::reduce_over_group(sg, x, df::plus<int>());
+     o[1] = df::inclusive_scan_over_group(sg, x, df::plus<int>());
+     o[2] = df::exclusive_scan_over_group(sg, x, df::plus<>());
+     o[3] = df::group_broadcast(sg, x, 3);
+     o[4] = df::select_from_group(sg, x, df::id<1>(size - 1 - lane));
+     o[5] = df::shift_group_left(sg, x, 2);
+     o[6] = df::shift_group_right(sg, x, 1);
+     o[7] = df::permute_group_by_xor(sg, x, 1);
+     o[8] = (df::any_of_group(sg, x == 11) ? 1 : 0) + (df::all_of_group(sg, x > 0) ? 2 : 0);
+     df::group_barrier(sg);
+   }).wait();
   for (std::size_t g = 0; g < groups; ++g) {
     for (std::size_t s = 0; s * 32 < items; ++s) {
       const std::size_t first = g * items + s * 32;

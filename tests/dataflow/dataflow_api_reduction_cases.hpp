@@ -156,10 +156,9 @@ inline void floats_bools_and_combining(const Device& d) {
                    all.combine(value_at(i) < 10);
                    any.combine(i[0] == n - 1);
                  });
-  q.parallel_for(df::range<1>(0), df::reduction(f + 2, df::plus<float>()),
-                 [=] SLUICE_KERNEL(df::id<1>, df::Reducer<float, df::plus<float>> & s) {
-                   s += 1.0f;
-                 });
+  q.parallel_for(
+      df::range<1>(0), df::reduction(f + 2, df::plus<float>()),
+      [=] SLUICE_KERNEL(df::id<1>, df::Reducer<float, df::plus<float>> & s) { s += 1.0f; });
   q.wait();
   EXPECT_EQ(f[0], 0.5f + static_cast<float>(n));
   EXPECT_EQ(f[1], -1.0f);
@@ -233,20 +232,19 @@ inline void nd_range_with_group_algorithms(const Device& d) {
                               df::property::reduction::initialize_to_identity{});
       auto rc = df::reduction(count, df::plus<unsigned>());
       df::local_accessor<int, 1> scratch(df::range<1>(items), h);
-      h.parallel_for(df::nd_range<1>(df::range<1>(groups * items), df::range<1>(items)), rs, rm,
-                     rc,
-                     [=] SLUICE_KERNEL(df::nd_item<1> it, decltype(rs)::reducer_type & s,
-                                       decltype(rm)::reducer_type & m,
-                                       decltype(rc)::reducer_type & c) {
-                       const std::size_t l = it.get_local_id(0);
-                       scratch[l] = static_cast<int>(it.get_global_id(0) % 13);
-                       df::group_barrier(it.get_group());
-                       const int left = scratch[(l + 1) % items];
-                       const int total = df::reduce_over_group(it.get_group(), left, df::plus<>());
-                       s += left;
-                       m.combine(total);
-                       if (it.get_group().leader()) c += 1u;
-                     });
+      h.parallel_for(
+          df::nd_range<1>(df::range<1>(groups * items), df::range<1>(items)), rs, rm, rc,
+          [=] SLUICE_KERNEL(df::nd_item<1> it, decltype(rs)::reducer_type & s,
+                            decltype(rm)::reducer_type & m, decltype(rc)::reducer_type & c) {
+            const std::size_t l = it.get_local_id(0);
+            scratch[l] = static_cast<int>(it.get_global_id(0) % 13);
+            df::group_barrier(it.get_group());
+            const int left = scratch[(l + 1) % items];
+            const int total = df::reduce_over_group(it.get_group(), left, df::plus<>());
+            s += left;
+            m.combine(total);
+            if (it.get_group().leader()) c += 1u;
+          });
     });
   }
   long long want = 5;

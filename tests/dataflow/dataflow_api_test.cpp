@@ -112,19 +112,18 @@ TEST(DataflowGroupMisuse, DivergentGroupFunctionIsAnErrorOnTheHost) {
                sluice::WorkFailed);
   // Sub-group 0 at a sub-group function while sub-group 1 waits at a group barrier: the barrier
   // never completes, and the scheduler says so.
-  EXPECT_THROW(q.parallel_for(df::nd_range<1>(df::range<1>(64), df::range<1>(64)),
-                              [=](df::nd_item<1> it) {
-                                if (it.get_sub_group().get_group_linear_id() == 0) {
-                                  (void)df::reduce_over_group(it.get_sub_group(), 1,
-                                                              df::plus<int>());
-                                  (void)df::reduce_over_group(it.get_sub_group(), 1,
-                                                              df::plus<int>());
-                                } else {
-                                  df::group_barrier(it.get_group());
-                                }
-                              })
-                   .wait(),
-               sluice::WorkFailed);
+  EXPECT_THROW(
+      q.parallel_for(df::nd_range<1>(df::range<1>(64), df::range<1>(64)),
+                     [=](df::nd_item<1> it) {
+                       if (it.get_sub_group().get_group_linear_id() == 0) {
+                         (void)df::reduce_over_group(it.get_sub_group(), 1, df::plus<int>());
+                         (void)df::reduce_over_group(it.get_sub_group(), 1, df::plus<int>());
+                       } else {
+                         df::group_barrier(it.get_group());
+                       }
+                     })
+          .wait(),
+      sluice::WorkFailed);
   // Sub-groups at different sub-group functions meet separately; this is fine.
   int* out = df::malloc_shared<int>(64, q);
   q.parallel_for(df::nd_range<1>(df::range<1>(64), df::range<1>(64)), [=](df::nd_item<1> it) {
@@ -136,12 +135,10 @@ TEST(DataflowGroupMisuse, DivergentGroupFunctionIsAnErrorOnTheHost) {
   EXPECT_EQ(out[5], 32);
   EXPECT_EQ(out[32 + 5], 12);
   // Group functions outside an nd_range kernel: an Error, not a crash.
-  EXPECT_THROW(q.parallel_for(df::range<1>(4),
-                              [=](df::id<1>) {
-                                df::group_barrier(df::sub_group(0, 4));
-                              })
-                   .wait(),
-               sluice::WorkFailed);
+  EXPECT_THROW(
+      q.parallel_for(df::range<1>(4), [=](df::id<1>) { df::group_barrier(df::sub_group(0, 4)); })
+          .wait(),
+      sluice::WorkFailed);
   df::free(out, q);
 }
 

@@ -6,8 +6,8 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -42,15 +42,14 @@ class KernelApiTest : public BackendTest {};
 TEST_P(KernelApiTest, HostImplementationsReceiveGridAndBlockCoordinates) {
   auto ctx = make_context();
   KernelSpec spec("coords", 1);
-  spec.add_cuda_source(kCoordsSource)
-      .add_host<unsigned*>([](const ThreadIndex& t, unsigned* out) {
-        // The same body as the CUDA source, on ThreadIndex's fields.
-        const std::size_t i = t.linear;
-        out[4 * i + 0] = pack(t.block_idx);
-        out[4 * i + 1] = pack(t.thread_idx);
-        out[4 * i + 2] = pack(t.grid_dim);
-        out[4 * i + 3] = pack(t.block_dim);
-      });
+  spec.add_cuda_source(kCoordsSource).add_host<unsigned*>([](const ThreadIndex& t, unsigned* out) {
+    // The same body as the CUDA source, on ThreadIndex's fields.
+    const std::size_t i = t.linear;
+    out[4 * i + 0] = pack(t.block_idx);
+    out[4 * i + 1] = pack(t.thread_idx);
+    out[4 * i + 2] = pack(t.grid_dim);
+    out[4 * i + 3] = pack(t.block_dim);
+  });
   TypedKernel<unsigned*> kernel(ctx, spec);
   const Dims grid(3, 2, 2), block(4, 2, 3);
   const std::size_t n = grid.count() * block.count();

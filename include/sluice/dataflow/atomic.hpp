@@ -45,14 +45,14 @@ inline constexpr bool is_atomic_type_v =
     std::is_same_v<T, double> || std::is_pointer_v<T>;
 
 /// The load order that a default order implies (SYCL: acq_rel loads acquire, stores release).
-constexpr memory_order read_order(memory_order o) noexcept {
+SLUICE_HD constexpr memory_order read_order(memory_order o) noexcept {
   return o == memory_order::acq_rel || o == memory_order::release ? memory_order::acquire : o;
 }
-constexpr memory_order write_order(memory_order o) noexcept {
+SLUICE_HD constexpr memory_order write_order(memory_order o) noexcept {
   return o == memory_order::acq_rel || o == memory_order::acquire ? memory_order::release : o;
 }
 /// The order of a failed compare-exchange: no release part.
-constexpr memory_order failure_order(memory_order o) noexcept {
+SLUICE_HD constexpr memory_order failure_order(memory_order o) noexcept {
   return o == memory_order::acq_rel   ? memory_order::acquire
          : o == memory_order::release ? memory_order::relaxed
                                       : o;
@@ -184,7 +184,9 @@ class atomic_ref {
     return std::atomic_ref<T>(*ptr_).load(detail::to_native(o));
 #endif
   }
-  SLUICE_HD operator T() const noexcept { return load(); }
+  SLUICE_HD operator T() const noexcept {
+    return load();
+  }
 
   SLUICE_HD T exchange(T v, memory_order o = DefaultOrder,
                        memory_scope s = DefaultScope) const noexcept {
@@ -308,8 +310,12 @@ class atomic_ref {
 #endif
   }
 
-  SLUICE_HD T operator+=(difference_type v) const noexcept { return fetch_add(v) + v; }
-  SLUICE_HD T operator-=(difference_type v) const noexcept { return fetch_sub(v) - v; }
+  SLUICE_HD T operator+=(difference_type v) const noexcept {
+    return fetch_add(v) + v;
+  }
+  SLUICE_HD T operator-=(difference_type v) const noexcept {
+    return fetch_sub(v) - v;
+  }
   SLUICE_HD T operator++() const noexcept requires(!std::is_floating_point_v<T>) {
     return fetch_add(1) + 1;
   }
@@ -322,9 +328,15 @@ class atomic_ref {
   SLUICE_HD T operator--(int) const noexcept requires(!std::is_floating_point_v<T>) {
     return fetch_sub(1);
   }
-  SLUICE_HD T operator&=(T v) const noexcept requires integral { return fetch_and(v) & v; }
-  SLUICE_HD T operator|=(T v) const noexcept requires integral { return fetch_or(v) | v; }
-  SLUICE_HD T operator^=(T v) const noexcept requires integral { return fetch_xor(v) ^ v; }
+  SLUICE_HD T operator&=(T v) const noexcept requires integral {
+    return fetch_and(v) & v;
+  }
+  SLUICE_HD T operator|=(T v) const noexcept requires integral {
+    return fetch_or(v) | v;
+  }
+  SLUICE_HD T operator^=(T v) const noexcept requires integral {
+    return fetch_xor(v) ^ v;
+  }
 
  private:
 #if !defined(__CUDA_ARCH__)

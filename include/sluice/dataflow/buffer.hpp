@@ -200,10 +200,10 @@ requires detail::ReductionProperty<Props> Reduction<T, Op> reduction(
     Buffer<T, 1>& b, Handler& h, const T& identity, Op op, Props props = {},
     std::source_location loc = std::source_location::current()) {
   const bool init = detail::options_of(props).initialize_to_identity;
-  T* out = init ? b.template get_access<Access::write>(h, range<1>(1), id<1>(0), no_init, loc)
-                      .get_pointer()
-                : b.template get_access<Access::read_write>(h, range<1>(1), id<1>(0), loc)
-                      .get_pointer();
+  T* out =
+      init ? b.template get_access<Access::write>(h, range<1>(1), id<1>(0), no_init, loc)
+                 .get_pointer()
+           : b.template get_access<Access::read_write>(h, range<1>(1), id<1>(0), loc).get_pointer();
   return {out, identity, op, init};
 }
 

@@ -12,18 +12,18 @@
 
 namespace sluice::dataflow {
 
-#define SLUICE_FUNCTION_OBJECT(name, expr)                                              \
-  template <class T = void>                                                             \
-  struct name {                                                                         \
-    SLUICE_HD constexpr T operator()(const T& x, const T& y) const { return expr; }     \
-  };                                                                                    \
-  template <>                                                                           \
-  struct name<void> {                                                                   \
-    using is_transparent = void;                                                        \
-    template <class T, class U>                                                         \
-    SLUICE_HD constexpr auto operator()(T&& x, U&& y) const -> decltype(expr) {         \
-      return expr;                                                                      \
-    }                                                                                   \
+#define SLUICE_FUNCTION_OBJECT(name, expr)                                          \
+  template <class T = void>                                                         \
+  struct name {                                                                     \
+    SLUICE_HD constexpr T operator()(const T& x, const T& y) const { return expr; } \
+  };                                                                                \
+  template <>                                                                       \
+  struct name<void> {                                                               \
+    using is_transparent = void;                                                    \
+    template <class T, class U>                                                     \
+    SLUICE_HD constexpr auto operator()(T&& x, U&& y) const -> decltype(expr) {     \
+      return expr;                                                                  \
+    }                                                                               \
   };
 SLUICE_FUNCTION_OBJECT(plus, x + y)
 SLUICE_FUNCTION_OBJECT(multiplies, x* y)
@@ -74,16 +74,17 @@ inline constexpr bool is_int_v = std::is_integral_v<T>;
 /// Whether `BinaryOperation` on `T` has an identity the runtime knows (SYCL 2020 §4.9.2.2).
 template <class BinaryOperation, class T>
 struct has_known_identity
-    : std::bool_constant<
-          (detail::is_arith_v<T> && (detail::is_op_v<plus, BinaryOperation, T> ||
-                                     detail::is_op_v<multiplies, BinaryOperation, T> ||
-                                     detail::is_op_v<minimum, BinaryOperation, T> ||
-                                     detail::is_op_v<maximum, BinaryOperation, T> ||
-                                     detail::is_op_v<logical_and, BinaryOperation, T> ||
-                                     detail::is_op_v<logical_or, BinaryOperation, T>)) ||
-          (detail::is_int_v<T> && (detail::is_op_v<bit_and, BinaryOperation, T> ||
-                                   detail::is_op_v<bit_or, BinaryOperation, T> ||
-                                   detail::is_op_v<bit_xor, BinaryOperation, T>))> {};
+    : std::bool_constant<(detail::is_arith_v<T> &&
+                          (detail::is_op_v<plus, BinaryOperation, T> ||
+                           detail::is_op_v<multiplies, BinaryOperation, T> ||
+                           detail::is_op_v<minimum, BinaryOperation, T> ||
+                           detail::is_op_v<maximum, BinaryOperation, T> ||
+                           detail::is_op_v<logical_and, BinaryOperation, T> ||
+                           detail::is_op_v<logical_or, BinaryOperation, T>)) ||
+                         (detail::is_int_v<T> && (detail::is_op_v<bit_and, BinaryOperation, T> ||
+                                                  detail::is_op_v<bit_or, BinaryOperation, T> ||
+                                                  detail::is_op_v<bit_xor, BinaryOperation, T>))> {
+};
 template <class BinaryOperation, class T>
 inline constexpr bool has_known_identity_v = has_known_identity<BinaryOperation, T>::value;
 

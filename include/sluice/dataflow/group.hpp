@@ -73,9 +73,7 @@ class group {
   [[nodiscard]] SLUICE_HD constexpr std::size_t get_local_range(int d) const noexcept {
     return local_[d];
   }
-  [[nodiscard]] SLUICE_HD constexpr range<D> get_max_local_range() const noexcept {
-    return local_;
-  }
+  [[nodiscard]] SLUICE_HD constexpr range<D> get_max_local_range() const noexcept { return local_; }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get_group_linear_id() const noexcept {
     return detail::linearize<D>(id_, groups_);
   }
@@ -92,9 +90,7 @@ class group {
   [[nodiscard]] SLUICE_HD constexpr bool leader() const noexcept {
     return get_local_linear_id() == 0;
   }
-  [[nodiscard]] SLUICE_HD constexpr std::size_t operator[](int d) const noexcept {
-    return id_[d];
-  }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t operator[](int d) const noexcept { return id_[d]; }
 
  private:
   id<D> id_;
@@ -117,10 +113,10 @@ class sub_group {
       : lane_(static_cast<std::uint32_t>(local_linear % sub_group_size)),
         id_(static_cast<std::uint32_t>(local_linear / sub_group_size)),
         groups_(static_cast<std::uint32_t>((group_items + sub_group_size - 1) / sub_group_size)),
-        size_(static_cast<std::uint32_t>(
-            group_items - id_ * std::size_t{sub_group_size} < sub_group_size
-                ? group_items - id_ * std::size_t{sub_group_size}
-                : sub_group_size)) {}
+        size_(static_cast<std::uint32_t>(group_items - id_ * std::size_t{sub_group_size} <
+                                                 sub_group_size
+                                             ? group_items - id_ * std::size_t{sub_group_size}
+                                             : sub_group_size)) {}
 
   /// The calling work-item's index in the sub-group.
   [[nodiscard]] SLUICE_HD constexpr id<1> get_local_id() const noexcept { return lane_; }

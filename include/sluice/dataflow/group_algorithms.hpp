@@ -67,15 +67,14 @@ inline T* slot_value(std::byte* slots, std::size_t l) {
 /// Host: the reduction of the slots [first, first + count) (sub-group trees, then a tree over
 /// the sub-groups' results), written to every slot.
 template <class T, class Op>
-void host_complete_reduce(std::byte* slots, std::size_t first, std::size_t count,
-                          const void* arg) {
+void host_complete_reduce(std::byte* slots, std::size_t first, std::size_t count, const void* arg) {
   const Op& op = *static_cast<const Op*>(arg);
   T part[sub_group_size];
   T lanes[sub_group_size];
   const std::size_t groups = (count + sub_group_size - 1) / sub_group_size;
   for (std::size_t s = 0; s < groups; ++s) {
-    const std::size_t c = count - s * sub_group_size < sub_group_size ? count - s * sub_group_size
-                                                                        : sub_group_size;
+    const std::size_t c =
+        count - s * sub_group_size < sub_group_size ? count - s * sub_group_size : sub_group_size;
     for (std::size_t l = 0; l < c; ++l)
       std::memcpy(&lanes[l], slot_value<T>(slots, first + s * sub_group_size + l), sizeof(T));
     tree_reduce(lanes, c, op);
@@ -96,9 +95,10 @@ void host_complete_scan(std::byte* slots, std::size_t first, std::size_t count, 
   // Per sub-group: the scan, kept in place; the totals, scanned across sub-groups.
   for (std::size_t s = 0; s < groups; ++s) {
     const std::size_t base = first + s * sub_group_size;
-    const std::size_t c = count - s * sub_group_size < sub_group_size ? count - s * sub_group_size
-                                                                        : sub_group_size;
-    for (std::size_t l = 0; l < c; ++l) std::memcpy(&lanes[l], slot_value<T>(slots, base + l), sizeof(T));
+    const std::size_t c =
+        count - s * sub_group_size < sub_group_size ? count - s * sub_group_size : sub_group_size;
+    for (std::size_t l = 0; l < c; ++l)
+      std::memcpy(&lanes[l], slot_value<T>(slots, base + l), sizeof(T));
     tree_scan(lanes, c, op);
     totals[s] = lanes[c - 1];
     for (std::size_t l = 0; l < c; ++l) {
@@ -111,8 +111,8 @@ void host_complete_scan(std::byte* slots, std::size_t first, std::size_t count, 
   for (std::size_t s = 1; s < groups; ++s) {
     const T& before = totals[s - 1];
     const std::size_t base = first + s * sub_group_size;
-    const std::size_t c = count - s * sub_group_size < sub_group_size ? count - s * sub_group_size
-                                                                        : sub_group_size;
+    const std::size_t c =
+        count - s * sub_group_size < sub_group_size ? count - s * sub_group_size : sub_group_size;
     for (std::size_t l = 0; l < c; ++l) {
       ScanPair<T> p;
       std::memcpy(&p, slots + (base + l) * kCollectiveSlotBytes, sizeof p);
@@ -130,7 +130,8 @@ void host_complete_broadcast(std::byte* slots, std::size_t first, std::size_t co
   const std::size_t src = *static_cast<const std::size_t*>(arg);
   T v;
   std::memcpy(&v, slot_value<T>(slots, first + (src < count ? src : 0)), sizeof(T));
-  for (std::size_t l = 0; l < count; ++l) std::memcpy(slot_value<T>(slots, first + l), &v, sizeof(T));
+  for (std::size_t l = 0; l < count; ++l)
+    std::memcpy(slot_value<T>(slots, first + l), &v, sizeof(T));
 }
 
 /// Host: a permutation; slot l gets the value of lane `map(l)` (its own when out of range).
@@ -245,7 +246,8 @@ __device__ inline T shfl_up(unsigned mask, const T& x, unsigned d) {
 }
 template <class T>
 __device__ inline T shfl_xor(unsigned mask, const T& x, unsigned m) {
-  return shuffle_words(x, [&](unsigned w) { return __shfl_xor_sync(mask, w, static_cast<int>(m)); });
+  return shuffle_words(x,
+                       [&](unsigned w) { return __shfl_xor_sync(mask, w, static_cast<int>(m)); });
 }
 
 /// The sub-group tree reduction (the order of tree_reduce); the result in lane 0.
@@ -402,8 +404,8 @@ SLUICE_HD void group_vote(const group<D>&, bool pred, bool& any, bool& all) {
   struct Votes {
     bool any, all;
   };
-  const auto v = host_run<bool, Votes>(CollectiveScope::work_group, pred, &host_complete_vote,
-                                       nullptr);
+  const auto v =
+      host_run<bool, Votes>(CollectiveScope::work_group, pred, &host_complete_vote, nullptr);
   any = v.any;
   all = v.all;
 #endif
@@ -418,8 +420,8 @@ SLUICE_HD inline void group_vote(const sub_group& g, bool pred, bool& any, bool&
   struct Votes {
     bool any, all;
   };
-  const auto v = host_run<bool, Votes>(CollectiveScope::sub_group, pred, &host_complete_vote,
-                                       nullptr);
+  const auto v =
+      host_run<bool, Votes>(CollectiveScope::sub_group, pred, &host_complete_vote, nullptr);
   any = v.any;
   all = v.all;
 #endif
@@ -447,7 +449,7 @@ requires is_group_v<Group> SLUICE_HD T reduce_over_group(const Group& g, T x, Bi
 /// `op(init, reduce_over_group(g, x, op))`.
 template <class Group, class V, class T, class BinaryOperation>
 requires is_group_v<Group> SLUICE_HD T reduce_over_group(const Group& g, V x, T init,
-                                                          BinaryOperation op) {
+                                                         BinaryOperation op) {
   return detail::apply_op(op, init, reduce_over_group(g, static_cast<T>(x), op));
 }
 
@@ -551,8 +553,8 @@ SLUICE_HD T select_from_group(const sub_group& g, T x, id<1> remote_local_id) {
   const std::size_t src = remote_local_id[0];
   std::memcpy(slot + 32, &src, sizeof src);
   const detail::Permutation p{0, 0};
-  return detail::host_run(detail::CollectiveScope::sub_group, x,
-                          &detail::host_complete_permute<T>, &p);
+  return detail::host_run(detail::CollectiveScope::sub_group, x, &detail::host_complete_permute<T>,
+                          &p);
 #endif
 }
 /// The `x` of the lane `delta` above this one.
@@ -566,8 +568,8 @@ SLUICE_HD T shift_group_left(const sub_group& g, T x, std::size_t delta = 1) {
 #else
   (void)g;
   const detail::Permutation p{1, delta};
-  return detail::host_run(detail::CollectiveScope::sub_group, x,
-                          &detail::host_complete_permute<T>, &p);
+  return detail::host_run(detail::CollectiveScope::sub_group, x, &detail::host_complete_permute<T>,
+                          &p);
 #endif
 }
 /// The `x` of the lane `delta` below this one.
@@ -581,8 +583,8 @@ SLUICE_HD T shift_group_right(const sub_group& g, T x, std::size_t delta = 1) {
 #else
   (void)g;
   const detail::Permutation p{2, delta};
-  return detail::host_run(detail::CollectiveScope::sub_group, x,
-                          &detail::host_complete_permute<T>, &p);
+  return detail::host_run(detail::CollectiveScope::sub_group, x, &detail::host_complete_permute<T>,
+                          &p);
 #endif
 }
 /// The `x` of lane `lane ^ mask`.
@@ -596,8 +598,8 @@ SLUICE_HD T permute_group_by_xor(const sub_group& g, T x, std::size_t mask) {
 #else
   (void)g;
   const detail::Permutation p{3, mask};
-  return detail::host_run(detail::CollectiveScope::sub_group, x,
-                          &detail::host_complete_permute<T>, &p);
+  return detail::host_run(detail::CollectiveScope::sub_group, x, &detail::host_complete_permute<T>,
+                          &p);
 #endif
 }
 

@@ -141,8 +141,7 @@ Region region_of(void* first, std::size_t elem, const range<D>& b, const range<D
 }
 
 void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& b, Access mode,
-                     bool no_init, std::size_t offset, std::size_t bytes,
-                     std::source_location loc);
+                     bool no_init, std::size_t offset, std::size_t bytes, std::source_location loc);
 void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, Access mode,
                     std::source_location loc);
 std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,

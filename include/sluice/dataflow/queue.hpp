@@ -4,6 +4,7 @@
 /// queues").
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -64,6 +65,8 @@ struct Deps {
   std::size_t count = 0;
   Deps(const Event& e) noexcept : first(&e), count(1) {}  // NOLINT: converting by design
   Deps(const std::vector<Event>& v) noexcept : first(v.data()), count(v.size()) {}  // NOLINT
+  /// `{e1, e2}` at the call: the list lives until the call returns.
+  Deps(std::initializer_list<Event> l) noexcept : first(l.begin()), count(l.size()) {}  // NOLINT
 };
 /// `r` with the line of the call that names it (a converting constructor's default argument is
 /// evaluated where the conversion happens), so the variadic shortcuts keep the caller's line.
@@ -75,9 +78,8 @@ struct Located {
       : value(r), loc(l) {}
 };
 template <class T>
-inline constexpr bool is_deps_v =
-    std::is_same_v<std::remove_cvref_t<T>, Event> ||
-    std::is_same_v<std::remove_cvref_t<T>, std::vector<Event>>;
+inline constexpr bool is_deps_v = std::is_same_v<std::remove_cvref_t<T>, Event> ||
+                                  std::is_same_v<std::remove_cvref_t<T>, std::vector<Event>>;
 }  // namespace detail
 
 template <class Param>
@@ -163,14 +165,14 @@ class Queue {
 
   /// `q.parallel_for(range, [deps,] [reductions...,] f)`: the kernel (see Handler::parallel_for)
   /// after `deps` (an Event or a std::vector of them), if given.
-#define SLUICE_QUEUE_PARALLEL_FOR(R)                                                     \
-  template <class... Rest>                                                               \
-  Event parallel_for(detail::Located<R> r, Rest&&... rest) {                             \
-    return shortcut(r.value, r.loc, std::forward<Rest>(rest)...);                        \
-  }                                                                                      \
-  template <class... Rest>                                                               \
+#define SLUICE_QUEUE_PARALLEL_FOR(R)                                                         \
+  template <class... Rest>                                                                   \
+  Event parallel_for(detail::Located<R> r, Rest&&... rest) {                                 \
+    return shortcut(r.value, r.loc, std::forward<Rest>(rest)...);                            \
+  }                                                                                          \
+  template <class... Rest>                                                                   \
   Event parallel_for(detail::Located<R> r, const std::vector<Event>& deps, Rest&&... rest) { \
-    return shortcut(r.value, r.loc, deps, std::forward<Rest>(rest)...);                  \
+    return shortcut(r.value, r.loc, deps, std::forward<Rest>(rest)...);                      \
   }
   SLUICE_QUEUE_PARALLEL_FOR(range<1>)
   SLUICE_QUEUE_PARALLEL_FOR(range<2>)
@@ -261,7 +263,9 @@ class Queue {
 
   [[nodiscard]] const Device& device() const noexcept;
   /// The device, for SYCL's `get_info` queries.
-  [[nodiscard]] dataflow::device get_device() const { return dataflow::device(device()); }
+  [[nodiscard]] dataflow::device get_device() const {
+    return dataflow::device(device());
+  }
   [[nodiscard]] bool in_order() const noexcept;
   /// True if events carry profiling times (QueueOptions::profiling).
   [[nodiscard]] bool profiling() const noexcept;
@@ -269,9 +273,13 @@ class Queue {
   [[nodiscard]] std::span<const Context> contexts() const noexcept;
 
   /// Internal: the shared state.
-  [[nodiscard]] detail::QueueState& state() const noexcept { return *state_; }
+  [[nodiscard]] detail::QueueState& state() const noexcept {
+    return *state_;
+  }
 
-  friend bool operator==(const Queue& a, const Queue& b) noexcept { return a.state_ == b.state_; }
+  friend bool operator==(const Queue& a, const Queue& b) noexcept {
+    return a.state_ == b.state_;
+  }
 
  private:
   static void after(Handler& h, const detail::Deps& deps, std::source_location loc) {

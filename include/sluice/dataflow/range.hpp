@@ -105,26 +105,26 @@ concept Scalar = std::is_integral_v<S>;
 // SYCL 2020 §4.9.1: element-wise arithmetic of ids and ranges with each other (of the same type)
 // and with scalars on either side. Comparisons other than == and != are element-wise too and
 // give an index of 0s and 1s; == and != compare whole indices.
-#define SLUICE_INDEX_BINARY(op)                                                               \
-  template <detail::Index V>                                                                  \
-  SLUICE_HD constexpr V operator op(const V& a, const V& b) noexcept {                        \
-    V r;                                                                                      \
-    for (int d = 0; d < V::dimensions; ++d) r[d] = static_cast<std::size_t>(a[d] op b[d]);    \
-    return r;                                                                                 \
-  }                                                                                           \
-  template <detail::Index V, detail::Scalar S>                                                \
-  SLUICE_HD constexpr V operator op(const V& a, S s) noexcept {                               \
-    V r;                                                                                      \
-    for (int d = 0; d < V::dimensions; ++d)                                                   \
-      r[d] = static_cast<std::size_t>(a[d] op static_cast<std::size_t>(s));                  \
-    return r;                                                                                 \
-  }                                                                                           \
-  template <detail::Index V, detail::Scalar S>                                                \
-  SLUICE_HD constexpr V operator op(S s, const V& a) noexcept {                               \
-    V r;                                                                                      \
-    for (int d = 0; d < V::dimensions; ++d)                                                   \
-      r[d] = static_cast<std::size_t>(static_cast<std::size_t>(s) op a[d]);                  \
-    return r;                                                                                 \
+#define SLUICE_INDEX_BINARY(op)                                                            \
+  template <detail::Index V>                                                               \
+  SLUICE_HD constexpr V operator op(const V& a, const V& b) noexcept {                     \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d) r[d] = static_cast<std::size_t>(a[d] op b[d]); \
+    return r;                                                                              \
+  }                                                                                        \
+  template <detail::Index V, detail::Scalar S>                                             \
+  SLUICE_HD constexpr V operator op(const V& a, S s) noexcept {                            \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d)                                                \
+      r[d] = static_cast<std::size_t>(a[d] op static_cast<std::size_t>(s));                \
+    return r;                                                                              \
+  }                                                                                        \
+  template <detail::Index V, detail::Scalar S>                                             \
+  SLUICE_HD constexpr V operator op(S s, const V& a) noexcept {                            \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d)                                                \
+      r[d] = static_cast<std::size_t>(static_cast<std::size_t>(s) op a[d]);                \
+    return r;                                                                              \
   }
 SLUICE_INDEX_BINARY(+)
 SLUICE_INDEX_BINARY(-)
@@ -144,16 +144,16 @@ SLUICE_INDEX_BINARY(<=)
 SLUICE_INDEX_BINARY(>=)
 #undef SLUICE_INDEX_BINARY
 
-#define SLUICE_INDEX_COMPOUND(op)                                                   \
-  template <detail::Index V>                                                        \
-  SLUICE_HD constexpr V& operator op##=(V & a, const V & b) noexcept {              \
-    for (int d = 0; d < V::dimensions; ++d) a[d] op## = b[d];                       \
-    return a;                                                                       \
-  }                                                                                 \
-  template <detail::Index V, detail::Scalar S>                                      \
-  SLUICE_HD constexpr V& operator op##=(V & a, S s) noexcept {                      \
+#define SLUICE_INDEX_COMPOUND(op)                                                    \
+  template <detail::Index V>                                                         \
+  SLUICE_HD constexpr V& operator op##=(V& a, const V& b) noexcept {                 \
+    for (int d = 0; d < V::dimensions; ++d) a[d] op## = b[d];                        \
+    return a;                                                                        \
+  }                                                                                  \
+  template <detail::Index V, detail::Scalar S>                                       \
+  SLUICE_HD constexpr V& operator op##=(V& a, S s) noexcept {                        \
     for (int d = 0; d < V::dimensions; ++d) a[d] op## = static_cast<std::size_t>(s); \
-    return a;                                                                       \
+    return a;                                                                        \
   }
 SLUICE_INDEX_COMPOUND(+)
 SLUICE_INDEX_COMPOUND(-)

@@ -10,7 +10,8 @@
 /// int* big = df::malloc_shared<int>(1, q);
 /// q.submit([&](df::Handler& h) {
 ///   h.parallel_for(df::range<1>(n), df::reduction(sum, df::plus<>()),
-///                  df::reduction(big, df::maximum<>(), df::property::reduction::initialize_to_identity{}),
+///                  df::reduction(big, df::maximum<>(),
+///                  df::property::reduction::initialize_to_identity{}),
 ///                  [=](df::id<1> i, auto& s, auto& m) { s += x[i]; m.combine(x[i]); });
 /// }).wait();
 /// @endcode
@@ -43,8 +44,7 @@ constexpr ReductionOptions options_of(property::reduction::initialize_to_identit
   return {true};
 }
 template <class P>
-concept ReductionProperty =
-    std::is_same_v<P, ReductionOptions> ||
+concept ReductionProperty = std::is_same_v<P, ReductionOptions> ||
     std::is_same_v<P, property::reduction::initialize_to_identity>;
 }  // namespace detail
 
@@ -70,8 +70,8 @@ class Reducer {
   SLUICE_HD Reducer& operator+=(const T& x) requires detail::is_op_v<plus, BinaryOperation, T> {
     return combine(x);
   }
-  SLUICE_HD Reducer& operator*=(const T& x) requires
-      detail::is_op_v<multiplies, BinaryOperation, T> {
+  SLUICE_HD Reducer& operator*=(
+      const T& x) requires detail::is_op_v<multiplies, BinaryOperation, T> {
     return combine(x);
   }
   SLUICE_HD Reducer& operator&=(const T& x) requires detail::is_op_v<bit_and, BinaryOperation, T> {
@@ -83,12 +83,12 @@ class Reducer {
   SLUICE_HD Reducer& operator^=(const T& x) requires detail::is_op_v<bit_xor, BinaryOperation, T> {
     return combine(x);
   }
-  SLUICE_HD Reducer& operator++() requires(detail::is_op_v<plus, BinaryOperation, T> &&
-                                           std::is_integral_v<T>) {
+  SLUICE_HD Reducer& operator++() requires(
+      detail::is_op_v<plus, BinaryOperation, T>&& std::is_integral_v<T>) {
     return combine(T(1));
   }
-  SLUICE_HD void operator++(int) requires(detail::is_op_v<plus, BinaryOperation, T> &&
-                                          std::is_integral_v<T>) {
+  SLUICE_HD void operator++(int) requires(
+      detail::is_op_v<plus, BinaryOperation, T>&& std::is_integral_v<T>) {
     combine(T(1));
   }
 
@@ -161,8 +161,8 @@ SLUICE_HD constexpr Pack<H, Ts...> make_pack(const H& h, const Ts&... ts) {
   }
 }
 template <class... T, class... Op, std::size_t... I>
-SLUICE_HD constexpr Pack<Reducer<T, Op>...> make_reducers_from(
-    const Pack<Reduction<T, Op>...>& r, std::index_sequence<I...>) {
+SLUICE_HD constexpr Pack<Reducer<T, Op>...> make_reducers_from(const Pack<Reduction<T, Op>...>& r,
+                                                               std::index_sequence<I...>) {
   return make_pack(Reducer<T, Op>(pack_get<I>(r).identity, pack_get<I>(r).op)...);
 }
 /// One fresh Reducer per reduction.

@@ -76,7 +76,8 @@ void host_finish(const Pack<R...>& reds, const Partials& partial, std::index_seq
   auto one = [&](const auto& red, auto index) {
     constexpr std::size_t k = decltype(index)::value;
     auto acc = red.initialize_to_identity ? red.identity : *red.out;
-    for (const auto& p : partial) acc = static_cast<decltype(acc)>(red.op(acc, pack_get<k>(p).partial()));
+    for (const auto& p : partial)
+      acc = static_cast<decltype(acc)>(red.op(acc, pack_get<k>(p).partial()));
     *red.out = acc;
   };
   (one(pack_get<I>(reds), std::integral_constant<std::size_t, I>{}), ...);
@@ -182,10 +183,9 @@ struct NdReduceTask {
       const auto& tk = *st.task;
       const range<D> gr = tk.r.get_group_range();
       Reducers red = make_reducers(tk.reds);
-      call_reducing(tk.f,
-                    nd_item<D>(delinearize<D>(g, gr), delinearize<D>(l, tk.r.local), gr,
-                               tk.r.local),
-                    red, std::index_sequence_for<R...>{});
+      call_reducing(
+          tk.f, nd_item<D>(delinearize<D>(g, gr), delinearize<D>(l, tk.r.local), gr, tk.r.local),
+          red, std::index_sequence_for<R...>{});
       combine_all(st.partial[g], red, std::index_sequence_for<R...>{});
     };
     host_groups(groups, task.r.local.size(), local_bytes, item_fn, &state);

@@ -124,9 +124,9 @@ struct Group {
   std::size_t current = 0;
   bool cancelled = false;
   std::exception_ptr error;
-  std::byte* slots = nullptr;       // kCollectiveSlotBytes per work-item
-  Pending work_group;               // the barrier or work-group collective being met
-  std::vector<Pending> sub_groups;  // the sub-group collective each sub-group is meeting
+  std::byte* slots = nullptr;          // kCollectiveSlotBytes per work-item
+  Pending work_group;                  // the barrier or work-group collective being met
+  std::vector<Pending> sub_groups;     // the sub-group collective each sub-group is meeting
   const void* sched_bottom = nullptr;  // the scheduler's stack, learnt at the first switch
   std::size_t sched_size = 0;
   void* sched_fake = nullptr;
@@ -182,8 +182,7 @@ Group& current_group(const char* what) {
 }
 
 /// The work-items [first, first + count) that meet at a collective of `scope` with item `l`.
-std::pair<std::size_t, std::size_t> scope_of(const Group& g, CollectiveScope scope,
-                                             std::size_t l) {
+std::pair<std::size_t, std::size_t> scope_of(const Group& g, CollectiveScope scope, std::size_t l) {
   if (scope == CollectiveScope::work_group) return {0, g.items.size()};
   const std::size_t first = l / sub_group_size * sub_group_size;
   return {first, std::min<std::size_t>(sub_group_size, g.items.size() - first)};
@@ -200,7 +199,8 @@ void host_collective(CollectiveScope scope, CollectiveFn complete, const void* a
     return;
   }
   Item& it = g.items[l];
-  Pending& p = scope == CollectiveScope::work_group ? g.work_group : g.sub_groups[l / sub_group_size];
+  Pending& p =
+      scope == CollectiveScope::work_group ? g.work_group : g.sub_groups[l / sub_group_size];
   p = {complete, arg};
   it.wait = scope == CollectiveScope::work_group ? Wait::work_group : Wait::sub_group;
   tsan_switch(g.tsan_scheduler);

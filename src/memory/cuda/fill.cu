@@ -28,8 +28,7 @@ __global__ void __launch_bounds__(kThreads)
     fill_kernel(unsigned char* dst, Shape s, FillArgs a, std::uint64_t n, unsigned words) {
   const auto* p = reinterpret_cast<const Word*>(a.pattern);
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
-  for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
     const std::uint64_t e0 = i % s.count0, rest = i / s.count0;
     const std::uint64_t e1 = rest % s.count1, e2 = rest / s.count1;
     auto* out = reinterpret_cast<Word*>(dst + e2 * s.pitch2 + e1 * s.pitch1) + e0 * words;
@@ -42,8 +41,8 @@ void launch(unsigned char* dst, const Shape& s, const FillArgs& a, std::uint64_t
             cudaStream_t stream) {
   const auto grid = static_cast<unsigned>(
       std::min<std::uint64_t>((n + kThreads - 1) / kThreads, std::uint64_t{1} << 20));
-  fill_kernel<Word><<<grid, kThreads, 0, stream>>>(dst, s, a, n,
-                                                   static_cast<unsigned>(a.elem / sizeof(Word)));
+  fill_kernel<Word>
+      <<<grid, kThreads, 0, stream>>>(dst, s, a, n, static_cast<unsigned>(a.elem / sizeof(Word)));
 }
 
 /// The widest word dividing the element size, the pitches and the destination's address.

@@ -164,7 +164,9 @@ class HostAccessor {
   HostAccessor& operator=(const HostAccessor&) = delete;
   ~HostAccessor() { detail::host_access_end(*state_, Mode); }
 
-  value_type& operator[](id<D> i) const noexcept { return data_[detail::linearize<D>(i, range_)]; }
+  SLUICE_HD value_type& operator[](id<D> i) const noexcept {
+    return data_[detail::linearize<D>(i, range_)];
+  }
   /// `h[i][j]` (and `h[i][j][k]` in 3D).
   detail::Subscript<HostAccessor, D, 1> operator[](std::size_t i) const noexcept requires(D > 1) {
     id<D> idx;

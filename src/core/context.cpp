@@ -6,9 +6,13 @@
 #include <cstdlib>
 #include <exception>
 #include <list>
+#include <mutex>
 #include <utility>
 
 #include "core/context_impl.hpp"
+#ifdef SLUICE_HAVE_CUDA
+#include "core/cuda/nvtx_observer.hpp"
+#endif
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -82,6 +86,16 @@ std::atomic<bool> g_host_tasks_note_completion{[] {
 }()};
 }  // namespace
 
+void observers_from_environment() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    trace_from_environment();
+#ifdef SLUICE_HAVE_CUDA
+    cuda::install_nvtx_observer_if_requested();
+#endif
+  });
+}
+
 bool host_tasks_note_completion() noexcept {
   return g_host_tasks_note_completion.load(std::memory_order_relaxed);
 }
@@ -97,6 +111,7 @@ ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, Stream
       name_(std::move(name)),
       failures_(std::make_shared<FailureState>()),
       timeline_(timeline_counter.fetch_add(1) + 1) {
+  observers_from_environment();
   StreamConfig config{device_.index, priority, failures_};
   stream_ = wrap_native != nullptr ? backend_->wrap_stream(config, wrap_native)
                                    : backend_->create_stream(config);
@@ -110,6 +125,7 @@ ContextImpl::~ContextImpl() {
   } catch (const std::exception& e) {
     lost = e.what();
   }
+  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     lost = WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load()).what();
   }
@@ -219,6 +235,7 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
     if (event->failures && event->failures->may_fail()) failures_->set_may_fail();
     s.wait(event, op);
     issued = true;
+    if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_wait(*this, op.seq, *event);
     if (it != clock_.end()) {
       it->second = event->seq;
     } else if (event->timeline != 0) {
@@ -243,6 +260,7 @@ void ContextImpl::note_completed(std::uint64_t seq) noexcept {
 }
 
 void ContextImpl::throw_failure() {
+  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
   }
@@ -400,6 +418,10 @@ int Context::priority() const noexcept {
 }
 const std::string& Context::name() const noexcept {
   return impl_->name();
+}
+
+std::uint64_t Context::id() const noexcept {
+  return impl_->timeline();
 }
 void* Context::native_handle() const noexcept {
   return impl_->stream().native_handle();

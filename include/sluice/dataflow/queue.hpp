@@ -4,7 +4,6 @@
 /// queues").
 
 #include <cstddef>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -59,15 +58,6 @@ struct DeviceQuery {
 };
 [[nodiscard]] const DeviceQuery& device_query(const Device& d);
 
-/// The events of `deps`: one, or a list (queue shortcuts' `depends_on`).
-struct Deps {
-  const Event* first = nullptr;
-  std::size_t count = 0;
-  Deps(const Event& e) noexcept : first(&e), count(1) {}  // NOLINT: converting by design
-  Deps(const std::vector<Event>& v) noexcept : first(v.data()), count(v.size()) {}  // NOLINT
-  /// `{e1, e2}` at the call: the list lives until the call returns.
-  Deps(std::initializer_list<Event> l) noexcept : first(l.begin()), count(l.size()) {}  // NOLINT
-};
 /// `r` with the line of the call that names it (a converting constructor's default argument is
 /// evaluated where the conversion happens), so the variadic shortcuts keep the caller's line.
 template <class R>
@@ -77,9 +67,6 @@ struct Located {
   Located(R r, std::source_location l = std::source_location::current())  // NOLINT
       : value(r), loc(l) {}
 };
-template <class T>
-inline constexpr bool is_deps_v = std::is_same_v<std::remove_cvref_t<T>, Event> ||
-                                  std::is_same_v<std::remove_cvref_t<T>, std::vector<Event>>;
 }  // namespace detail
 
 template <class Param>
@@ -186,75 +173,75 @@ class Queue {
     return submit([&](Handler& h) { h.single_task(std::move(f), loc); }, loc);
   }
   template <class F>
-  Event single_task(detail::Deps deps, F f,
+  Event single_task(const Event& dep, F f,
                     std::source_location loc = std::source_location::current()) {
-    return submit(
-        [&](Handler& h) {
-          after(h, deps, loc);
-          h.single_task(std::move(f), loc);
-        },
-        loc);
+    return single_task_after(std::span(&dep, 1), std::move(f), loc);
+  }
+  template <class F>
+  Event single_task(const std::vector<Event>& deps, F f,
+                    std::source_location loc = std::source_location::current()) {
+    return single_task_after(deps, std::move(f), loc);
   }
 
-  /// Copies `bytes` from `src` to `dest` (USM or host memory), optionally after `deps`.
+  // Commands as command groups of their own; each also after one event or a list of them.
+
+  /// Copies `bytes` from `src` to `dest` (USM or host memory).
   Event memcpy(void* dest, const void* src, std::size_t bytes,
                std::source_location loc = std::source_location::current()) {
-    return submit([&](Handler& h) { h.memcpy(dest, src, bytes, loc); }, loc);
+    return memcpy_after({}, dest, src, bytes, loc);
   }
-  Event memcpy(void* dest, const void* src, std::size_t bytes, detail::Deps deps,
+  Event memcpy(void* dest, const void* src, std::size_t bytes, const Event& dep,
                std::source_location loc = std::source_location::current()) {
-    return submit(
-        [&](Handler& h) {
-          after(h, deps, loc);
-          h.memcpy(dest, src, bytes, loc);
-        },
-        loc);
+    return memcpy_after(std::span(&dep, 1), dest, src, bytes, loc);
   }
-  /// Copies `count` elements from `src` to `dest`, optionally after `deps`.
+  Event memcpy(void* dest, const void* src, std::size_t bytes, const std::vector<Event>& deps,
+               std::source_location loc = std::source_location::current()) {
+    return memcpy_after(deps, dest, src, bytes, loc);
+  }
+  /// Copies `count` elements from `src` to `dest`.
   template <class T>
   Event copy(const T* src, T* dest, std::size_t count,
              std::source_location loc = std::source_location::current()) {
-    return submit([&](Handler& h) { h.copy(src, dest, count, loc); }, loc);
+    return memcpy_after({}, dest, src, count * sizeof(T), loc);
   }
   template <class T>
-  Event copy(const T* src, T* dest, std::size_t count, detail::Deps deps,
+  Event copy(const T* src, T* dest, std::size_t count, const Event& dep,
              std::source_location loc = std::source_location::current()) {
-    return submit(
-        [&](Handler& h) {
-          after(h, deps, loc);
-          h.copy(src, dest, count, loc);
-        },
-        loc);
+    return memcpy_after(std::span(&dep, 1), dest, src, count * sizeof(T), loc);
   }
-  /// Sets `bytes` bytes at `ptr` to `value`, optionally after `deps`.
+  template <class T>
+  Event copy(const T* src, T* dest, std::size_t count, const std::vector<Event>& deps,
+             std::source_location loc = std::source_location::current()) {
+    return memcpy_after(deps, dest, src, count * sizeof(T), loc);
+  }
+  /// Sets `bytes` bytes at `ptr` to `value`.
   Event memset(void* ptr, int value, std::size_t bytes,
                std::source_location loc = std::source_location::current()) {
-    return submit([&](Handler& h) { h.memset(ptr, value, bytes, loc); }, loc);
+    return memset_after({}, ptr, value, bytes, loc);
   }
-  Event memset(void* ptr, int value, std::size_t bytes, detail::Deps deps,
+  Event memset(void* ptr, int value, std::size_t bytes, const Event& dep,
                std::source_location loc = std::source_location::current()) {
-    return submit(
-        [&](Handler& h) {
-          after(h, deps, loc);
-          h.memset(ptr, value, bytes, loc);
-        },
-        loc);
+    return memset_after(std::span(&dep, 1), ptr, value, bytes, loc);
   }
-  /// Sets `count` elements at `ptr` to `pattern`, optionally after `deps`.
+  Event memset(void* ptr, int value, std::size_t bytes, const std::vector<Event>& deps,
+               std::source_location loc = std::source_location::current()) {
+    return memset_after(deps, ptr, value, bytes, loc);
+  }
+  /// Sets `count` elements at `ptr` to `pattern`.
   template <class T>
   Event fill(void* ptr, const T& pattern, std::size_t count,
              std::source_location loc = std::source_location::current()) {
-    return submit([&](Handler& h) { h.fill(ptr, pattern, count, loc); }, loc);
+    return fill_after({}, ptr, pattern, count, loc);
   }
   template <class T>
-  Event fill(void* ptr, const T& pattern, std::size_t count, detail::Deps deps,
+  Event fill(void* ptr, const T& pattern, std::size_t count, const Event& dep,
              std::source_location loc = std::source_location::current()) {
-    return submit(
-        [&](Handler& h) {
-          after(h, deps, loc);
-          h.fill(ptr, pattern, count, loc);
-        },
-        loc);
+    return fill_after(std::span(&dep, 1), ptr, pattern, count, loc);
+  }
+  template <class T>
+  Event fill(void* ptr, const T& pattern, std::size_t count, const std::vector<Event>& deps,
+             std::source_location loc = std::source_location::current()) {
+    return fill_after(deps, ptr, pattern, count, loc);
   }
 
   /// Blocks until every command group submitted so far completed; throws WorkFailed (once) for
@@ -282,15 +269,55 @@ class Queue {
   }
 
  private:
-  static void after(Handler& h, const detail::Deps& deps, std::source_location loc) {
-    for (std::size_t i = 0; i < deps.count; ++i) h.depends_on(deps.first[i], loc);
+  static void after(Handler& h, std::span<const Event> deps, std::source_location loc) {
+    for (const Event& e : deps) h.depends_on(e, loc);
+  }
+  template <class F>
+  Event single_task_after(std::span<const Event> deps, F f, std::source_location loc) {
+    return submit(
+        [&](Handler& h) {
+          after(h, deps, loc);
+          h.single_task(std::move(f), loc);
+        },
+        loc);
+  }
+  Event memcpy_after(std::span<const Event> deps, void* dest, const void* src, std::size_t bytes,
+                     std::source_location loc) {
+    return submit(
+        [&](Handler& h) {
+          after(h, deps, loc);
+          h.memcpy(dest, src, bytes, loc);
+        },
+        loc);
+  }
+  Event memset_after(std::span<const Event> deps, void* ptr, int value, std::size_t bytes,
+                     std::source_location loc) {
+    return submit(
+        [&](Handler& h) {
+          after(h, deps, loc);
+          h.memset(ptr, value, bytes, loc);
+        },
+        loc);
+  }
+  template <class T>
+  Event fill_after(std::span<const Event> deps, void* ptr, const T& pattern, std::size_t count,
+                   std::source_location loc) {
+    return submit(
+        [&](Handler& h) {
+          after(h, deps, loc);
+          h.fill(ptr, pattern, count, loc);
+        },
+        loc);
   }
   template <class R, class First, class... Rest>
   Event shortcut(R r, std::source_location loc, First&& first, Rest&&... rest) {
     return submit(
         [&](Handler& h) {
-          if constexpr (detail::is_deps_v<First>) {
-            after(h, detail::Deps(first), loc);
+          if constexpr (std::is_same_v<std::remove_cvref_t<First>, Event>) {
+            after(h, std::span(&first, 1), loc);
+            h.parallel_for(r, std::forward<Rest>(rest)..., loc);
+          } else if constexpr (std::is_same_v<std::remove_cvref_t<First>, std::vector<Event>>) {
+            after(h, first, loc);
             h.parallel_for(r, std::forward<Rest>(rest)..., loc);
           } else {
             h.parallel_for(r, std::forward<First>(first), std::forward<Rest>(rest)..., loc);

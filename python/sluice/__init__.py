@@ -61,6 +61,7 @@ from ._sluice import (  # noqa: F401  (re-exported)
     empty,
     eval,
     exp,
+    fill,
     from_cuda_array_interface,
     from_dlpack,
     graph_stats,

@@ -1073,13 +1073,42 @@ void bind_arrays(py::module_& m) {
         const auto loc = caller();
         auto d = as_array(dst, ctx, loc);
         d->check_live(loc);
-        Context c = ctx ? *ctx : copy_context(*d, *d, ctx);
+        if (d->readonly) throw Error(Errc::invalid_argument, "memset: the array is read-only", loc);
+        Context c = copy_context(*d, *d, ctx);
         nogil([&] {
           sluice::memset(c, std::span(static_cast<std::byte*>(d->data), d->nbytes), value, loc);
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
         });
       },
       py::arg("dst"), py::arg("value"), py::arg("ctx") = py::none(),
-      "Sets every byte of `dst` to `value`, asynchronously.");
+      "Sets every byte of `dst` to `value`, asynchronously on `ctx` (the rules of sluice.copy: "
+      "another library's pageable memory is set before this returns).");
+  m.def(
+      "fill",
+      [](const py::object& dst, const py::object& value, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        auto d = as_array(dst, ctx, loc);
+        d->check_live(loc);
+        if (d->readonly) throw Error(Errc::invalid_argument, "fill: the array is read-only", loc);
+        // The element's bytes, as NumPy converts the value to the dtype.
+        auto np = py::module_::import("numpy");
+        const std::string pattern = np.attr("array")(value, py::arg("dtype") = d->dtype.name())
+                                        .attr("tobytes")()
+                                        .cast<std::string>();
+        Context c = copy_context(*d, *d, ctx);
+        nogil([&] {
+          detail::fill_bytes(c, d->data, pattern.data(), d->dtype.itemsize(), d->size(), loc);
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
+        });
+      },
+      py::arg("dst"), py::arg("value"), py::arg("ctx") = py::none(),
+      "Sets every element of `dst` to `value` (converted to its dtype), asynchronously on `ctx` "
+      "(the rules of sluice.copy: another library's pageable memory is filled before this "
+      "returns).");
   m.def(
       "empty",
       [](const py::object& shape, const py::object& dtype, const std::optional<Context>& ctx) {

@@ -122,15 +122,15 @@ void init_location(const py::module_& m);
 
 // ---- the current context ------------------------------------------------------------------------
 
-/// The innermost context entered with `with ctx:` on this thread, else the default context of the
-/// default device (an async context the module owns).
+/// The current context of this thread (sluice::current_context(): the innermost `with ctx:` of
+/// the current device, else that device's default context).
 [[nodiscard]] Context current_context();
 /// `ctx` if given, else the current context.
 [[nodiscard]] inline Context context_or_current(const std::optional<Context>& ctx) {
   return ctx ? *ctx : current_context();
 }
 /// A Context for Python: its last handle is dropped with the GIL released (the destructor waits
-/// for the context's work, which may include Python host tasks), and it is drained at exit.
+/// for the context's work, which may include Python host tasks).
 [[nodiscard]] std::shared_ptr<Context> share(Context ctx);
 /// Deletes with the GIL released: for objects whose destructor may wait for queued work.
 struct NogilDelete {
@@ -139,9 +139,11 @@ struct NogilDelete {
     nogil([p] { delete p; });
   }
 };
-/// The module's default context of `device` (async, created on first use, never destroyed).
+/// The current context of `device` on this thread: its innermost scope, else sluice's default
+/// context of that device (async, one per device and process, never destroyed).
 [[nodiscard]] Context default_context(const Device& device);
-void push_context(const Context& ctx);
+/// `with ctx:` / `ctx.scope()`: a C++ ScopedContext on this thread, and its end.
+void push_context(const Context& ctx, bool sync_enter, bool sync_exit, std::source_location loc);
 void pop_context();
 
 /// Converts what Python users write for a device: a Device, "cuda:0", "host", or None.

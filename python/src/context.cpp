@@ -3,9 +3,8 @@
 
 #include <pybind11/functional.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdio>
-#include <map>
 #include <mutex>
 
 #include "common.hpp"
@@ -17,8 +16,6 @@ namespace sluice::python {
 // ---- Python objects held by C++ work ------------------------------------------------------------
 
 namespace {
-std::atomic<bool> g_exiting{false};
-
 bool interpreter_finalizing() noexcept {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing() != 0;
@@ -69,82 +66,96 @@ std::string format_python_error(py::error_already_set& e) {
   }
 }
 
-// ---- contexts the module made, and the current context ------------------------------------------
+// ---- the current context ----------------------------------------------------------------------
 
 namespace {
-struct Registry {
+// The scopes `with ctx:` and `ctx.scope()` opened on this thread, innermost last: C++
+// ScopedContexts (sluice/context.hpp), so that C++ code called from here sees the same current
+// context. A `with` block ends on the thread that began it, in reverse order.
+thread_local std::vector<std::unique_ptr<ScopedContext>> t_scopes;
+
+// The contexts Python holds, so that a failure nobody waited for is reported at exit under the
+// context's name (synchronize(device) below would report only the first, unnamed).
+struct Held {
   std::mutex mutex;
   std::vector<std::weak_ptr<Context>> contexts;
-  std::map<std::string, Context*> defaults;  // never destroyed (see default_context)
 };
-Registry& registry() {
-  static auto* r = new Registry;
-  return *r;
+Held& held() {
+  static auto* h = new Held;  // never destroyed: handles may be dropped during shutdown
+  return *h;
 }
 
-thread_local std::vector<Context> t_current;
-
-// Waits for everything issued on the contexts Python made, so that no Python host task runs
-// while the interpreter shuts down; failures nobody waited for are written to stderr, as the
-// C++ library does for a destroyed context.
+// Waits for everything issued, so that no Python host task runs while the interpreter shuts
+// down: first the contexts Python holds, then every context of every device (defaults, wrapped
+// streams, contexts whose handles are gone). Failures nobody waited for are written to stderr, as
+// the C++ library does for a destroyed context.
 void drain_at_exit() {
   std::vector<std::shared_ptr<Context>> live;
-  std::vector<Context> defaults;
   {
-    auto& r = registry();
-    std::lock_guard lock(r.mutex);
-    for (auto& w : r.contexts) {
-      if (auto c = w.lock()) live.push_back(std::move(c));
+    auto& h = held();
+    std::lock_guard lock(h.mutex);
+    for (auto& w : h.contexts) {
+      auto c = w.lock();
+      if (c && std::none_of(live.begin(), live.end(), [&](const auto& l) { return *l == *c; })) {
+        live.push_back(std::move(c));
+      }
     }
-    for (auto& [name, c] : r.defaults) defaults.push_back(*c);
   }
-  auto drain = [](const Context& c) {
-    try {
-      c.synchronize();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "sluice: context '%s' had an unreported failure at exit: %s\n",
-                   c.name().c_str(), e.what());
-    }
-  };
   nogil([&] {
-    for (auto& c : live) drain(*c);
-    for (auto& c : defaults) drain(c);
+    for (auto& c : live) {
+      try {
+        c->synchronize();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "sluice: context '%s' had an unreported failure at exit: %s\n",
+                     c->name().c_str(), e.what());
+      }
+    }
+    for (const auto& info : devices()) {
+      try {
+        synchronize(info.device);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "sluice: unreported failure on %s at exit: %s\n",
+                     info.device.to_string().c_str(), e.what());
+      }
+    }
   });
-  g_exiting = true;
 }
 }  // namespace
 
 std::shared_ptr<Context> share(Context ctx) {
   std::shared_ptr<Context> p(new Context(std::move(ctx)), NogilDelete{});
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  if (r.contexts.size() > 64 && r.contexts.size() % 64 == 0) {
-    std::erase_if(r.contexts, [](const auto& w) { return w.expired(); });
+  auto& h = held();
+  std::lock_guard lock(h.mutex);
+  if (h.contexts.size() >= 64 && h.contexts.size() % 64 == 0) {
+    std::erase_if(h.contexts, [](const auto& w) { return w.expired(); });
   }
-  r.contexts.push_back(p);
+  h.contexts.push_back(p);
   return p;
 }
 
 Context default_context(const Device& device) {
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  auto& slot = r.defaults[device.to_string()];
-  // Never destroyed: Python objects and queued work may refer to it until the process ends.
-  if (slot == nullptr) {
-    slot = new Context(ContextOptions{.device = device, .name = "default:" + device.to_string()});
-  }
-  return *slot;
+  // The current context of `device` on this thread: its innermost scope, else its default.
+  ScopedDevice on(device);
+  return sluice::current_context();
 }
 
 Context current_context() {
-  if (!t_current.empty()) return t_current.back();
-  return default_context(default_device());
+  return sluice::current_context();
 }
-void push_context(const Context& ctx) {
-  t_current.push_back(ctx);
+
+void push_context(const Context& ctx, bool sync_enter, bool sync_exit, std::source_location loc) {
+  auto scope = nogil([&] {
+    return std::make_unique<ScopedContext>(
+        ctx, ScopeOptions{.sync_enter = sync_enter, .sync_exit = sync_exit}, loc);
+  });
+  t_scopes.push_back(std::move(scope));
 }
+
 void pop_context() {
-  if (!t_current.empty()) t_current.pop_back();
+  if (t_scopes.empty()) return;
+  auto scope = std::move(t_scopes.back());
+  t_scopes.pop_back();
+  nogil([&] { scope.reset(); });
 }
 
 std::optional<Device> to_device(const py::object& o) {
@@ -170,9 +181,8 @@ StreamKind parse_kind(const std::string& kind) {
 /// `with ctx.scope(sync_enter=..., sync_exit=...)`: Warp's ScopedStream.
 struct Scope {
   Context ctx;
-  bool sync_enter = false;
+  bool sync_enter = true;
   bool sync_exit = false;
-  std::optional<Context> previous;
 };
 
 void bind_device(py::module_& m) {
@@ -388,19 +398,21 @@ void bind_contexts(py::module_& m) {
       .def(
           "__enter__",
           [](const std::shared_ptr<Context>& c) {
-            push_context(*c);
+            push_context(*c, true, false, caller());
             return c;
           },
-          "Makes this the current context of this thread until the `with` block ends.")
+          "Makes this the current context of its device on this thread until the `with` block "
+          "ends (C++'s ScopedContext with its defaults: on entering, it waits, on the device, for "
+          "the work issued so far on the context it replaces).")
       .def("__exit__", [](const Context&, const py::args&) { pop_context(); })
       .def(
           "scope",
           [](const Context& c, bool sync_enter, bool sync_exit) {
-            return Scope{c, sync_enter, sync_exit, std::nullopt};
+            return Scope{c, sync_enter, sync_exit};
           },
           py::arg("sync_enter") = true, py::arg("sync_exit") = false,
-          "Warp's ScopedStream: `with ctx.scope():` makes ctx current, and on entry makes it "
-          "wait for the previous current context (sync_enter); on exit the previous one waits "
+          "Warp's ScopedStream: `with ctx.scope():` makes ctx current; on entry it waits for the "
+          "previous current context of its device (sync_enter); on exit the previous one waits "
           "for it (sync_exit).")
       .def("__eq__", [](const Context& a, const Context& b) { return a == b; })
       .def("__hash__", [](const Context& c) { return reinterpret_cast<std::uintptr_t>(&c.impl()); })
@@ -412,26 +424,15 @@ void bind_contexts(py::module_& m) {
   py::class_<Scope>(m, "ContextScope", "What Context.scope returns: a `with` block.")
       .def("__enter__",
            [](Scope& s) {
-             s.previous = current_context();
-             if (s.sync_enter && !(*s.previous == s.ctx)) {
-               const auto loc = caller();
-               nogil([&] { s.ctx.wait_for(*s.previous, loc); });
-             }
-             push_context(s.ctx);
+             push_context(s.ctx, s.sync_enter, s.sync_exit, caller());
              return share(s.ctx);
            })
-      .def("__exit__", [](Scope& s, const py::args&) {
-        pop_context();
-        if (s.sync_exit && s.previous && !(*s.previous == s.ctx)) {
-          const auto loc = caller();
-          nogil([&] { s.previous->wait_for(s.ctx, loc); });
-        }
-      });
+      .def("__exit__", [](Scope&, const py::args&) { pop_context(); });
 
   m.def(
       "current_context", [] { return share(current_context()); },
-      "The innermost context entered with `with ctx:` on this thread, else the default "
-      "context of the default device.");
+      "The current context of this thread: the innermost `with ctx:` of the current device, "
+      "else that device's default context (sluice::current_context()).");
   m.def(
       "default_context",
       [](const py::object& device) {
@@ -439,7 +440,8 @@ void bind_contexts(py::module_& m) {
         return share(default_context(d ? *d : default_device()));
       },
       py::arg("device") = py::none(),
-      "The module's default context of `device` (an async context, shared by every caller).");
+      "The current context of `device` on this thread: its innermost `with ctx:`, else sluice's "
+      "default context of that device (async; one per device and process).");
   m.def(
       "synchronize",
       [] {

@@ -41,7 +41,7 @@ struct PyAccessor {
   void* ptr = nullptr;
   std::size_t count = 0;  // elements
   DType dtype;
-  df::AccessMode mode = df::AccessMode::read_write;
+  Access mode = Access::read_write;
   std::vector<std::int64_t> shape;  // the buffer's shape for a whole-buffer access, else {count}
 };
 
@@ -62,17 +62,22 @@ struct PyHandler {
 
 struct HostAccess {
   std::shared_ptr<PyBuffer> buffer;
-  df::AccessMode mode = df::AccessMode::read_write;
+  Access mode = Access::read_write;
   bool begun = false;
 };
 
-df::AccessMode parse_mode(const std::string& m) {
-  if (m == "read") return df::AccessMode::read;
-  if (m == "write") return df::AccessMode::write;
-  if (m == "read_write") return df::AccessMode::read_write;
-  if (m == "discard_write") return df::AccessMode::discard_write;
-  throw Error(Errc::invalid_argument,
-              "access mode '" + m + "': use read, write, read_write or discard_write", caller());
+// SYCL 2020's modes (sluice::Access); its no_init property replaced SYCL 1.2's discard_write.
+Access parse_mode(const std::string& m) {
+  if (m == "read") return Access::read;
+  if (m == "write") return Access::write;
+  if (m == "read_write") return Access::read_write;
+  if (m == "discard_write") {
+    throw Error(Errc::invalid_argument,
+                "access mode 'discard_write' is SYCL 1.2's: write mode='write', no_init=True",
+                caller());
+  }
+  throw Error(Errc::invalid_argument, "access mode '" + m + "': use read, write or read_write",
+              caller());
 }
 
 /// A NumPy array over an accessor's memory (valid while its command group's kernel runs).
@@ -82,7 +87,7 @@ py::object accessor_view(const PyAccessor& a) {
   py::object mv = py::reinterpret_steal<py::object>(
       PyMemoryView_FromMemory(a.count ? static_cast<char*>(a.ptr) : &dummy,
                               static_cast<Py_ssize_t>(a.count * a.dtype.itemsize()),
-                              a.mode == df::AccessMode::read ? PyBUF_READ : PyBUF_WRITE));
+                              a.mode == Access::read ? PyBUF_READ : PyBUF_WRITE));
   py::tuple shape(a.shape.size());
   for (std::size_t i = 0; i < a.shape.size(); ++i) shape[i] = a.shape[i];
   return np.attr("frombuffer")(mv, py::arg("dtype") = a.dtype.name()).attr("reshape")(shape);
@@ -428,9 +433,15 @@ void bind_dataflow(py::module_& parent) {
       .def(
           "access",
           [](PyBuffer& b, PyHandler& ph, const std::string& mode, std::optional<std::size_t> count,
-             std::size_t offset) {
+             std::size_t offset, bool no_init) {
             const auto loc = caller();
-            const df::AccessMode m = parse_mode(mode);
+            const Access m = parse_mode(mode);
+            if (no_init && m == Access::read) {
+              throw Error(Errc::invalid_argument,
+                          "dataflow access: no_init with mode 'read' (there is nothing to read); "
+                          "use mode 'write' or 'read_write'",
+                          loc);
+            }
             const std::size_t item = b.dtype.itemsize();
             const std::size_t n = count ? *count : b.elements() - std::min(offset, b.elements());
             if (offset + n > b.elements()) {
@@ -452,29 +463,33 @@ void bind_dataflow(py::module_& parent) {
               const df::range<1> r(n * item);
               const df::id<1> off(offset * item);
               switch (m) {
-                case df::AccessMode::read:
+                case Access::read:
                   a.ptr = const_cast<std::byte*>(
-                      b.buffer->get_access<df::AccessMode::read>(h, r, off, loc).get_pointer());
+                      b.buffer->get_access<Access::read>(h, r, off, loc).get_pointer());
                   break;
-                case df::AccessMode::write:
-                  a.ptr = b.buffer->get_access<df::AccessMode::write>(h, r, off, loc).get_pointer();
+                case Access::write:
+                  a.ptr = no_init
+                              ? b.buffer->get_access<Access::write>(h, r, off, df::no_init, loc)
+                                    .get_pointer()
+                              : b.buffer->get_access<Access::write>(h, r, off, loc).get_pointer();
                   break;
-                case df::AccessMode::read_write:
-                  a.ptr = b.buffer->get_access<df::AccessMode::read_write>(h, r, off, loc)
-                              .get_pointer();
-                  break;
-                case df::AccessMode::discard_write:
-                  a.ptr = b.buffer->get_access<df::AccessMode::discard_write>(h, r, off, loc)
-                              .get_pointer();
+                case Access::read_write:
+                  a.ptr =
+                      no_init
+                          ? b.buffer->get_access<Access::read_write>(h, r, off, df::no_init, loc)
+                                .get_pointer()
+                          : b.buffer->get_access<Access::read_write>(h, r, off, loc).get_pointer();
                   break;
               }
             });
             return a;
           },
           py::arg("handler"), py::arg("mode") = "read_write", py::arg("count") = py::none(),
-          py::arg("offset") = 0,
+          py::arg("offset") = 0, py::arg("no_init") = false,
           "Accesses the buffer (or `count` elements from `offset`, in flat C order) in the "
-          "command group of `handler`: read, write, read_write or discard_write.")
+          "command group of `handler`: mode read, write or read_write (sluice.Access, SYCL "
+          "2020's access_mode); no_init=True (write modes) overwrites it without copying its "
+          "previous contents in (SYCL 2020's no_init).")
       .def(
           "host_access",
           [](const std::shared_ptr<PyBuffer>& b, const std::string& mode) {

@@ -2,6 +2,7 @@
 shapes, imports and their release, copies, memset, tracked host tasks."""
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -93,6 +94,43 @@ def test_pinned_buffers_and_memset(backend):
     d = sluice.array(np.arange(6, dtype=np.int32).reshape(2, 3), ctx=c)
     sluice.copy(p, d, ctx=c)
     np.testing.assert_array_equal(p.numpy(), np.arange(6).reshape(2, 3))
+
+
+def test_fill_converts_the_value_to_each_dtype(backend):
+    dev = sluice.Device(backend, 0)
+    c = sluice.Context(dev)
+    for dtype, value in (("float32", 2.5), ("int16", -3), ("uint8", 200), ("complex64", 1 - 2j),
+                         ("bool", True), ("float64", np.float64(0.1))):
+        x = sluice.empty((3, 5), dtype, ctx=c)
+        sluice.fill(x, value, ctx=c)
+        np.testing.assert_array_equal(x.numpy(), np.full((3, 5), value, dtype=dtype))
+    # without ctx: the current context; another library's host memory is filled on return
+    host = np.zeros(7, np.int32)
+    with c:
+        sluice.fill(host, 9)
+    np.testing.assert_array_equal(host, np.full(7, 9, np.int32))
+    sluice.memset(host, 0)
+    np.testing.assert_array_equal(host, np.zeros(7, np.int32))
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(sluice.Error, match="read-only"):
+        sluice.fill(ro, 1.0)
+    with pytest.raises(sluice.Error, match="read-only"):
+        sluice.memset(ro, 0)
+
+
+def test_fill_is_ordered_after_readers_on_other_contexts(backend):
+    dev = sluice.Device(backend, 0)
+    a, b = sluice.Context(dev, name="a"), sluice.Context(dev, name="b")
+    x = sluice.array(np.arange(1000.0), ctx=a)
+    out = sluice.empty(1000, ctx=a)
+    gate = threading.Event()
+    a.host_task(lambda: gate.wait(10))
+    sluice.copy(out, x, ctx=a)   # reads x after the gate
+    sluice.fill(x, -1.0, ctx=b)  # must wait for that read
+    gate.set()
+    np.testing.assert_array_equal(out.numpy(), np.arange(1000.0))
+    np.testing.assert_array_equal(x.numpy(), np.full(1000, -1.0))
 
 
 def test_device_arrays_on_each_backend(backend):

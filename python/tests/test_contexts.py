@@ -103,6 +103,30 @@ def test_scope_sync_enter_orders_after_the_previous(device):
     assert order == [1, 2]
 
 
+def test_scope_sync_exit_orders_the_previous_after_it(device):
+    outer = sluice.Context(device, name="outer")
+    side = sluice.Context(device, name="side")
+    gate = threading.Event()
+    order = []
+    with outer:
+        with side.scope(sync_enter=False, sync_exit=True):
+            sluice.host_task(lambda: (gate.wait(10), order.append("side")))
+        assert sluice.current_context() == outer
+        sluice.host_task(lambda: order.append("outer"))
+    gate.set()
+    outer.synchronize()
+    assert order == ["side", "outer"]
+
+
+def test_default_context_is_the_device_current_one(device):
+    dflt = sluice.default_context(device)
+    assert dflt == sluice.default_context(device)  # one per device and process
+    c = sluice.Context(device, name="scoped")
+    with c:
+        assert sluice.default_context(device) == c
+    assert sluice.default_context(device) == dflt
+
+
 def test_events_and_timers(ctx):
     e = sluice.Event()
     assert not e.recorded and e.query()

@@ -80,8 +80,8 @@ def test_dataflow_y_pattern(backend):
             out[:] = value
         return kernel
 
-    q.submit(lambda h: h.single_task(writer(1.0), bufs["A"].access(h, "discard_write")))
-    q.submit(lambda h: h.single_task(writer(2.0), bufs["B"].access(h, "discard_write")))
+    q.submit(lambda h: h.single_task(writer(1.0), bufs["A"].access(h, "write", no_init=True)))
+    q.submit(lambda h: h.single_task(writer(2.0), bufs["B"].access(h, "write", no_init=True)))
 
     def c(h):
         def kernel(a, b):
@@ -126,6 +126,27 @@ def test_buffer_write_back_and_ranges():
     with pytest.raises(sluice.Error, match="outside"):
         b2 = df.Buffer(np.zeros(4))
         q.submit(lambda h: b2.access(h, "read", count=5))
+
+
+def test_no_init_and_the_sycl_1_2_mode_it_replaced():
+    q = df.Queue("host")
+    b = df.Buffer(np.arange(6.0))
+
+    def overwrite(h):
+        h.single_task(lambda a: a.__setitem__(slice(0, 2), -1.0),
+                      b.access(h, "read_write", count=4, offset=2, no_init=True))
+
+    q.submit(overwrite).wait()
+    with b.host_access("read") as a:
+        # a partial range keeps what lies outside it; inside, only what the kernel wrote is known
+        np.testing.assert_array_equal(a[:2], [0.0, 1.0])
+        np.testing.assert_array_equal(a[2:4], [-1.0, -1.0])
+    with pytest.raises(sluice.Error, match="no_init=True"):
+        q.submit(lambda h: b.access(h, "discard_write"))
+    with pytest.raises(sluice.Error, match="nothing to read"):
+        q.submit(lambda h: b.access(h, "read", no_init=True))
+    with pytest.raises(sluice.Error, match="read, write or read_write"):
+        q.submit(lambda h: b.access(h, "readwrite"))
 
 
 def test_host_accessor_holds_device_work_back():

@@ -125,12 +125,6 @@ def main():
             print(f"{stencil} {n:>5} {mode:<6} python {row['python_min_s'] * 1e3:8.3f} ms "
                   f"C++ {row['cpp_min_s'] * 1e3:8.3f} ms  overhead min {row['overhead_min'] * 100:+6.1f} % "
                   f"median {row['overhead_median'] * 100:+6.1f} %", flush=True)
-    peer_rows, peer_errors = ([], ["skipped (--no-peers)"]) if args.no_peers else peers(
-        problems, args.iterations, args.repeat)
-    for p in peer_rows:
-        print(f"{p['impl']:<8} {p['stencil']} {p['grid']}  min {p['min_s'] * 1e3:8.3f} ms", flush=True)
-    for e in peer_errors:
-        print("peer:", e)
     out = {
         "schema": "sluice-bench-python-cg/1",
         "device": args.device,
@@ -139,11 +133,23 @@ def main():
         "repeat": args.repeat,
         "goal_overhead": 0.05,
         "results": rows,
-        "peers": peer_rows,
-        "peer_errors": peer_errors,
+        "peers": [],
+        "peer_errors": ["not run (the run ended before the peers finished)"],
     }
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1)
+
+    def write():
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+    write()  # sluice's figures are kept even if the peers' run is cut short
+    peer_rows, peer_errors = ([], ["skipped (--no-peers)"]) if args.no_peers else peers(
+        problems, args.iterations, args.repeat)
+    for p in peer_rows:
+        print(f"{p['impl']:<8} {p['stencil']} {p['grid']}  min {p['min_s'] * 1e3:8.3f} ms", flush=True)
+    for e in peer_errors:
+        print("peer:", e)
+    out["peers"], out["peer_errors"] = peer_rows, peer_errors
+    write()
     worst = max((r["overhead_median"] for r in rows if r["mode"] != "sync"), default=0.0)
     print(f"largest median overhead of Python over C++ (async, graph): {worst * 100:+.1f} % (goal 5 %)")
     return 0

@@ -13,6 +13,11 @@ milliseconds and then writes the buffer is in flight:
 - round trip: torch.from_dlpack(x) then sluice.from_dlpack(t): the whole hand-off and back
 - torch only: torch.from_dlpack(torch.utils.dlpack.to_dlpack(t)), torch's own cost of the protocol
 
+and beside them, where the library is installed, the same hand-off to PyTorch and back from its
+peers: CuPy (cupy.from_dlpack(torch.from_dlpack(c)), both sides' stream handshake included), Warp
+(wp.from_torch(wp.to_torch(a))) and JAX (jax.dlpack.from_dlpack(t) and torch.from_dlpack of the
+result). A peer that is missing or fails is recorded with the reason, never fatal.
+
 "No device synchronize" is checked, not assumed: the spinning kernel must still be running when
 the hand-offs are done (a synchronize anywhere would have waited for it), and the values torch
 and sluice see afterwards must be the kernel's.
@@ -20,6 +25,7 @@ and sluice see afterwards must be the kernel's.
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -44,6 +50,44 @@ def per_call_us(fn, count, rounds):
             fn()
         samples.append((time.perf_counter() - t0) / count * 1e6)
     return {"median_us": statistics.median(samples), "min_us": min(samples), "samples_us": samples}
+
+
+def peer_round_trips(torch, elements, count, rounds):
+    """The hand-off to PyTorch and back from sluice's peers (what their users pay today)."""
+    out, errors = {}, {}
+
+    def cupy_case():
+        import cupy as cp
+
+        c = cp.zeros(elements, dtype=cp.float32)
+        cp.cuda.get_current_stream().synchronize()
+        return lambda: cp.from_dlpack(torch.from_dlpack(c))
+
+    def warp_case():
+        import warp as wp
+
+        wp.init()
+        a = wp.zeros(elements, dtype=wp.float32, device="cuda:0")
+        wp.synchronize()
+        return lambda: wp.from_torch(wp.to_torch(a))
+
+    def jax_case():
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave torch its memory
+        import jax
+        import jax.dlpack
+        import jax.numpy as jnp
+
+        j = jnp.zeros(elements, dtype=jnp.float32).block_until_ready()
+        t = torch.from_dlpack(j)
+        return lambda: torch.from_dlpack(jax.dlpack.from_dlpack(t))
+
+    for name, make in (("cupy_round_trip", cupy_case), ("warp_round_trip", warp_case),
+                       ("jax_round_trip", jax_case)):
+        try:
+            out[name] = per_call_us(make(), count, rounds)
+        except Exception as e:  # a peer missing or failing is reported, never fatal
+            errors[name] = f"{type(e).__name__}: {e}"[:500]
+    return out, errors
 
 
 def main():
@@ -103,6 +147,8 @@ def main():
     seen_by_sluice = float(np.min(x.numpy())), float(np.max(x.numpy()))
     ok_values = seen_by_torch == (7.0, 7.0) and seen_by_sluice == (7.0, 7.0)
 
+    peers, peer_errors = peer_round_trips(torch, args.elements, args.count, args.rounds)
+
     sluice_side = results["export"]["median_us"] + results["import"]["median_us"]
     out = {
         "schema": "sluice-bench-python-interop/1",
@@ -110,6 +156,8 @@ def main():
         "torch": torch.__version__,
         "elements": args.elements,
         "results": results,
+        "peers": peers,
+        "peer_errors": peer_errors,
         "sluice_side_us": sluice_side,
         "goal_us": 5.0,
         "hand_offs_done_while_kernel_ran": still_running,
@@ -119,9 +167,13 @@ def main():
     }
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"{'what':<12} {'median us':>10} {'min us':>8}")
+    print(f"{'what':<16} {'median us':>6} {'min us':>8}")
     for k, v in results.items():
-        print(f"{k:<12} {v['median_us']:>10.2f} {v['min_us']:>8.2f}")
+        print(f"{k:<16} {v['median_us']:>6.2f} {v['min_us']:>8.2f}")
+    for k, v in peers.items():
+        print(f"{k:<16} {v['median_us']:>6.2f} {v['min_us']:>8.2f}")
+    for k, v in peer_errors.items():
+        print(f"{k}: not measured ({v})")
     print(f"sluice's side (export + import): {sluice_side:.2f} us per hand-off and back (goal 5 us)")
     print(f"no device synchronize: the {args.spin_ms:.0f} ms kernel was still running after "
           f"{elapsed_ms:.0f} ms of hand-offs: {still_running}; values after: {out['values_after']}")

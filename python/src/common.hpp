@@ -144,7 +144,10 @@ struct NogilDelete {
 [[nodiscard]] Context default_context(const Device& device);
 /// `with ctx:` / `ctx.scope()`: a C++ ScopedContext on this thread, and its end.
 void push_context(const Context& ctx, bool sync_enter, bool sync_exit, std::source_location loc);
-void pop_context();
+/// `with device:`: a C++ ScopedDevice on this thread.
+void push_device(const Device& device);
+/// Ends the innermost scope of this thread (a `with` block's end).
+void pop_scope();
 
 /// Converts what Python users write for a device: a Device, "cuda:0", "host", or None.
 [[nodiscard]] std::optional<Device> to_device(const py::object& o);

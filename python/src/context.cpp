@@ -69,10 +69,15 @@ std::string format_python_error(py::error_already_set& e) {
 // ---- the current context ----------------------------------------------------------------------
 
 namespace {
-// The scopes `with ctx:` and `ctx.scope()` opened on this thread, innermost last: C++
-// ScopedContexts (sluice/context.hpp), so that C++ code called from here sees the same current
-// context. A `with` block ends on the thread that began it, in reverse order.
-thread_local std::vector<std::unique_ptr<ScopedContext>> t_scopes;
+// The scopes `with ctx:`, `ctx.scope()` and `with device:` opened on this thread, innermost
+// last: C++ ScopedContexts and ScopedDevices (sluice/context.hpp), so that C++ code called from
+// here sees the same current device and context. A `with` block ends on the thread that began
+// it, in reverse order.
+struct OpenScope {
+  std::unique_ptr<ScopedContext> context;
+  std::unique_ptr<ScopedDevice> device;
+};
+thread_local std::vector<OpenScope> t_scopes;
 
 // The contexts Python holds, so that a failure nobody waited for is reported at exit under the
 // context's name (synchronize(device) below would report only the first, unnamed).
@@ -148,14 +153,22 @@ void push_context(const Context& ctx, bool sync_enter, bool sync_exit, std::sour
     return std::make_unique<ScopedContext>(
         ctx, ScopeOptions{.sync_enter = sync_enter, .sync_exit = sync_exit}, loc);
   });
-  t_scopes.push_back(std::move(scope));
+  t_scopes.push_back(OpenScope{std::move(scope), nullptr});
 }
 
-void pop_context() {
+void push_device(const Device& device) {
+  auto scope = nogil([&] { return std::make_unique<ScopedDevice>(device); });
+  t_scopes.push_back(OpenScope{nullptr, std::move(scope)});
+}
+
+void pop_scope() {
   if (t_scopes.empty()) return;
   auto scope = std::move(t_scopes.back());
   t_scopes.pop_back();
-  nogil([&] { scope.reset(); });
+  nogil([&] {
+    scope.context.reset();
+    scope.device.reset();
+  });
 }
 
 std::optional<Device> to_device(const py::object& o) {
@@ -199,7 +212,16 @@ void bind_device(py::module_& m) {
       .def("__str__", &Device::to_string)
       .def("__repr__", [](const Device& d) { return "sluice.Device('" + d.to_string() + "')"; })
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
-      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.to_string())); });
+      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.to_string())); })
+      .def(
+          "__enter__",
+          [](const Device& d) {
+            push_device(d);
+            return d;
+          },
+          "Warp's ScopedDevice: makes this the current device of this thread until the `with` "
+          "block ends (current_context() is then its current context).")
+      .def("__exit__", [](const Device&, const py::args&) { pop_scope(); });
   py::implicitly_convertible<py::str, Device>();
 
   py::class_<DeviceInfo>(m, "DeviceInfo", "What a backend says about one of its devices.")
@@ -246,6 +268,23 @@ void bind_device(py::module_& m) {
         return nogil([&] { return device_info(d ? *d : default_device()); });
       },
       py::arg("device") = py::none(), "Properties of one device (default: the default device).");
+  m.def(
+      "current_device", [] { return current_device(); },
+      "The current device of this thread: the innermost `with device:` or `with ctx:`, else "
+      "default_device().");
+  m.def(
+      "synchronize_device",
+      [](const py::object& device) {
+        const auto loc = caller();
+        auto d = to_device(device);
+        const Device dev = d ? *d : current_device();
+        nogil([&] { synchronize(dev, loc); });
+      },
+      py::arg("device") = py::none(),
+      "Blocks until the work issued so far on every context of `device` (default: the current "
+      "device) completed, as Warp's synchronize_device; raises the first unreported failure "
+      "among them as WorkFailed, after waiting for all. Streams sluice does not know are not "
+      "waited for. The GIL is released while waiting.");
   m.def(
       "default_device", [] { return default_device(); },
       "The device a context uses when none is named: $SLUICE_DEVICE if set, else the largest "
@@ -404,7 +443,7 @@ void bind_contexts(py::module_& m) {
           "Makes this the current context of its device on this thread until the `with` block "
           "ends (C++'s ScopedContext with its defaults: on entering, it waits, on the device, for "
           "the work issued so far on the context it replaces).")
-      .def("__exit__", [](const Context&, const py::args&) { pop_context(); })
+      .def("__exit__", [](const Context&, const py::args&) { pop_scope(); })
       .def(
           "scope",
           [](const Context& c, bool sync_enter, bool sync_exit) {
@@ -427,7 +466,7 @@ void bind_contexts(py::module_& m) {
              push_context(s.ctx, s.sync_enter, s.sync_exit, caller());
              return share(s.ctx);
            })
-      .def("__exit__", [](Scope&, const py::args&) { pop_context(); });
+      .def("__exit__", [](Scope&, const py::args&) { pop_scope(); });
 
   m.def(
       "current_context", [] { return share(current_context()); },

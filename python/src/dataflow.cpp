@@ -139,7 +139,7 @@ struct NativeTask {
   static void host_run(const void*, std::size_t) {
     throw Error(Errc::unsupported, "a cuda kernel cannot run on the host");
   }
-  static const char* device_launch(void* stream, const void* t, std::size_t) {
+  static const char* device_launch(void* stream, const void* t, std::size_t, void* /*scratch*/) {
     const auto& task = *static_cast<const NativeTask*>(t);
     std::vector<void*> pointers;
     for (auto off : task.offsets)

@@ -3,7 +3,8 @@
 Every semantic test runs on the host backend here, and on cuda too where a GPU is present
 (`backend` is parametrized over the backends that have devices; a missing one reports as
 skipped with the reason, never as passed). GPU-library tests (CuPy, PyTorch, JAX) skip with the
-reason when the library or a GPU is missing.
+reason when the library or a GPU is missing. SLUICE_REQUIRE_CUDA=1 (scripts/gpu-python) makes a
+missing cuda device an error instead.
 """
 
 import importlib
@@ -30,6 +31,13 @@ def _cuda_reason():
 
 
 CUDA_REASON = _cuda_reason()
+
+
+def pytest_configure(config):
+    # On the GPU machine (scripts/gpu-python) a missing cuda device is a failure, not a skip.
+    if os.environ.get("SLUICE_REQUIRE_CUDA") == "1" and CUDA_REASON is not None:
+        raise pytest.UsageError(f"SLUICE_REQUIRE_CUDA=1 but {CUDA_REASON}")
+
 requires_cuda = pytest.mark.skipif(CUDA_REASON is not None, reason=CUDA_REASON or "")
 
 

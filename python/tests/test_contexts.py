@@ -127,6 +127,35 @@ def test_default_context_is_the_device_current_one(device):
     assert sluice.default_context(device) == dflt
 
 
+def test_with_device_makes_it_current(device):
+    outside = sluice.current_device()
+    c = sluice.Context(device, name="on device")
+    with device as d:
+        assert d == device and sluice.current_device() == device
+        assert sluice.current_context() == sluice.default_context(device)
+        with c:
+            assert sluice.current_context() == c
+        assert sluice.current_context() == sluice.default_context(device)
+    assert sluice.current_device() == outside
+    with pytest.raises(sluice.Error):
+        with sluice.Device("host", 7):
+            pass
+    assert sluice.current_device() == outside
+
+
+def test_synchronize_device_waits_for_every_context_of_it(device):
+    a, b = sluice.Context(device, name="a"), sluice.Context(device, name="b")
+    done = []
+    a.host_task(lambda: (time.sleep(0.05), done.append("a")))
+    b.host_task(lambda: (time.sleep(0.05), done.append("b")))
+    sluice.synchronize_device(device)
+    assert sorted(done) == ["a", "b"]
+    b.host_task(lambda: 1 / 0, what="broken")
+    with pytest.raises(sluice.WorkFailed, match="broken"):
+        sluice.synchronize_device(device)
+    b.synchronize()  # reported once
+
+
 def test_events_and_timers(ctx):
     e = sluice.Event()
     assert not e.recorded and e.query()

@@ -56,6 +56,10 @@ class CaptureSink {
   /// An operation that cannot be captured: discards the capture and throws Error naming it.
   [[noreturn]] virtual void refuse(const ContextImpl& ctx, std::string_view what,
                                    std::source_location loc) = 0;
+  /// A host wait (`what`, at `loc`) on `event`, a point of this capture: refused as `refuse`
+  /// does, naming the context the event was recorded on.
+  [[noreturn]] virtual void refuse_host_wait(const EventImpl& event, std::string_view what,
+                                             std::source_location loc) = 0;
 };
 
 /// The end of one operation of a context, for which an event is recorded only if someone still

@@ -219,6 +219,10 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const AccessSp
 }
 
 std::shared_ptr<EventImpl> Tracker::event_for(Mark& m) {
+  if (m.event && m.event->capture_sink() == nullptr) {
+    // A point of a capture that ended before capture_ended() reached this mark: the real point.
+    if (auto real = m.event->captured_base()) m.event = std::move(real);
+  }
   auto c = m.ctx.lock();
   if (c && c->capturing()) {
     if (auto sink = c->capture(); sink && sink->active()) return sink->record_at(*c, m.seq);
@@ -284,7 +288,14 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
                      std::uint32_t node, std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
-  if (a.mode != Access::read && !obj.shared && node == 0) {
+  // An operation a capture recorded: its mark carries the capture's point, and becomes the
+  // capture's end point when the capture ends (capture_ended).
+  std::shared_ptr<CaptureSink> sink;
+  if (ctx.capturing()) {
+    sink = ctx.capture();
+    if (sink && !sink->active()) sink.reset();
+  }
+  if (a.mode != Access::read && !obj.shared && node == 0 && !sink) {
     // Fast path: a write over exactly one segment last written by this context alone, with no
     // readers: advance that mark in place (no allocation; nobody else holds it).
     auto it = obj.segments.find(lo);
@@ -295,7 +306,7 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
       return;
     }
   }
-  if (a.mode == Access::read && !obj.shared && node == 0) {
+  if (a.mode == Access::read && !obj.shared && node == 0 && !sink) {
     // Likewise for a read over exactly one segment whose only reader is this context's earlier
     // read: that mark moves forward (the latest read per timeline is all a segment keeps).
     auto it = obj.segments.find(lo);
@@ -310,7 +321,10 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
   }
   auto mark =
       std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
-  if (obj.shared) {
+  if (sink) {
+    mark->event = sink->record(ctx, loc);
+    captured_marks_[sink.get()].push_back(mark);
+  } else if (obj.shared) {
     mark->event = ctx.record(false, loc);
     ++stats_.events_recorded;
   }
@@ -514,7 +528,10 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
   if (obj.host_readers > 0 || obj.host_writers > 0) return;  // inside an accessor
   for (auto& [start, s] : obj.segments) {
     if (!s.writer || complete(*s.writer)) continue;
-    if (s.writer->event && s.writer->event->query()) continue;
+    if (auto e = s.writer->event; e && e->capture_sink() == nullptr) {
+      if (auto real = e->captured_base()) e = std::move(real);
+      if (e->query()) continue;
+    }
     std::string writer = s.writer->node != 0 && s.writer->node <= nodes_.size()
                              ? nodes_[s.writer->node - 1].label
                              : "operation #" + std::to_string(s.writer->seq);
@@ -640,6 +657,22 @@ std::shared_ptr<ContextImpl> Tracker::release_target(const std::shared_ptr<Conte
             .shared_impl();
   }
   return r;
+}
+
+void Tracker::capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
+                            const std::shared_ptr<EventImpl>& end) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = captured_marks_.find(sink);
+  if (it == captured_marks_.end()) return;
+  for (auto& weak : it->second) {
+    auto m = weak.lock();
+    if (!m) continue;
+    m->ctx = origin;
+    m->timeline = origin->timeline();
+    m->seq = end ? end->seq : 0;  // 0: complete (the host waited for the capture's streams)
+    m->event = end;
+  }
+  captured_marks_.erase(it);
 }
 
 void Tracker::set_debug(bool on) {

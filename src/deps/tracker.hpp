@@ -93,6 +93,12 @@ class Tracker {
   void retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
               const std::function<void(ContextImpl&)>& release) noexcept;
 
+  /// A capture stopped recording: the accesses recorded for its operations (which ran only if
+  /// its graph is launched) now stand for `end`, a point of `origin` after everything that work
+  /// waited for (null: the host waited for all of it). Never throws.
+  void capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
+                     const std::shared_ptr<EventImpl>& end) noexcept;
+
   void set_debug(bool on);
   [[nodiscard]] bool debug() const { return debug_.load(std::memory_order_relaxed); }
   void write_dot(std::ostream& out);
@@ -174,6 +180,8 @@ class Tracker {
   std::unordered_map<std::uint64_t, std::uint32_t> open_nodes_;        // begin -> end (debug)
   deps::Stats stats_;
   std::unordered_map<std::string, std::shared_ptr<ContextImpl>> release_contexts_;
+  // Marks of operations a capture recorded instead of running, per capture, until it ends.
+  std::unordered_map<const CaptureSink*, std::vector<std::weak_ptr<Mark>>> captured_marks_;
 };
 
 }  // namespace sluice::detail

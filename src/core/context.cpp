@@ -324,6 +324,7 @@ std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_l
   }
   auto sink = capture_;
   auto op = next_op(what, loc);
+  IssuingScope scope(this, sink.get());
   sink->record_op(*this, op, f);  // throws through the guard with the capture discarded
   return op.seq;
 }

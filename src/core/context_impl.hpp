@@ -71,6 +71,17 @@ struct DeferredPoint {
   std::shared_ptr<EventImpl> event;  // written under the context's mutex
 };
 
+class ContextImpl;
+
+/// The context whose operation the calling thread is enqueuing, and the capture recording that
+/// operation, if any (ContextImpl::issuing): how an extension's backend code finds the context's
+/// state (extension_state_slot) and keeps memory that a recording uses alive
+/// (CaptureSink::adopt). Null members outside an enqueue.
+struct Issuing {
+  ContextImpl* ctx = nullptr;
+  CaptureSink* capture = nullptr;
+};
+
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:
   ContextImpl(std::shared_ptr<Backend> backend, Device device, StreamKind kind, int priority,
@@ -117,9 +128,13 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     std::lock_guard lock(mutex_);
     for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
     auto op = next_op(what, loc);
+    IssuingScope scope(this, nullptr);
     f(*stream_, op);
     return op.seq;
   }
+
+  /// The operation the calling thread is enqueuing (inside the function given to `enqueue`).
+  [[nodiscard]] static const Issuing& issuing() noexcept { return issuing_; }
 
   /// Completes the work of a blocking context (and throws its failure); no-op when async.
   void finish_if_blocking() {
@@ -219,6 +234,21 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// Records `simple` as a node if capturing and the stream allows it; else returns 0.
   std::uint64_t enqueue_node(std::string_view what, std::source_location loc,
                              const SimpleOp& simple);
+
+  /// Sets `issuing()` for the duration of one enqueue function (nested enqueues restore it).
+  class IssuingScope {
+   public:
+    IssuingScope(ContextImpl* ctx, CaptureSink* capture) noexcept : saved_(issuing_) {
+      issuing_ = {ctx, capture};
+    }
+    IssuingScope(const IssuingScope&) = delete;
+    IssuingScope& operator=(const IssuingScope&) = delete;
+    ~IssuingScope() { issuing_ = saved_; }
+
+   private:
+    Issuing saved_;
+  };
+  static inline thread_local Issuing issuing_{};
 
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {

@@ -470,6 +470,20 @@ void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string
   refuse_if_captured(deps, what, loc);
 }
 
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId id, Access mode,
+                                                                      ByteRange range,
+                                                                      std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return out;
+  std::vector<Mark*> deps;
+  collect(it->second, {id, range, mode}, 0, deps, loc);
+  out.reserve(deps.size());
+  for (const Mark* m : deps) out.emplace_back(m->timeline, m->seq);
+  return out;
+}
+
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;

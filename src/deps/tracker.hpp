@@ -78,6 +78,10 @@ class Tracker {
   /// through the capture if the work it would wait for is being captured.
   void refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
                                     std::source_location loc);
+  /// The incomplete accesses (timeline, operation) a host access in `mode` would wait for.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pending(ObjectId id, Access mode,
+                                                               ByteRange range,
+                                                               std::source_location loc);
   /// Blocks the host for the accesses a host access in `mode` conflicts with.
   void wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc);
   /// Host accessor bookkeeping: conflicting device work is refused while one is alive.

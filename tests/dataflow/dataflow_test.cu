@@ -4,3 +4,4 @@
 
 #include "dataflow_cases.hpp"
 #include "dataflow_submit_cases.hpp"
+#include "dataflow_hold_cases.hpp"

@@ -1,8 +1,8 @@
 // Buffers: which copy of the data is current, moving it only when the side that needs it is
 // stale, and host accessors (reference 004, "Synchronization with the host").
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -84,8 +84,8 @@ namespace {
 std::vector<std::shared_ptr<Gate>> gates_holding_any(const std::vector<ObjectId>& ids) {
   std::vector<std::shared_ptr<Gate>> out;
   for (auto id : ids) {
-    for (const auto& [t, s] : Tracker::instance().pending(id, Access::write, {},
-                                                          std::source_location::current())) {
+    for (const auto& [t, s] :
+         Tracker::instance().pending(id, Access::write, {}, std::source_location::current())) {
       for (auto& g : gates_holding(t, s)) {
         if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(std::move(g));
       }
@@ -110,6 +110,11 @@ BufferState::~BufferState() {
   std::vector<std::shared_ptr<Gate>> holding;
   try {
     holding = gates_holding_any(ids);
+    // The write-back copy would be issued on the valid copy's context: held back there too?
+    for (const auto& c : copies) {
+      if (!write_back || host_valid || !initialized || !c->valid || !c->home) continue;
+      for (auto& g : gates_holding_next(c->home->impl())) holding.push_back(std::move(g));
+    }
   } catch (...) {
   }
   if (!holding.empty()) {
@@ -329,11 +334,16 @@ void* host_access_begin(BufferState& b, AccessMode mode, std::source_location lo
     b.initialized = true;
     b.host_valid = true;
   }
-  if (!b.host_valid) {
-    // Refused before the copy back is issued: the command group that wrote the data may be
-    // held back by a HostAccessor of this thread (waiting would never return).
+  if (!b.host_valid && b.initialized) {
+    // Refused before the copy back is issued: the command group that wrote the data, or the
+    // copy itself on its context, may be held back by a HostAccessor of this thread (waiting
+    // would never return).
     for (const auto& c : b.copies) {
-      if (c->valid) check_host_wait(c->id, Access::read, {}, "HostAccessor", loc);
+      if (!c->valid) continue;
+      check_host_wait(c->id, Access::read, {}, "HostAccessor", loc);
+      if (c->home && !gates_holding_next(c->home->impl()).empty()) {
+        check_gates(c->home->impl().timeline(), c->home->impl().issued() + 1, "HostAccessor", loc);
+      }
     }
   }
   b.refresh_host(loc);

@@ -152,6 +152,11 @@ std::vector<std::shared_ptr<Gate>> gates_holding(std::uint64_t timeline, std::ui
   return live;
 }
 
+std::vector<std::shared_ptr<Gate>> gates_holding_next(ContextImpl& ctx) {
+  if (registry().count.load(std::memory_order_acquire) == 0) return {};
+  return gates_holding(ctx.timeline(), ctx.issued() + 1);
+}
+
 void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view what,
                  std::source_location loc) {
   if (!gates_holding(timeline, seq).empty()) {

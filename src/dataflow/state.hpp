@@ -83,6 +83,8 @@ void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view wha
 /// The gates this thread keeps closed that hold back operation `seq` of `timeline`.
 [[nodiscard]] std::vector<std::shared_ptr<Gate>> gates_holding(std::uint64_t timeline,
                                                                std::uint64_t seq);
+/// The gates this thread keeps closed that would hold back the next operation issued on `ctx`.
+[[nodiscard]] std::vector<std::shared_ptr<Gate>> gates_holding_next(ContextImpl& ctx);
 /// Throws Error (naming `what`) if a host wait for `id` in `mode` would wait for work a
 /// HostAccessor of this thread holds back.
 void check_host_wait(ObjectId id, Access mode, ByteRange range, std::string_view what,
@@ -158,7 +160,7 @@ class SubmitState {
 
   Handler handler{*this};
   bool active = false;
-  std::uint64_t serial = 0;      // unique per command group (accessors carry it)
+  std::uint64_t serial = 0;       // unique per command group (accessors carry it)
   std::uint64_t outer_group = 0;  // the group this thread was building before (nested submits)
 
   QueueState* queue = nullptr;

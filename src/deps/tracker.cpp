@@ -480,7 +480,16 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId i
   std::vector<Mark*> deps;
   collect(it->second, {id, range, mode}, 0, deps, loc);
   out.reserve(deps.size());
-  for (const Mark* m : deps) out.emplace_back(m->timeline, m->seq);
+  for (const Mark* m : deps) {
+    // A wait uses the mark's event, or one recorded then, which covers the context's later work.
+    std::uint64_t upto = m->seq;
+    if (m->event) {
+      upto = std::max(upto, m->event->seq);
+    } else if (auto c = m->ctx.lock()) {
+      upto = std::max(upto, c->issued());
+    }
+    out.emplace_back(m->timeline, upto);
+  }
   return out;
 }
 

@@ -78,7 +78,9 @@ class Tracker {
   /// through the capture if the work it would wait for is being captured.
   void refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
                                     std::source_location loc);
-  /// The incomplete accesses (timeline, operation) a host access in `mode` would wait for.
+  /// The points (timeline, operation) a host access in `mode` would wait for: each incomplete
+  /// conflicting access, up to the end of the event a wait on it uses (one recorded at the
+  /// wait covers the context's later work too).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> pending(ObjectId id, Access mode,
                                                                ByteRange range,
                                                                std::source_location loc);

@@ -12,10 +12,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -238,8 +238,7 @@ inline void stale_accessor_and_handler_are_errors(const Device& d) {
 /// steps, and meanwhile every kind of wait. A wait either returns with the data of sequential
 /// execution or is an Error naming the HostAccessor; none hangs. Memory a const buffer was made
 /// over is never written (some lies in read-only pages), and buffers that write back do.
-inline void random_holds(const Device& d, bool in_order, unsigned seed, int* waited,
-                         int* refused) {
+inline void random_holds(const Device& d, bool in_order, unsigned seed, int* waited, int* refused) {
   constexpr int kBuffers = 5;
   constexpr std::size_t n = 128;
   constexpr int kSteps = 50;
@@ -250,8 +249,8 @@ inline void random_holds(const Device& d, bool in_order, unsigned seed, int* wai
   // 4 no host memory.
   struct Slot {
     int kind = 0;
-    std::vector<int> initial;             // the contents it was made with
-    std::vector<int> ref;                 // its contents in sequential execution
+    std::vector<int> initial;                  // the contents it was made with
+    std::vector<int> ref;                      // its contents in sequential execution
     std::unique_ptr<std::vector<int>> memory;  // the user's memory (kinds 0, 1, 3)
     std::unique_ptr<ReadOnlyInts> pages;       // kind 2
     std::optional<df::Buffer<int>> buf;
@@ -309,8 +308,8 @@ inline void random_holds(const Device& d, bool in_order, unsigned seed, int* wai
   auto expect_data = [&](const int* data, int s, int step) {
     if (!slots[s].initialized) return;
     for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(data[i], slots[s].ref[i]) << "slot " << s << " byte " << i << " step " << step
-                                          << " seed " << seed;
+      ASSERT_EQ(data[i], slots[s].ref[i])
+          << "slot " << s << " byte " << i << " step " << step << " seed " << seed;
     }
   };
   // A wait that must return or be refused: counts which, checks the error.
@@ -356,11 +355,12 @@ inline void random_holds(const Device& d, bool in_order, unsigned seed, int* wai
         events.push_back(fill(q, *slots[dst].buf, k));
         break;
       }
-      case 4: {  // hold a host accessor for a few steps (read_write ones write right away)
+      case 4:
+      case 9: {  // hold a host accessor for a few steps (read_write ones write right away)
         if (!slots[dst].initialized) break;
         auto h = std::make_unique<Held>();
         h->slot = dst;
-        h->until = step + 1 + static_cast<int>(pick(6));
+        h->until = step + 1 + static_cast<int>(pick(8));
         const bool write = pick(2) == 0;
         const bool ok = attempt([&] {
           if (write) {
@@ -468,7 +468,7 @@ TEST_P(DataflowHold, RandomProgramsWaitEveryWayWhileHolding) {
     dataflow_hold_cases::overwrite(q, b, a, 1);
     q.wait();
   }
-  for (unsigned seed = 1; seed <= 40; ++seed) {
+  for (unsigned seed = 1; seed <= 100; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     dataflow_hold_cases::random_holds(device(), seed % 4 == 0, seed, &waited, &refused);
     if (HasFatalFailure()) return;

@@ -32,8 +32,7 @@ class GraphFirstTest : public BackendTest {
 
   /// Solves A x = b in graph mode on a fresh context (its first work), then in sync mode on
   /// another fresh context, and compares the results bit for bit.
-  void check(const std::string& label, const Mat& A, const std::vector<double>& hb,
-             KspOptions o) {
+  void check(const std::string& label, const Mat& A, const std::vector<double>& hb, KspOptions o) {
     SCOPED_TRACE(label + " " + std::string(o.type == KspType::cg ? "cg" : "tfqmr") +
                  (o.fixed_iterations ? " fixed" : ""));
     const auto n = hb.size();
@@ -121,8 +120,7 @@ TEST_P(GraphFirstTest, RealMatrices) {
     if (entry.path().extension() != ".mtx") continue;
     ++files;
     auto A = Mat::read_matrix_market(setup, entry.path().string());
-    check_all_solvers(entry.path().filename().string(), A,
-                      rhs(static_cast<std::size_t>(A.rows())));
+    check_all_solvers(entry.path().filename().string(), A, rhs(static_cast<std::size_t>(A.rows())));
   }
   EXPECT_GE(files, 8) << "the matrices of " << dir.string();
 }

@@ -303,9 +303,15 @@ class Accessor {
     return base_[detail::linearize<D>(i, buffer_range_)];
   }
   /// The accessed range and its offset in the buffer.
-  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept { return range_; }
-  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept { return offset_; }
-  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept { return range_.size(); }
+  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept {
+    return range_;
+  }
+  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept {
+    return offset_;
+  }
+  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept {
+    return range_.size();
+  }
   /// The first accessed element (elements of a row are contiguous).
   [[nodiscard]] SLUICE_HD value_type* get_pointer() const noexcept {
     return base_ + detail::linearize<D>(offset_, buffer_range_);

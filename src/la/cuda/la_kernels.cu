@@ -148,8 +148,7 @@ std::size_t scratch_slot() {
 
 bool capturing(cudaStream_t st) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(st, &status) == cudaSuccess &&
-         status != cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(st, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
 }
 
 /// A graph being recorded from this operation uses `block`: the graph keeps it alive.

@@ -53,7 +53,9 @@ std::atomic<std::uint64_t> timeline_counter{0};
 int clamp_priority(Backend& backend, const Device& device, int priority) {
   auto info = device_info(device);
   (void)backend;
-  return std::clamp(priority, info.priority_lowest, info.priority_highest);
+  // Lower is more urgent: the range runs from priority_highest up to priority_lowest.
+  return std::clamp(priority, std::min(info.priority_highest, info.priority_lowest),
+                    std::max(info.priority_highest, info.priority_lowest));
 }
 
 std::shared_ptr<detail::ContextImpl> make_impl(const ContextOptions& o, void* native) {

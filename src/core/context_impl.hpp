@@ -12,20 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/access.hpp"
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
-#include "sluice/deps.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
 namespace sluice::detail {
-
-/// One access of an operation: which object, which bytes, how.
-struct AccessSpec {
-  ObjectId id = 0;
-  ByteRange range;
-  Access mode = Access::read;
-};
 
 /// Where a capturing context sends its work (src/graph/capture_state.hpp): the graph layer's
 /// hook into the context, so that the core stays below it.
@@ -71,7 +64,26 @@ struct DeferredPoint {
   std::shared_ptr<EventImpl> event;  // written under the context's mutex
 };
 
+/// Whether host tasks note the completion of the work before them (the tracker's debug mode,
+/// which checks host access against completed work, sets it).
+[[nodiscard]] bool host_tasks_note_completion() noexcept;
+void set_host_tasks_note_completion(bool on) noexcept;
+
 class ContextImpl;
+/// Observers installed (sluice/observe.hpp); enqueue_eager checks it before anything else.
+extern std::atomic<int> g_observer_count;
+/// enqueue_eager's path while observers are installed: calls them around `run(state)`.
+void observed_enqueue(ContextImpl& ctx, Stream& stream, const OpInfo& op, void (*run)(void*),
+                      void* state);
+/// A wait `ctx` issued as its operation `seq` for `waited`'s point.
+void observed_wait(const ContextImpl& ctx, std::uint64_t seq, const EventImpl& waited);
+/// A context is being destroyed (its work completed).
+void observed_destroy(std::uint64_t timeline) noexcept;
+/// Starts the trace SLUICE_TRACE names (src/core/trace.cpp).
+void trace_from_environment();
+/// The observers the environment asks for (SLUICE_TRACE, SLUICE_NVTX), installed once per
+/// process, when the first context is made.
+void observers_from_environment();
 
 /// The context whose operation the calling thread is enqueuing, and the capture recording that
 /// operation, if any (ContextImpl::issuing): how an extension's backend code finds the context's
@@ -129,7 +141,13 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
     auto op = next_op(what, loc);
     IssuingScope scope(this, nullptr);
-    f(*stream_, op);
+    if (g_observer_count.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      auto run = [&] { f(*stream_, op); };
+      observed_enqueue(
+          *this, *stream_, op, [](void* p) { (*static_cast<decltype(run)*>(p))(); }, &run);
+    } else {
+      f(*stream_, op);
+    }
     return op.seq;
   }
 
@@ -182,10 +200,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// Throws through the capture's guard if this context is capturing: `what` cannot be captured.
   void refuse_if_capturing(std::string_view what, std::source_location loc);
   /// Accesses the tracker declared for the next captured operation.
-  void note_capture_uses(std::span<const AccessSpec> accesses);
+  void note_capture_uses(std::span<const Use> accesses);
   /// The accesses noted since the last captured operation (mutex_ held by the caller), until
   /// `clear_capture_uses` (which keeps the storage for the next operation).
-  [[nodiscard]] std::span<const AccessSpec> capture_uses() const noexcept { return capture_uses_; }
+  [[nodiscard]] std::span<const Use> capture_uses() const noexcept { return capture_uses_; }
   void clear_capture_uses() noexcept { capture_uses_.clear(); }
   /// Releases device memory in stream order. Never throws.
   void deallocate(void* ptr, std::size_t bytes) noexcept;
@@ -286,7 +304,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   void set_capturing(bool on) noexcept;
   std::atomic<bool> capturing_{false};
   std::shared_ptr<CaptureSink> capture_;
-  std::vector<AccessSpec> capture_uses_;
+  std::vector<Use> capture_uses_;
   // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
   std::array<void*, 16> extension_cache_{};
   // Extensions' per-context state, by slot; declared after stream_ so that it goes first (the

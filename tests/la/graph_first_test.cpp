@@ -17,6 +17,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;
+
 class GraphFirstTest : public BackendTest {
  protected:
   void SetUp() override {

@@ -59,8 +59,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
     --it;
     if (it->first + it->second.size > base) {
       throw Error(Errc::invalid_argument,
-                  "register_memory: the region overlaps registered object " +
-                      std::to_string(it->second.id) +
+                  "register_memory: the region overlaps the registered " + describe(it->second.id) +
                       "; use find_memory() to get the id of registered memory",
                   loc);
     }
@@ -70,6 +69,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
   Object& obj = objects_[id];
   obj.size = attr.size;
   obj.base = base;
+  obj.origin = {attr.size, attr.type, attr.device, loc};
   if (producer) {  // e.g. a stream-ordered allocation: others must wait for it
     auto m = std::make_shared<Mark>(Mark{producer, producer->timeline(), produced_at, nullptr, 0});
     obj.first_timeline = producer->timeline();
@@ -94,17 +94,61 @@ void Tracker::unregister(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
     throw Error(Errc::invalid_argument,
-                "unregister_memory: object " + std::to_string(id) + " is not registered", loc);
+                "unregister_memory: the " + describe(id) + " is not registered (any more)", loc);
   }
   if (it->second.base != 0) regions_.erase(it->second.base);
-  objects_.erase(it);
+  erase_object(it);
 }
 
-ObjectId Tracker::new_object() {
+ObjectId Tracker::new_object(std::source_location loc) {
   std::lock_guard lock(mutex_);
   const ObjectId id = next_id_++;
-  objects_[id];
+  objects_[id].origin.made = loc;
   return id;
+}
+
+namespace {
+const char* kind_name(MemoryType t) {
+  switch (t) {
+    case MemoryType::device:
+      return "device buffer";
+    case MemoryType::host:
+      return "host memory";
+    case MemoryType::pinned:
+      return "pinned host buffer";
+    case MemoryType::managed:
+      return "managed buffer";
+  }
+  return "buffer";
+}
+}  // namespace
+
+std::string Tracker::describe(ObjectId id, bool* gone) const {
+  const Origin* o = nullptr;
+  if (auto it = objects_.find(id); it != objects_.end()) {
+    o = &it->second.origin;
+  } else {
+    for (const auto& [erased, origin] : erased_) {
+      if (erased == id) o = &origin;
+    }
+    if (gone != nullptr) *gone = o != nullptr;
+  }
+  if (o == nullptr) return "tracked object #" + std::to_string(id);
+  std::string s;
+  if (o->type) {
+    s = std::string(kind_name(*o->type)) + " of " + std::to_string(o->size) + " bytes";
+    if (o->device && *o->type == MemoryType::device) s += " on " + o->device->to_string();
+  } else {
+    s = "tracked object #" + std::to_string(id);
+  }
+  if (o->made.line() != 0) s += " made at " + where(o->made);
+  return s;
+}
+
+void Tracker::erase_object(std::unordered_map<ObjectId, Object>::iterator it) {
+  erased_[erased_next_] = {it->first, it->second.origin};
+  erased_next_ = (erased_next_ + 1) % erased_.size();
+  objects_.erase(it);
 }
 
 void Tracker::resolve(const RawUse& a, AccessList& out) {
@@ -116,9 +160,8 @@ void Tracker::resolve(const RawUse& a, AccessList& out) {
   const std::size_t offset = p - it->first;
   if (a.bytes > it->second.size - offset) {
     throw Error(Errc::invalid_argument, std::to_string(a.bytes) + " bytes at offset " +
-                                            std::to_string(offset) + " overrun object " +
-                                            std::to_string(it->second.id) + " of " +
-                                            std::to_string(it->second.size) + " bytes");
+                                            std::to_string(offset) + " overrun the " +
+                                            describe(it->second.id));
   }
   out.add(it->second.id, {offset, a.bytes}, a.mode);
 }
@@ -151,9 +194,12 @@ void Tracker::require_tracked(std::span<const Use> accesses, std::source_locatio
 Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
+    bool gone = false;
+    const auto name = describe(id, &gone);
     throw Error(Errc::invalid_argument,
-                "object " + std::to_string(id) +
-                    " is not tracked: it was never registered, or was destroyed or unregistered",
+                "the " + name +
+                    (gone ? " was destroyed (or unregistered) before this use"
+                          : " is not tracked: it was never registered"),
                 loc);
   }
   return it->second;
@@ -214,7 +260,7 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
   if (obj.host_writers > 0 || (obj.host_readers > 0 && a.mode != Access::read)) {
     throw Error(Errc::invalid_state,
                 "'" + std::string(what) + "' on " + ctx.name() + " would " +
-                    (a.mode == Access::read ? "read" : "write") + " object " + std::to_string(id) +
+                    (a.mode == Access::read ? "read" : "write") + " the " + describe(id) +
                     " while a host accessor " + (obj.host_writers > 0 ? "writes" : "reads") +
                     " it; destroy the accessor before issuing this work",
                 loc);
@@ -470,7 +516,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId i
   auto it = objects_.find(id);
   if (it == objects_.end()) return out;
   std::vector<Mark*> deps;
-  collect(it->second, {id, range, mode}, 0, deps, loc);
+  collect(it->second, {id, mode, range}, 0, deps, loc);
   out.reserve(deps.size());
   for (const Mark* m : deps) {
     // A wait uses the mark's event, or one recorded then, which covers the context's later work.
@@ -554,8 +600,8 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
       writer.replace(pos, 2, ", ");  // DOT line breaks in the label
     }
     throw Error(Errc::invalid_state,
-                "host access to object " + std::to_string(id) + " bytes [" + std::to_string(start) +
-                    "," + std::to_string(s.end) +
+                "host access to the " + describe(id) + ", bytes [" + std::to_string(start) + "," +
+                    std::to_string(s.end) +
                     ") outside an accessor while queued work still writes them (" + writer +
                     "); use the buffer's read()/write() accessor or synchronize first",
                 loc);
@@ -626,7 +672,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
     if (!deps.empty() && target->timeline() != home->timeline()) ++stats_.deferred_releases;
     wait_all(*target, deps, 0, std::source_location::current());
     if (it->second.base != 0) regions_.erase(it->second.base);
-    objects_.erase(it);
+    erase_object(it);
     lock.unlock();
     release(*target);
   } catch (...) {
@@ -637,7 +683,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
       std::lock_guard relock(mutex_);
       if (auto it = objects_.find(id); it != objects_.end()) {
         if (it->second.base != 0) regions_.erase(it->second.base);
-        objects_.erase(it);
+        erase_object(it);
       }
     }
     try {

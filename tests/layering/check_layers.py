@@ -34,7 +34,7 @@ PUBLIC = {
     "error.hpp": "contract", "platform.hpp": "contract", "backend.hpp": "contract",
     "host.hpp": "contract",
     "context.hpp": "core", "event.hpp": "core", "cuda.hpp": "core", "access.hpp": "core",
-    "extension.hpp": "core",
+    "extension.hpp": "core", "observe.hpp": "core",
     "deps.hpp": "deps",
     "memory.hpp": "memory",
     "scalar.hpp": "scalar", "detail/scalar_format.hpp": "scalar", "ext/scalar_kernels.hpp": "scalar",

@@ -296,7 +296,6 @@ class Accessor {
     group_ = other.group_;
     return *this;
   }
-  SLUICE_HD ~Accessor() = default;
 
   SLUICE_HD value_type& operator[](id<D> i) const noexcept {
     for (int d = 0; d < D; ++d) i[d] += offset_[d];

@@ -216,11 +216,15 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
     event = event->current_point();
     if (!event) return false;
   }
-  if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   // A point inside a capture: an edge of the graph (joining this context to the capture), or,
-  // once the capture ended, the real point it stands for (the stream as the capture began).
-  if (auto* sink = event->capture_sink()) return sink->wait(*this, event, loc);
+  // once the capture ended, the real point it stands for (the capture's end point, after every
+  // context that joined it: also for the context that recorded it).
+  if (auto* sink = event->capture_sink()) {
+    if (event->timeline == timeline_ && !capturing()) return false;
+    return sink->wait(*this, event, loc);
+  }
   if (auto base = event->captured_base()) event = std::move(base);
+  if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   if (capturing()) {
     // A point outside the capture: waited for now (so eager frees stay ordered) and remembered
     // for the graph's launches by the sink.

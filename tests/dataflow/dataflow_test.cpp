@@ -2,5 +2,5 @@
 #include "sluice/dataflow.hpp"
 
 #include "dataflow_cases.hpp"
-#include "dataflow_submit_cases.hpp"
 #include "dataflow_hold_cases.hpp"
+#include "dataflow_submit_cases.hpp"

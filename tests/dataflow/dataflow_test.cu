@@ -3,5 +3,5 @@
 #include "sluice/dataflow_cuda.cuh"
 
 #include "dataflow_cases.hpp"
-#include "dataflow_submit_cases.hpp"
 #include "dataflow_hold_cases.hpp"
+#include "dataflow_submit_cases.hpp"

@@ -745,6 +745,14 @@ template <Element T>
   for (const auto& i : items) v.push_back(i.item());
   return Array<T>(detail::make_index(a.node(), std::move(v), loc));
 }
+/// As above with the entries in a vector.
+template <Element T>
+[[nodiscard]] Array<T> index(const Array<T>& a, const std::vector<IndexArg>& items,
+                             std::source_location loc = std::source_location::current()) {
+  std::vector<detail::IndexItem> v;
+  for (const auto& i : items) v.push_back(i.item());
+  return Array<T>(detail::make_index(a.node(), std::move(v), loc));
+}
 
 /// Same elements in a new shape (one extent may be -1).
 template <Element T>

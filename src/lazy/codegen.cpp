@@ -124,6 +124,7 @@ class Emitter {
     for (std::size_t k = 0; k < load->args.size(); ++k) {
       off = ex_add(off, ex_mul(load->args[k], ex_int(st[k])));
     }
+    keep_.push_back(off);  // levels_ is keyed by address: keep the expression alive
     return emit(off);
   }
 
@@ -286,6 +287,7 @@ class Emitter {
   std::unordered_map<int, Buffer> buffers_;
   std::unordered_map<std::uint64_t, std::vector<Memo>> memo_;
   std::unordered_map<const Ex*, int> levels_;
+  std::vector<ExPtr> keep_;
   int next_ = 0;
 };
 

@@ -99,6 +99,7 @@ ExPtr Lowerer::reshape_index(const NodePtr& a, const Shape& out) {
     if (out[k] != 1) oa.push_back(k);
   }
   std::vector<ExPtr> idx(in.size(), ex_int(0));
+  if (numel(in) == 0) return load(a, std::move(idx));  // nothing is ever read
   std::size_t i = 0, j = 0;
   while (i < ia.size() && j < oa.size()) {
     std::size_t i1 = i + 1, j1 = j + 1;

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "lazy/plan.hpp"
+#include "lazy/source.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/lazy_kernels.hpp"
 #include "sluice/extension.hpp"
@@ -68,6 +69,8 @@ class ProgramImpl {
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// Builds (or finds) the instance for the declared shapes on `device`.
   void prepare(const Device& device, std::source_location loc);
+  /// The declared-shape instance's plan in `dialect` (nothing built).
+  [[nodiscard]] InstanceDesc plan_declared(LazyDialect dialect, bool gemm) const;
 
  private:
   [[nodiscard]] std::vector<Shape> shapes_for(const std::vector<Shape>& placeholder_shapes) const;
@@ -234,6 +237,33 @@ void ProgramImpl::prepare(const Device& device, std::source_location loc) {
   std::vector<Shape> ps;
   for (int p : placeholders_) ps.push_back(order_[static_cast<std::size_t>(p)]->shape);
   (void)instance(device, ps, loc);
+}
+
+InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, bool gemm) const {
+  std::vector<Shape> ps;
+  for (int p : placeholders_) ps.push_back(order_[static_cast<std::size_t>(p)]->shape);
+  const auto shapes = shapes_for(ps);
+  PlanInput pin;
+  pin.order = order_;
+  pin.placeholders = placeholders_;
+  pin.outputs = output_pos_;
+  pin.shapes = shapes;
+  pin.fusion = options_.fusion;
+  pin.schedule = options_.schedule;
+  pin.debug = options_.debug;
+  pin.dialect = dialect;
+  pin.gemm = gemm;
+  return plan_instance(pin);
+}
+
+GeneratedSource generate_source(const std::vector<NodePtr>& outputs, const Options& options,
+                                LazyDialect dialect) {
+  ProgramImpl p(outputs, options, std::source_location::current());
+  const auto d = p.plan_declared(dialect, false);
+  GeneratedSource g;
+  g.source = d.source;
+  for (const auto& c : d.codes) g.kernels.push_back(c.name);
+  return g;
 }
 
 Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const {

@@ -250,8 +250,9 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
       ExPtr body;
       for (std::size_t k = 0; k < in.size(); ++k) {
         std::vector<ExPtr> idx;
-        for (char c : n.spec.inputs[k]) {
-          idx.push_back(ex_var(var_of[static_cast<std::size_t>(letter_index(c))]));
+        for (std::size_t a = 0; a < n.spec.inputs[k].size(); ++a) {
+          const auto l = static_cast<std::size_t>(letter_index(n.spec.inputs[k][a]));
+          idx.push_back(shapes[k][a] == 1 && ext[l] != 1 ? ex_int(0) : ex_var(var_of[l]));
         }
         ExPtr l = load(in[k], std::move(idx));
         body = body ? ex_mul(body, l) : l;

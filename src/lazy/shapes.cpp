@@ -268,6 +268,11 @@ std::vector<std::int64_t> einsum_extents(const EinsumSpec& spec, std::span<const
     for (std::size_t a = 0; a < spec.inputs[k].size(); ++a) {
       const char c = spec.inputs[k][a];
       auto& e = ext[static_cast<std::size_t>(letter_index(c))];
+      // An extent of 1 broadcasts against the letter's other extents (as NumPy's arrays do).
+      if (e >= 0 && (e == 1 || shapes[k][a] == 1)) {
+        e = std::max(e, shapes[k][a]);
+        continue;
+      }
       if (e >= 0 && e != shapes[k][a]) {
         shape_error(what,
                     std::string("letter '") + c + "' has extent " + std::to_string(e) +

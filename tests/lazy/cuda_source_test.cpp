@@ -28,7 +28,7 @@ void expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Opti
 }
 
 TEST(LazyCudaSource, RandomProgramsCompileWithNvrtc) {
-  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     Generator gen(seed);
     const auto outs = gen.program(14, 3);
     std::vector<L::Array<double>> arrays;

@@ -66,20 +66,33 @@ TEST(LazyErrors, BindingMistakesAreNamed) {
   DeviceBuffer<std::int32_t> di(ctx, 2);
   DeviceBuffer<std::int64_t> di64(ctx, 2);
   expect_error([&] { p.run(ctx, {{"x", dx}}, {out}); }, {"input 'i' is not bound"});
-  expect_error([&] { p.run(ctx, {{"x", dx}, {"i", di}, {"z", dx}}, {out}); },
-               {"no placeholder 'z'", "x, i"});
-  expect_error([&] { p.run(ctx, {{"x", dx}, {"i", di64}}, {out}); },
-               {"input 'i' is int32", "int64"});
+  expect_error(
+      [&] {
+        p.run(ctx, {{"x", dx}, {"i", di}, {"z", dx}}, {out});
+      },
+      {"no placeholder 'z'", "x, i"});
+  expect_error(
+      [&] {
+        p.run(ctx, {{"x", dx}, {"i", di64}}, {out});
+      },
+      {"input 'i' is int32", "int64"});
   expect_error([&] { p.run(ctx, {{"x", d3}, {"i", di}}, {out}); }, {"input 'x'", "(4,)", "3"});
   expect_error([&] { p.run(ctx, {{"x", dx}, {"i", di}}, {out3}); }, {"output 0", "(2,)", "3"});
   expect_error([&] { p.run(ctx, {{"x", dx}, {"i", di}}, {}); }, {"1 output(s) but 0"});
   L::Program q = L::compile({x + 1.0}, host());
-  expect_error([&] { q.run(ctx, {{"x", dx}}, {dx}); }, {"output 0 is the buffer bound to input 'x'"});
+  expect_error(
+      [&] {
+        q.run(ctx, {{"x", dx}}, {dx});
+      },
+      {"output 0 is the buffer bound to input 'x'"});
   // Another shape through the binding: shapes are derived again and checked.
   auto w = L::placeholder<double>("w", {4});
   L::Program r = L::compile({x * w}, host());
-  expect_error([&] { r.run(ctx, {{"x", {d3, {3}}}, {"w", dx}}, {out3}); },
-               {"multiply", "(3,)", "(4,)", "program 'lazy'"});
+  expect_error(
+      [&] {
+        r.run(ctx, {{"x", {d3, {3}}}, {"w", dx}}, {out3});
+      },
+      {"multiply", "(3,)", "(4,)", "program 'lazy'"});
   ctx.synchronize();
   EXPECT_EQ(p.stats().launches, 0u);  // nothing was issued
 }
@@ -97,9 +110,12 @@ TEST(LazyErrors, EmptyHandlesAndPrograms) {
   expect_error([&] { (void)L::placeholder<double>("", {1}); }, {"name is empty"});
   expect_error([&] { (void)L::placeholder<double>("n", {-2}); }, {"negative extent"});
   expect_error([&] { (void)L::min(L::placeholder<double>("e", {0, 3})); }, {"min", "no identity"});
-  expect_error([&] {
-    (void)L::index_lambda<double>({2}, [&](std::span<const L::Index> i) { return x(i[0], i[0]); });
-  }, {"2 indices"});
+  expect_error(
+      [&] {
+        (void)L::index_lambda<double>({2},
+                                      [&](std::span<const L::Index> i) { return x(i[0], i[0]); });
+      },
+      {"2 indices"});
 }
 
 }  // namespace

@@ -49,8 +49,8 @@ TEST_P(Lazy, IntegerBoolAndFloatElements) {
   auto i = L::placeholder<std::int32_t>("i", {n});
   auto j = L::placeholder<std::int64_t>("j", {n});
   auto f = L::placeholder<float>("f", {n});
-  auto mixed = i + j * 3;                         // int64
-  auto q = (j - 7) / (i % 5);                     // division by zero gives 0
+  auto mixed = i + j * 3;                           // int64
+  auto q = (j - 7) / (i % 5);                       // division by zero gives 0
   auto mask = ((i > 10) & !(j == 3)) | (f < 0.5f);  // bool
   auto g = L::where(mask, f * 2.0f, L::sqrt(f)) + L::cast<float>(i);
   L::Program p = L::compile(std::make_tuple(mixed, q, mask, g), opts());
@@ -266,7 +266,7 @@ TEST_P(Lazy, RunsAreOrderedAfterAnotherContextsWrites) {
     Gate gate(device());
     gate.block(a);  // a's later work waits for the gate
     std::vector<double> h(static_cast<std::size_t>(n), 10.0 + round);
-    copy(a, dx, h);  // a writes x (held back)
+    copy(a, dx, h);                // a writes x (held back)
     p.run(b, {{"x", dx}}, {out});  // b reads x: the tracker orders it after a's write
     gate.open();
     a.synchronize();

@@ -162,9 +162,12 @@ inline Ref einsum(const std::string& spec, const std::vector<const Ref*>& in) {
   std::vector<std::int64_t> ext;
   for (std::size_t k = 0; k < ins.size(); ++k) {
     for (std::size_t a = 0; a < ins[k].size(); ++a) {
-      if (letters.find(ins[k][a]) == std::string::npos) {
+      const auto at_letter = letters.find(ins[k][a]);
+      if (at_letter == std::string::npos) {
         letters += ins[k][a];
         ext.push_back(in[k]->shape[a]);
+      } else {
+        ext[at_letter] = std::max(ext[at_letter], in[k]->shape[a]);  // extents of 1 broadcast
       }
     }
   }
@@ -176,7 +179,9 @@ inline Ref einsum(const std::string& spec, const std::vector<const Ref*>& in) {
     double p = 1;
     for (std::size_t k = 0; k < ins.size(); ++k) {
       Shape ai;
-      for (char c : ins[k]) ai.push_back(idx[letters.find(c)]);
+      for (std::size_t a = 0; a < ins[k].size(); ++a) {
+        ai.push_back(in[k]->shape[a] == 1 ? 0 : idx[letters.find(ins[k][a])]);
+      }
       p *= at(*in[k], ai);
     }
     std::int64_t off = 0;

@@ -472,12 +472,15 @@ inline Rhs rhs(const Operators& o, const L::Array<double>& u, const L::Array<dou
 
 /// The same right-hand side as plain loops on host arrays (the check, and the benchmark's
 /// "plain C++" baseline).
+/// Elements [first, last) (all by default).
 inline void rhs_loops(const Reference& R, const Mesh& m, const double* u, const double* v,
-                      double* du, double* dv, Flux flux) {
+                      double* du, double* dv, Flux flux, std::int64_t first = 0,
+                      std::int64_t last = -1) {
   const std::size_t E = static_cast<std::size_t>(m.E), Np = static_cast<std::size_t>(R.Np),
                     Nfp = static_cast<std::size_t>(R.Nfp);
   std::vector<double> au(Np), av(3 * Np), fu(4 * Nfp), fv(3 * 4 * Nfp);
-  for (std::size_t e = 0; e < E; ++e) {
+  const std::size_t e_end = last < 0 ? E : static_cast<std::size_t>(last);
+  for (std::size_t e = static_cast<std::size_t>(first); e < e_end; ++e) {
     std::fill(au.begin(), au.end(), 0.0);
     std::fill(av.begin(), av.end(), 0.0);
     // Volume terms.

@@ -941,6 +941,10 @@ class Program {
     run(ctx, std::span<const Input>(inputs.begin(), inputs.size()),
         std::span<const Bind>(outputs.begin(), outputs.size()), loc);
   }
+  void run(const Context& ctx, std::span<const Input> inputs, std::initializer_list<Bind> outputs,
+           std::source_location loc = std::source_location::current()) {
+    run(ctx, inputs, std::span<const Bind>(outputs.begin(), outputs.size()), loc);
+  }
 
   /// The shapes of the outputs for these input shapes (by placeholder name; missing names take
   /// their declared shape).

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Peers of `sluice_bench_lazy` (bench/lazy): the same array programs, at the same sizes, with
+"""Peers of `sluice_lazy_bench` (bench/lazy): the same array programs, at the same sizes, with
 JAX (jax.jit), PyTorch eager, torch.compile (default, and mode="reduce-overhead", which uses CUDA
 graphs), CuPy eager, and NumPy on the host. Appends rows of the same JSON schema
 ("sluice-bench-lazy/1") so that one file holds sluice and its peers.
 
-    # on the GPU machine, after `sluice_bench_lazy --backend cuda --dump-dg out/dg --json out/lazy.json`
+    # on the GPU machine, after `sluice_lazy_bench --backend cuda --dump-dg out/dg --json out/lazy.json`
     python3 bench/peers/lazy_peers.py --dg out/dg --from out/lazy.json --json out/lazy_peers.json
     # on the host: NumPy only, the same cores as sluice's host backend
     /usr/bin/python3 bench/peers/lazy_peers.py --peers numpy --dg out/dg --from out/lazy_host.json \
         --json out/lazy_peers_host.json
 
 Programs (sizes from --from, else the defaults below): the DG-FEM wave right-hand side (upwind
-flux, the operators and inputs that sluice_bench_lazy --dump-dg wrote; the result is checked
+flux, the operators and inputs that sluice_lazy_bench --dump-dg wrote; the result is checked
 against the expected output it wrote beside them), Figure 1's where(x > y, 2x, sin y) + 1, the wide
 DAG (W branches of einsum("ij,ej->ei", M, X_i), tanh(y) * X_i + 1, a sum over axis 1, all summed)
 and the chain y = y * a_k + b_k. Each peer is timed as sluice is: first-call time (tracing and
@@ -262,7 +262,7 @@ def bench_dg(peer, args, rows, sizes):
     for (p, scale) in sizes:
         path = os.path.join(args.dg, "p%d_s%d" % (p, scale))
         if not os.path.isdir(path):
-            print("  dg p=%d 1/%d: no data at %s (run sluice_bench_lazy --dump-dg)" % (p, scale, path))
+            print("  dg p=%d 1/%d: no data at %s (run sluice_lazy_bench --dump-dg)" % (p, scale, path))
             continue
         d = load_dg(np, path)
         # Index arrays as the library wants them (torch indexes with int64).
@@ -359,7 +359,7 @@ def bench_chain(peer, args, rows, sizes):
 
 
 def sizes_from(path):
-    """The cases sluice_bench_lazy measured (so both cover the same sizes)."""
+    """The cases sluice_lazy_bench measured (so both cover the same sizes)."""
     with open(path) as f:
         data = json.load(f)
     out = {"dg": [], "figure1": [], "wide": [], "chain": []}
@@ -389,8 +389,8 @@ def main():
     ap.add_argument("--peers", default="jax-jit,torch-eager,torch-compile,"
                     "torch-compile-reduce-overhead,cupy")
     ap.add_argument("--programs", default="dg,figure1,wide,chain")
-    ap.add_argument("--dg", default="out/dg", help="directory of sluice_bench_lazy --dump-dg")
-    ap.add_argument("--from", dest="from_json", help="take the sizes from a sluice_bench_lazy JSON")
+    ap.add_argument("--dg", default="out/dg", help="directory of sluice_lazy_bench --dump-dg")
+    ap.add_argument("--from", dest="from_json", help="take the sizes from a sluice_lazy_bench JSON")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()

@@ -4,7 +4,7 @@
 // host. Writes JSON ("sluice-bench-lazy/1") that bench/peers/lazy_peers.py extends with JAX,
 // PyTorch, CuPy and NumPy.
 //
-//   sluice_bench_lazy [--backend host|cuda] [--programs dg,figure1,wide,chain]
+//   sluice_lazy_bench [--backend host|cuda] [--programs dg,figure1,wide,chain]
 //                     [--dg-scales 1,8,64] [--quick] [--json FILE] [--dump-dg DIR]
 //
 // Per case: compile time cold (an empty cache directory) and from the disk cache; per-call time

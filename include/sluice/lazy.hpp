@@ -308,17 +308,10 @@ struct wrapper {};
 template <class T>
 struct wrapper<Array<T>> {
   using value = T;
-  template <class U>
-  using rebind = Array<U>;
-  static Array<T> unary(Op op, const Array<T>& a, std::source_location loc) {
-    return Array<T>(make_unary(op, a.node(), loc));
-  }
 };
 template <class T>
 struct wrapper<Elem<T>> {
   using value = T;
-  template <class U>
-  using rebind = Elem<U>;
 };
 template <class W>
 concept Wrapper = requires {
@@ -353,26 +346,27 @@ Elem<R> unary(Op op, const Elem<A>& a, std::source_location loc) {
 }  // namespace detail
 
 // ---- element-wise operators (arrays with arrays, arrays with numbers; the same for Elem) -------
+// Operators cannot take a default std::source_location, so their nodes carry none: errors name
+// the operation and the shapes.
 
-#define SLUICE_LAZY_ARITH(OPSYM, OPENUM)                                                       \
-  template <template <class> class W, class A, class B>                                        \
-  requires detail::Wrapper<W<A>> && detail::Wrapper<W<B>>                                      \
-  auto operator OPSYM(const W<A>& a, const W<B>& b) {                                          \
-    static_assert(detail::arithmetic_type<A>() && detail::arithmetic_type<B>());               \
-    return detail::binary<detail::promote_t<A, B>>(Op::OPENUM, a, b,                           \
-                                                   std::source_location::current());           \
-  }                                                                                            \
-  template <template <class> class W, class A, class S>                                        \
-  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S> W<A>                               \
-  operator OPSYM(const W<A>& a, S s) {                                                         \
-    static_assert(detail::arithmetic_type<A>() && detail::check_number<A, S>());               \
-    return detail::binary_number<A>(Op::OPENUM, a, s, false, std::source_location::current()); \
-  }                                                                                            \
-  template <template <class> class W, class A, class S>                                        \
-  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S> W<A>                               \
-  operator OPSYM(S s, const W<A>& a) {                                                         \
-    static_assert(detail::arithmetic_type<A>() && detail::check_number<A, S>());               \
-    return detail::binary_number<A>(Op::OPENUM, a, s, true, std::source_location::current());  \
+#define SLUICE_LAZY_ARITH(OPSYM, OPENUM)                                                      \
+  template <template <class> class W, class A, class B>                                       \
+  requires detail::Wrapper<W<A>> && detail::Wrapper<W<B>>                                     \
+  auto operator OPSYM(const W<A>& a, const W<B>& b) {                                         \
+    static_assert(detail::arithmetic_type<A>() && detail::arithmetic_type<B>());              \
+    return detail::binary<detail::promote_t<A, B>>(Op::OPENUM, a, b, std::source_location{}); \
+  }                                                                                           \
+  template <template <class> class W, class A, class S>                                       \
+  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S> W<A>                              \
+  operator OPSYM(const W<A>& a, S s) {                                                        \
+    static_assert(detail::arithmetic_type<A>() && detail::check_number<A, S>());              \
+    return detail::binary_number<A>(Op::OPENUM, a, s, false, std::source_location{});         \
+  }                                                                                           \
+  template <template <class> class W, class A, class S>                                       \
+  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S> W<A>                              \
+  operator OPSYM(S s, const W<A>& a) {                                                        \
+    static_assert(detail::arithmetic_type<A>() && detail::check_number<A, S>());              \
+    return detail::binary_number<A>(Op::OPENUM, a, s, true, std::source_location{});          \
   }
 SLUICE_LAZY_ARITH(+, add)
 SLUICE_LAZY_ARITH(-, sub)
@@ -380,24 +374,24 @@ SLUICE_LAZY_ARITH(*, mul)
 SLUICE_LAZY_ARITH(/, div)
 #undef SLUICE_LAZY_ARITH
 
-#define SLUICE_LAZY_COMPARE(OPSYM, OPENUM)                                                        \
-  template <template <class> class W, class A, class B>                                           \
-  requires detail::Wrapper<W<A>> && detail::Wrapper<W<B>>                                         \
-  auto operator OPSYM(const W<A>& a, const W<B>& b) {                                             \
-    static_assert(std::is_same_v<A, B> || detail::arithmetic_type<detail::promote_t<A, B>>());    \
-    return detail::binary<bool>(Op::OPENUM, a, b, std::source_location::current());               \
-  }                                                                                               \
-  template <template <class> class W, class A, class S>                                           \
-  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S>                                       \
-  auto operator OPSYM(const W<A>& a, S s) {                                                       \
-    static_assert(detail::check_number<A, S>());                                                  \
-    return detail::binary_number<bool>(Op::OPENUM, a, s, false, std::source_location::current()); \
-  }                                                                                               \
-  template <template <class> class W, class A, class S>                                           \
-  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S>                                       \
-  auto operator OPSYM(S s, const W<A>& a) {                                                       \
-    static_assert(detail::check_number<A, S>());                                                  \
-    return detail::binary_number<bool>(Op::OPENUM, a, s, true, std::source_location::current());  \
+#define SLUICE_LAZY_COMPARE(OPSYM, OPENUM)                                                     \
+  template <template <class> class W, class A, class B>                                        \
+  requires detail::Wrapper<W<A>> && detail::Wrapper<W<B>>                                      \
+  auto operator OPSYM(const W<A>& a, const W<B>& b) {                                          \
+    static_assert(std::is_same_v<A, B> || detail::arithmetic_type<detail::promote_t<A, B>>()); \
+    return detail::binary<bool>(Op::OPENUM, a, b, std::source_location{});                     \
+  }                                                                                            \
+  template <template <class> class W, class A, class S>                                        \
+  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S>                                    \
+  auto operator OPSYM(const W<A>& a, S s) {                                                    \
+    static_assert(detail::check_number<A, S>());                                               \
+    return detail::binary_number<bool>(Op::OPENUM, a, s, false, std::source_location{});       \
+  }                                                                                            \
+  template <template <class> class W, class A, class S>                                        \
+  requires detail::Wrapper<W<A>> && std::is_arithmetic_v<S>                                    \
+  auto operator OPSYM(S s, const W<A>& a) {                                                    \
+    static_assert(detail::check_number<A, S>());                                               \
+    return detail::binary_number<bool>(Op::OPENUM, a, s, true, std::source_location{});        \
   }
 SLUICE_LAZY_COMPARE(==, eq)
 SLUICE_LAZY_COMPARE(!=, ne)
@@ -415,7 +409,7 @@ SLUICE_LAZY_COMPARE(>=, ge)
     static_assert(std::is_integral_v<A>,                                                \
                   "sluice::lazy: &, | and ^ take bool or integer arrays of one type");  \
     return detail::binary<A>(std::is_same_v<A, bool> ? Op::LOGICAL : Op::BITWISE, a, b, \
-                             std::source_location::current());                          \
+                             std::source_location{});                                   \
   }
 SLUICE_LAZY_BITS(&, logical_and, bit_and)
 SLUICE_LAZY_BITS(|, logical_or, bit_or)
@@ -427,20 +421,20 @@ template <template <class> class W, class A>
 requires detail::Wrapper<W<A>> W<A>
 operator%(const W<A>& a, const W<A>& b) {
   static_assert(detail::integer_type<A>());
-  return detail::binary<A>(Op::mod, a, b, std::source_location::current());
+  return detail::binary<A>(Op::mod, a, b, std::source_location{});
 }
 template <template <class> class W, class A, class S>
 requires detail::Wrapper<W<A>> && std::is_integral_v<S> W<A>
 operator%(const W<A>& a, S s) {
   static_assert(detail::integer_type<A>());
-  return detail::binary_number<A>(Op::mod, a, s, false, std::source_location::current());
+  return detail::binary_number<A>(Op::mod, a, s, false, std::source_location{});
 }
 
 template <template <class> class W, class A>
 requires detail::Wrapper<W<A>> W<A>
 operator-(const W<A>& a) {
   static_assert(detail::arithmetic_type<A>());
-  return detail::unary<A>(Op::neg, a, std::source_location::current());
+  return detail::unary<A>(Op::neg, a, std::source_location{});
 }
 /// Logical not of a bool array, bitwise not of an integer array.
 template <template <class> class W, class A>
@@ -448,7 +442,7 @@ requires detail::Wrapper<W<A>> W<A>
 operator!(const W<A>& a) {
   static_assert(std::is_integral_v<A>, "sluice::lazy: ! takes a bool or integer array");
   return detail::unary<A>(std::is_same_v<A, bool> ? Op::logical_not : Op::bit_not, a,
-                          std::source_location::current());
+                          std::source_location{});
 }
 template <template <class> class W, class A>
 requires detail::Wrapper<W<A>> W<A>

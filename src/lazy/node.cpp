@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <numeric>
+#include <unordered_set>
 
 #include "lazy/ir.hpp"
 #include "lazy/shapes.hpp"
@@ -593,7 +594,9 @@ NodePtr make_lambda(Shape shape, const ExPtr& body, std::source_location loc) {
   // The arrays it reads are its operands (in order of first appearance).
   std::vector<NodePtr> arrays;
   bool bad_var = false;
+  std::unordered_set<const Ex*> seen;
   auto visit = [&](auto& self, const ExPtr& e) -> void {
+    if (!seen.insert(e.get()).second) return;
     if (e->kind == ExKind::load && e->array &&
         std::find(arrays.begin(), arrays.end(), e->array) == arrays.end()) {
       arrays.push_back(e->array);

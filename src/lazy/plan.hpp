@@ -18,7 +18,7 @@ namespace sluice::lazy::detail {
 
 /// A buffer the steps use.
 struct Buf {
-  enum class Role : std::uint8_t { placeholder, constant, temp, output, error } role;
+  enum class Role : std::uint8_t { placeholder, constant, temp, output } role;
   int index =
       -1;  // placeholder: which; constant: the user node; temp: physical temp; output: which
   std::size_t bytes = 0;

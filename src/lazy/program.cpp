@@ -482,9 +482,6 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
         ptrs[b] = {t.data(), t.object_id()};
         break;
       }
-      case Buf::Role::error:
-        ptrs[b] = {inst.err.data(), inst.err.object_id()};
-        break;
     }
   }
   auto same = [](const std::vector<Resolved>& a, const std::vector<Resolved>& b) {
@@ -672,9 +669,11 @@ struct EvalCache {
   static constexpr std::size_t capacity = 64;
 };
 
+// Never destroyed: its programs own temporaries released in stream order on their contexts,
+// which must not happen during static destruction (the host pool may be gone by then).
 EvalCache& eval_cache() {
-  static EvalCache c;
-  return c;
+  static EvalCache* c = new EvalCache;
+  return *c;
 }
 
 }  // namespace

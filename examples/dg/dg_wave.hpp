@@ -9,7 +9,7 @@
 // its boundary (mirror states u+ = -u-, v+ = v-). With the central flux its discrete energy is
 // conserved by the spatial operator; the upwind flux dissipates it.
 //
-// Used by examples/11-lazy-dg-wave.cpp and bench/lazy.
+// Used by examples/12-lazy-dg-wave.cpp and bench/lazy.
 
 #include <sluice/lazy.hpp>
 

@@ -33,6 +33,7 @@
 #include "sluice/graph.hpp"
 
 namespace sluice {
+namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
@@ -946,7 +947,7 @@ Ksp::Ksp(Ksp&&) noexcept = default;
 Ksp& Ksp::operator=(Ksp&&) noexcept = default;
 
 int Ksp::check_interval() const noexcept {
-  return sluice::check_interval(options_, A_.is_matrix_free());
+  return sluice::la::check_interval(options_, A_.is_matrix_free());
 }
 
 void Ksp::set_options(KspOptions options) {
@@ -974,4 +975,5 @@ KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, std::source_locat
   return Run(*A_.impl(), options_, *work_, b, x, ctx, loc).solve();
 }
 
+}  // namespace la
 }  // namespace sluice

@@ -17,6 +17,8 @@
 
 namespace sluice::detail::la {
 
+using sluice::la::Vec;
+
 /// The kernels of ctx's backend; throws Error(unsupported) if it has none.
 [[nodiscard]] LaKernels& kernels(const Context& ctx, std::source_location loc);
 

@@ -12,6 +12,7 @@
 #include "sluice/event.hpp"
 
 namespace sluice {
+namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
@@ -153,6 +154,7 @@ LaOperator Mat::Impl::op(AccessList& acc) const {
   return o;
 }
 
+}  // namespace la
 namespace detail::la {
 
 void HostCsr::add_row(std::vector<std::pair<std::int64_t, double>>& entries,
@@ -176,7 +178,7 @@ void HostCsr::add_row(std::vector<std::pair<std::int64_t, double>>& entries,
     col.push_back(static_cast<std::int32_t>(c));
     val.push_back(v);
   }
-  if (col.size() > static_cast<std::size_t>(kMaxIndex)) {
+  if (col.size() > static_cast<std::size_t>(sluice::la::kMaxIndex)) {
     throw Error(Errc::invalid_argument, "more than 2^31 - 1 stored entries: not supported", loc);
   }
   row_ptr.push_back(static_cast<std::int32_t>(col.size()));
@@ -200,6 +202,7 @@ std::shared_ptr<Mat::Impl> make_csr(const Context& ctx, HostCsr csr, std::source
 }
 
 }  // namespace detail::la
+namespace la {
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -216,11 +219,12 @@ void check_shape(std::int64_t rows, std::int64_t cols, std::source_location loc)
 
 }  // namespace
 
+}  // namespace la
 namespace detail::la {
 
 HostCsr csr_from_triplets(std::int64_t rows, std::int64_t cols, std::span<const Triplet> entries,
                           std::source_location loc) {
-  check_shape(rows, cols, loc);
+  sluice::la::check_shape(rows, cols, loc);
   // Counting sort by row, then each row sorted by column (stable: duplicates summed in order).
   std::vector<std::int64_t> count(static_cast<std::size_t>(rows) + 1, 0);
   for (std::size_t k = 0; k < entries.size(); ++k) {
@@ -261,6 +265,7 @@ HostCsr csr_from_triplets(std::int64_t rows, std::int64_t cols, std::span<const 
 }
 
 }  // namespace detail::la
+namespace la {
 
 Mat Mat::from_triplets(const Context& ctx, std::int64_t rows, std::int64_t cols,
                        std::span<const Triplet> entries, std::source_location loc) {
@@ -466,4 +471,5 @@ void diagonal(const Mat& A, Vec& d, const Context& ctx, std::source_location loc
                 [&](Stream& s, const OpInfo& info) { k.diagonal(s, op, out, info); });
 }
 
+}  // namespace la
 }  // namespace sluice

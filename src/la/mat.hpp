@@ -9,6 +9,7 @@
 #include "la/la_common.hpp"
 
 namespace sluice {
+namespace la {
 
 struct Mat::Impl {
   explicit Impl(Context c) : ctx(std::move(c)) {}
@@ -23,10 +24,14 @@ struct Mat::Impl {
 
   /// The operator for a kernel, its arrays marked as read in `acc`.
   [[nodiscard]] LaOperator op(detail::AccessList& acc) const;
-  /// Marks the matrix's arrays as read by an operation.
 };
 
+}  // namespace la
+
 namespace detail::la {
+
+using sluice::la::Mat;
+using sluice::la::Triplet;
 
 /// CSR on the host, rows sorted by column, no duplicates.
 struct HostCsr {

@@ -120,6 +120,7 @@ void PinnedLease::wait_write(std::size_t bytes, std::source_location loc) const 
 }
 
 }  // namespace detail::la
+namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
@@ -436,4 +437,5 @@ void waxpy(Vec& w, const Managed<double>& alpha, const Vec& x, const Vec& y, con
   vector_op(LaVecOp::waxpy, w, &x, &y, a, {}, ctx, "VecWAXPYAsync", loc, acc);
 }
 
+}  // namespace la
 }  // namespace sluice

@@ -59,6 +59,9 @@ class Emitter {
   /// Buffer j of the kernel holds the lowered node `slot` with `shape`.
   void bind_buffer(int slot, int j, const Shape& shape, DType t) { buffers_[slot] = {j, shape, t}; }
   std::string value(const ExPtr& e) { return emit(e); }
+  [[nodiscard]] int level(const ExPtr& e) { return level_of(e); }
+  /// Keeps an expression built for emission alive (levels are remembered by address).
+  void keep(const ExPtr& e) { keep_.push_back(e); }
   [[nodiscard]] const std::string& block(int level) const {
     return blocks_[static_cast<std::size_t>(level)];
   }
@@ -305,6 +308,69 @@ std::string combine(ReduceOp op, const std::string& v) {
   return {};
 }
 
+/// Factors of a product tree (of one type).
+void factors_of(const ExPtr& e, std::vector<ExPtr>& out) {
+  if (e->kind == ExKind::binary && e->op == Op::mul && e->args[0]->dtype == e->dtype &&
+      e->args[1]->dtype == e->dtype) {
+    factors_of(e->args[0], out);
+    factors_of(e->args[1], out);
+    return;
+  }
+  out.push_back(e);
+}
+
+/// A sum over reduction loops of a product whose factors do not all depend on the innermost
+/// loop: each loop sums the product of its own factors times the next loop's partial sum, and the
+/// factors independent of every reduction variable multiply the total (an einsum's geometric
+/// factor leaves the loop over nodes, as one writes it by hand). Changes only the rounding.
+bool factored_sum(const Kernel& k, Emitter& em, int element, int rank,
+                  const std::vector<std::string>& red_ext, std::string& inner, std::string& value) {
+  const int nred = static_cast<int>(k.red.size());
+  if (k.rop != ReduceOp::sum || nred == 0 || !is_float(k.body->dtype)) return false;
+  std::vector<ExPtr> fs;
+  factors_of(k.body, fs);
+  if (fs.size() < 2) return false;
+  // Bucket 0: independent of the reduction; bucket r + 1: innermost dependence on variable r.
+  std::vector<std::vector<ExPtr>> buckets(static_cast<std::size_t>(nred) + 1);
+  for (const auto& f : fs) {
+    const int l = em.level(f);
+    buckets[static_cast<std::size_t>(std::max(0, l - element))].push_back(f);
+  }
+  if (buckets.back().size() == fs.size()) return false;  // nothing leaves the inner loop
+  std::vector<std::string> prod(buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].empty()) continue;
+    ExPtr p = buckets[b][0];
+    for (std::size_t q = 1; q < buckets[b].size(); ++q) p = ex_mul(p, buckets[b][q]);
+    em.keep(p);
+    prod[b] = em.value(p);
+  }
+  const char* T = ctype(k.body->dtype);
+  const std::string zero = float_text(0.0, k.body->dtype);
+  std::string code;
+  for (int r = 0; r < nred; ++r) {
+    const std::string i = std::to_string(rank + r);
+    code += std::string(T) + " s" + std::to_string(r) + " = " + zero + ";\n";
+    code += "for (long long i" + i + " = 0; i" + i + " < " + red_ext[static_cast<std::size_t>(r)] +
+            "; ++i" + i + ") {\n" + em.block(element + 1 + r);
+  }
+  for (int r = nred - 1; r >= 0; --r) {
+    const auto& f = prod[static_cast<std::size_t>(r) + 1];
+    std::string term;
+    if (r == nred - 1) {
+      term = f.empty() ? std::string("1") : f;
+    } else {
+      term = f.empty() ? "s" + std::to_string(r + 1) : f + " * s" + std::to_string(r + 1);
+    }
+    code += "s" + std::to_string(r) + " += " + term + ";\n}\n";
+  }
+  code += std::string(T) + " acc = " + (prod[0].empty() ? std::string("s0") : prod[0] + " * s0") +
+          ";\n";
+  value = k.epilogue ? em.value(k.epilogue) : "acc";
+  inner = code + em.block(element + 1 + nred);
+  return true;
+}
+
 double weight_of(const Kernel& k) {
   if (k.kind != Kernel::Kind::reduce) return 1;
   return std::clamp(static_cast<double>(numel(k.red)) / 8.0, 1.0, 4096.0);
@@ -411,7 +477,9 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   // The element's value (and for a reduction, its loop).
   std::string inner;  // code of the element level after the blocks, up to the store
   std::string value;
-  if (k.kind == Kernel::Kind::reduce) {
+  if (k.kind == Kernel::Kind::reduce && factored_sum(k, em, element, rank, red_ext, inner, value)) {
+    // A sum of products with factors independent of the inner loops: nested partial sums.
+  } else if (k.kind == Kernel::Kind::reduce) {
     const std::string v = em.value(k.body);
     value = k.epilogue ? em.value(k.epilogue) : "acc";
     const std::string init = [&] {

@@ -67,9 +67,18 @@ class Emitter {
   }
   std::string param(std::int64_t v) {
     if (v == 0 || v == 1 || v == -1) return std::to_string(v) + "LL";
+    // Each occurrence is its own parameter (the source then depends on the structure only),
+    // until a kernel has so many that its argument struct nears CUDA's 4 KB: then equal values
+    // share one.
+    if (params_.size() >= kShareParamsFrom) {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        if (params_[i] == v) return "P[" + std::to_string(i) + "]";
+      }
+    }
     params_.push_back(v);
     return "P[" + std::to_string(params_.size() - 1) + "]";
   }
+  static constexpr std::size_t kShareParamsFrom = 320;
 
  private:
   struct Buffer {

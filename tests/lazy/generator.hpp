@@ -174,7 +174,7 @@ class Generator {
       }
       case 8: {
         if (rank == 2) {
-          switch (uniform(0, 3)) {
+          switch (uniform(0, 4)) {
             case 0: {
               Val b = leaf({s[1], static_cast<std::int64_t>(uniform(1, 5))});
               return {L::einsum("ij,jk->ik", a.a, b.a), ref::einsum("ij,jk->ik", {&a.r, &b.r})};
@@ -186,6 +186,13 @@ class Generator {
             case 2: {
               Val b = leaf({static_cast<std::int64_t>(uniform(1, 4)), s[1]});
               return {L::einsum("ij,kj->ki", a.a, b.a), ref::einsum("ij,kj->ki", {&a.r, &b.r})};
+            }
+            case 3: {
+              // A chain: contracted pairwise (the cheaper order).
+              Val b = leaf({s[1], static_cast<std::int64_t>(uniform(1, 5))});
+              Val c = leaf({b.r.shape[1], static_cast<std::int64_t>(uniform(1, 5))});
+              return {L::einsum("ij,jk,kl->il", a.a, b.a, c.a),
+                      ref::einsum("ij,jk,kl->il", {&a.r, &b.r, &c.r})};
             }
             default:
               return {L::einsum("ij->ji", a.a), ref::einsum("ij->ji", {&a.r})};

@@ -206,6 +206,39 @@ TEST_P(Lazy, EinsumMatrixProducts) {
   }
 }
 
+TEST_P(Lazy, EinsumOfThreeOperandsContractsPairwiseWhenThatPays) {
+  Context ctx = make_context();
+  const std::int64_t a = 6, b = 40, c = 40, d = 5;
+  auto X = L::placeholder<double>("X", {a, b});
+  auto Y = L::placeholder<double>("Y", {b, c});
+  auto Z = L::placeholder<double>("Z", {c, d});
+  auto chain = L::einsum("ij,jk,kl->il", X, Y, Z);  // (X Y) Z or X (Y Z): a*b*c + a*c*d terms
+  L::Program p = L::compile({chain}, opts());
+  EXPECT_EQ(p.stats().kernels + p.stats().blas, 2u) << p.dot();
+  auto fill = [](std::size_t n, double s) {
+    std::vector<double> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = std::cos(s * static_cast<double>(i));
+    return h;
+  };
+  const auto hx = fill(a * b, 0.1), hy = fill(b * c, 0.2), hz = fill(c * d, 0.3);
+  auto dx = upload(ctx, hx), dy = upload(ctx, hy), dz = upload(ctx, hz);
+  DeviceBuffer<double> out(ctx, a * d);
+  p.run(ctx, {{"X", dx}, {"Y", dy}, {"Z", dz}}, {out});
+  const auto r = download(ctx, out);
+  for (std::int64_t i = 0; i < a; ++i) {
+    for (std::int64_t l = 0; l < d; ++l) {
+      double e = 0;
+      for (std::int64_t j = 0; j < b; ++j) {
+        for (std::int64_t k = 0; k < c; ++k) {
+          e += hx[static_cast<std::size_t>(i * b + j)] * hy[static_cast<std::size_t>(j * c + k)] *
+               hz[static_cast<std::size_t>(k * d + l)];
+        }
+      }
+      EXPECT_NEAR(r[static_cast<std::size_t>(i * d + l)], e, 1e-10);
+    }
+  }
+}
+
 TEST_P(Lazy, RebindingHitsTheCacheAndNewShapesInstantiateOnce) {
   Context ctx = make_context();
   auto x = L::placeholder<double>("x", {8});

@@ -5,18 +5,24 @@
 // PyTorch, CuPy and NumPy.
 //
 //   sluice_lazy_bench [--backend host|cuda] [--programs dg,figure1,wide,chain]
-//                     [--dg-scales 1,8,64] [--quick] [--json FILE] [--dump-dg DIR]
+//                     [--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 10,12,..,24]
+//                     [--wide 1,2,4,8,16,32,64] [--wide-rows 64,16384] [--chain 10,30,100,300,1000]
+//                     [--quick] [--json FILE] [--dump-dg DIR]
 //
-// Per case: compile time cold (an empty cache directory) and from the disk cache; per-call time
+// Per case: compile time cold (the first case of a program whose source is new: an empty cache
+// directory) and from the disk cache (every case; its origin is recorded); per-call time
 // (the median over batches of back-to-back runs, each batch ended by a synchronize); one-call
 // latency (run and synchronize, median); host time per call (time inside run()); the extra host
-// time of a run whose buffers changed (rebinding); kernels, BLAS calls, graph nodes, width.
+// time of a run whose buffers changed (rebinding); kernels, BLAS calls, graph nodes, width. For
+// the DG right-hand side also the bytes of every buffer it reads or writes, once (its memory
+// floor), and the device's copy bandwidth measured in the same run. The JSON is rewritten after
+// each program, so a run stopped early keeps what it measured.
 // --dump-dg writes each DG size's operators, inputs and expected outputs as .npy files for the
 // peers.
 
+#include <unistd.h>
 #include <sluice/kernel.hpp>
 #include <sluice/lazy.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +35,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -56,7 +63,12 @@ double median(std::vector<double> v) {
 struct Args {
   std::string backend;
   std::vector<std::string> programs{"dg", "figure1", "wide", "chain"};
+  std::vector<int> dg_p{1, 2, 3, 4};
   std::vector<int> dg_scales{1, 8, 64};
+  std::vector<int> figure1{10, 12, 14, 16, 18, 20, 22, 24};  // log2 of N
+  std::vector<int> wide{1, 2, 4, 8, 16, 32, 64};
+  std::vector<int> wide_rows{64, 16384};
+  std::vector<int> chain{10, 30, 100, 300, 1000};
   bool quick = false;
   std::string json;
   std::string dump;
@@ -67,6 +79,12 @@ std::vector<std::string> split(const std::string& s) {
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+std::vector<int> split_ints(const std::string& s) {
+  std::vector<int> out;
+  for (const auto& item : split(s)) out.push_back(std::stoi(item));
   return out;
 }
 
@@ -90,6 +108,7 @@ struct Row {
 
 std::string json_of(const std::vector<Row>& rows, const std::string& device) {
   std::ostringstream o;
+  o.precision(15);  // sizes such as 2^24 exactly
   o << "{\n  \"schema\": \"sluice-bench-lazy/1\",\n  \"device\": \"" << device
     << "\",\n  \"results\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -116,30 +135,56 @@ struct Case {
   std::vector<L::Bind> outputs;
 };
 
+/// The kernel cache directory of this run: empty at the start, removed at the end, so that a
+/// source compiled for the first time is a cold compile and a later case with the same source
+/// (a new size: sizes are run-time parameters) is a disk-cache hit.
+class CacheDir {
+ public:
+  CacheDir()
+      : old_(kernel_cache::directory()),
+        dir_(std::filesystem::temp_directory_path() /
+             ("sluice-bench-lazy-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(dir_);
+    kernel_cache::set_directory(dir_);
+  }
+  ~CacheDir() {
+    kernel_cache::set_directory(old_);
+    std::filesystem::remove_all(dir_);
+  }
+  CacheDir(const CacheDir&) = delete;
+  CacheDir& operator=(const CacheDir&) = delete;
+
+ private:
+  std::filesystem::path old_, dir_;
+};
+
 /// Measures one case in one mode into `row`.
 void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick) {
   L::Options o;
   o.fusion = mode.fusion;
   o.schedule = mode.schedule;
   o.device = ctx.device();
-  // Compile: cold (a fresh cache directory), then from the disk cache.
-  const auto old_dir = kernel_cache::directory();
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("sluice-bench-lazy-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  kernel_cache::set_directory(dir);
+  // Compile with nothing in memory: cold if this source is new to the run's cache directory
+  // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
   auto t = Clock::now();
-  {
-    L::Program cold = c.compile(o);
-    row.values["compile_cold_ms"] = since_us(t) / 1000;
+  std::optional<L::Program> first = c.compile(o);
+  const double first_ms = since_us(t) / 1000;
+  const auto origin = first->stats().build_origin;
+  row.text["build_origin"] = origin;
+  L::Program p;
+  if (origin == "compiled") {
+    row.values["compile_cold_ms"] = first_ms;
+    first.reset();
+    L::clear_module_memory();
+    t = Clock::now();
+    p = c.compile(o);
+    row.values["compile_disk_ms"] = since_us(t) / 1000;
+    row.text["build_origin_warm"] = p.stats().build_origin;
+  } else {
+    row.values["compile_disk_ms"] = first_ms;
+    p = std::move(*first);
   }
-  L::clear_module_memory();
-  t = Clock::now();
-  L::Program p = c.compile(o);
-  row.values["compile_disk_ms"] = since_us(t) / 1000;
-  kernel_cache::set_directory(old_dir);
-  std::filesystem::remove_all(dir);
 
   auto run = [&](bool b) { p.run(ctx, b ? c.inputs_b : c.inputs_a, c.outputs); };
   run(false);
@@ -192,7 +237,30 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.values["graph_nodes"] = static_cast<double>(s.graph_nodes);
   row.values["concurrency"] = static_cast<double>(s.concurrency);
   row.values["temporary_bytes"] = static_cast<double>(s.temporary_bytes);
-  row.text["build_origin_cold"] = "compiled";
+}
+
+/// Bytes of an array's elements.
+template <class T>
+double bytes_of(const L::Array<T>& a) {
+  return static_cast<double>(a.size()) * sizeof(T);
+}
+
+/// The device's copy bandwidth (bytes read + written per second): a 256 MiB device-to-device
+/// copy, the median of batches.
+double copy_bandwidth(const Context& ctx) {
+  const std::size_t n = std::size_t{32} << 20;
+  DeviceBuffer<double> a(ctx, n), b(ctx, n);
+  fill(ctx, a, 1.0);
+  copy(ctx, b, a);
+  ctx.synchronize();
+  std::vector<double> per;
+  for (int r = 0; r < 5; ++r) {
+    const auto t = Clock::now();
+    for (int i = 0; i < 10; ++i) copy(ctx, i % 2 ? a : b, i % 2 ? b : a);
+    ctx.synchronize();
+    per.push_back(since_us(t) / 10);
+  }
+  return 2.0 * 8 * static_cast<double>(n) / (median(per) * 1e-6);
 }
 
 /// Times `f` (a plain C++ version of a program) the same way: median of batches.
@@ -215,8 +283,10 @@ double time_plain(const std::function<void()>& f, bool quick) {
 /// [0, n) per call (the caller takes the first), so a call costs two barrier waits.
 class Pool {
  public:
-  Pool() : threads_(std::max<std::int64_t>(1, std::thread::hardware_concurrency())),
-           start_(threads_), done_(threads_) {
+  Pool()
+      : threads_(std::max<std::int64_t>(1, std::thread::hardware_concurrency())),
+        start_(threads_),
+        done_(threads_) {
     for (std::int64_t t = 1; t < threads_; ++t) {
       workers_.emplace_back([this, t] {
         for (;;) {
@@ -275,7 +345,10 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
   const bool host = ctx.device().backend == "host";
   // Table 2 of reference 001: about 1.25e5, 5.0e4, 2.5e4, 1.4e4 elements at p = 1..4.
   const int table2[5] = {0, 28, 20, 16, 13};
-  for (int p = 1; p <= 4; ++p) {
+  const double bandwidth = copy_bandwidth(ctx);
+  std::printf("dg: device copy bandwidth %.0f GB/s (read + write)\n", bandwidth / 1e9);
+  for (int p : args.dg_p) {
+    if (p < 1 || p > 4) continue;
     const auto R = dg::make_reference(p);
     for (int scale : args.dg_scales) {
       const int cubes = std::max(1, static_cast<int>(std::lround(table2[p] / std::cbrt(scale))));
@@ -284,7 +357,8 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
       const std::size_t n = static_cast<std::size_t>(m.E * R.Np);
       const auto hu = random_vector(n, 1), hv = random_vector(3 * n, 2);
       const auto hu2 = random_vector(n, 3), hv2 = random_vector(3 * n, 4);
-      auto du = upload(ctx, hu), dv = upload(ctx, hv), du2 = upload(ctx, hu2), dv2 = upload(ctx, hv2);
+      auto du = upload(ctx, hu), dv = upload(ctx, hv), du2 = upload(ctx, hu2),
+           dv2 = upload(ctx, hv2);
       DeviceBuffer<double> ou(ctx, n), ov(ctx, 3 * n);
       std::printf("dg p=%d scale 1/%d: %d^3 cubes, %lld elements\n", p, scale, cubes,
                   static_cast<long long>(m.E));
@@ -308,8 +382,17 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
                                                {"scale", scale},
                                                {"elements", static_cast<double>(m.E)},
                                                {"unknowns", static_cast<double>(n)}};
+      // Every buffer read or written once: the memory floor of one right-hand side.
+      const double bytes = 8.0 * 8 * static_cast<double>(n) + bytes_of(ops.ijm) + bytes_of(ops.S) +
+                           bytes_of(ops.Lift) + bytes_of(ops.sJ) + bytes_of(ops.Jinv) +
+                           bytes_of(ops.Minv) + bytes_of(ops.normal) + bytes_of(ops.elem) +
+                           bytes_of(ops.fmask) + bytes_of(ops.nbr_elem) + bytes_of(ops.nbr_node) +
+                           bytes_of(ops.boundary);
       for (const auto& mode : kModes) {
         Row row{"dg_rhs", mode.name, size, {}, {}};
+        row.values["floor_bytes"] = bytes;
+        row.values["copy_bandwidth_gbs"] = bandwidth / 1e9;
+        row.values["floor_us"] = bytes / bandwidth * 1e6;
         measure(ctx, c, mode, row, args.quick);
         std::printf("  %-17s %10.1f us per call (%zu kernels)\n", mode.name,
                     row.values["per_call_us"], static_cast<std::size_t>(row.values["kernels"]));
@@ -321,7 +404,8 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
         row.values["per_call_us"] = time_plain(
             [&] {
               parallel(m.E, [&](std::int64_t a, std::int64_t b) {
-                dg::rhs_loops(R, m, hu.data(), hv.data(), eu.data(), ev.data(), dg::Flux::upwind, a, b);
+                dg::rhs_loops(R, m, hu.data(), hv.data(), eu.data(), ev.data(), dg::Flux::upwind, a,
+                              b);
               });
             },
             args.quick);
@@ -334,9 +418,10 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
 
 void bench_figure1(const Context& ctx, const Args& args, std::vector<Row>& rows) {
   const bool host = ctx.device().backend == "host";
-  for (int lg = 10; lg <= 24; lg += args.quick ? 7 : 2) {
+  for (int lg : args.figure1) {
     const std::int64_t n = std::int64_t{1} << lg;
-    const auto hx = random_vector(static_cast<std::size_t>(n), 5), hy = random_vector(static_cast<std::size_t>(n), 6);
+    const auto hx = random_vector(static_cast<std::size_t>(n), 5),
+               hy = random_vector(static_cast<std::size_t>(n), 6);
     auto dx = upload(ctx, hx), dy = upload(ctx, hy), dx2 = upload(ctx, hy), dy2 = upload(ctx, hx);
     DeviceBuffer<double> out(ctx, static_cast<std::size_t>(n));
     Case c;
@@ -369,22 +454,25 @@ void bench_figure1(const Context& ctx, const Args& args, std::vector<Row>& rows)
           args.quick);
       rows.push_back(std::move(row));
     }
-    std::printf("figure1 n=2^%d: fused %.1f us, unfused %.1f us%s\n", lg,
-                rows[rows.size() - (host ? 5 : 4)].values["per_call_us"],
-                rows[rows.size() - (host ? 3 : 2)].values["per_call_us"],
-                host ? (", loops " + std::to_string(rows.back().values["per_call_us"]) + " us").c_str() : "");
+    std::printf(
+        "figure1 n=2^%d: fused %.1f us, unfused %.1f us%s\n", lg,
+        rows[rows.size() - (host ? 5 : 4)].values["per_call_us"],
+        rows[rows.size() - (host ? 3 : 2)].values["per_call_us"],
+        host ? (", loops " + std::to_string(rows.back().values["per_call_us"]) + " us").c_str()
+             : "");
   }
 }
 
 void bench_wide(const Context& ctx, const Args& args, std::vector<Row>& rows) {
   const std::int64_t n = 64;
-  for (std::int64_t e : {std::int64_t{64}, std::int64_t{16384}}) {
-    for (int W : {1, 2, 4, 8, 16, 32, 64}) {
-      if (args.quick && W != 1 && W != 16) continue;
+  for (int rows_ : args.wide_rows) {
+    const auto e = static_cast<std::int64_t>(rows_);
+    for (int W : args.wide) {
       std::vector<DeviceBuffer<double>> xs;
       auto dM = upload(ctx, random_vector(static_cast<std::size_t>(n * n), 7));
       for (int i = 0; i < 2 * W; ++i) {
-        xs.push_back(upload(ctx, random_vector(static_cast<std::size_t>(e * n), 8 + static_cast<std::uint64_t>(i))));
+        xs.push_back(upload(ctx, random_vector(static_cast<std::size_t>(e * n),
+                                               8 + static_cast<std::uint64_t>(i))));
       }
       std::vector<std::string> names;
       for (int i = 0; i < W; ++i) names.push_back("X" + std::to_string(i));
@@ -403,11 +491,14 @@ void bench_wide(const Context& ctx, const Args& args, std::vector<Row>& rows) {
       c.inputs_a = {{"M", dM}};
       c.inputs_b = {{"M", dM}};
       for (int i = 0; i < W; ++i) {
-        c.inputs_a.emplace_back(names[static_cast<std::size_t>(i)], xs[static_cast<std::size_t>(i)]);
-        c.inputs_b.emplace_back(names[static_cast<std::size_t>(i)], xs[static_cast<std::size_t>(W + i)]);
+        c.inputs_a.emplace_back(names[static_cast<std::size_t>(i)],
+                                xs[static_cast<std::size_t>(i)]);
+        c.inputs_b.emplace_back(names[static_cast<std::size_t>(i)],
+                                xs[static_cast<std::size_t>(W + i)]);
       }
       c.outputs = {out};
-      const std::map<std::string, double> size{{"branches", W}, {"rows", static_cast<double>(e)}, {"cols", n}};
+      const std::map<std::string, double> size{
+          {"branches", W}, {"rows", static_cast<double>(e)}, {"cols", n}};
       for (const auto& mode : kModes) {
         Row row{"wide", mode.name, size, {}, {}};
         measure(ctx, c, mode, row, args.quick);
@@ -425,8 +516,7 @@ void bench_chain(const Context& ctx, const Args& args, std::vector<Row>& rows) {
   auto dy = upload(ctx, random_vector(static_cast<std::size_t>(n), 9));
   auto dy2 = upload(ctx, random_vector(static_cast<std::size_t>(n), 10));
   DeviceBuffer<double> out(ctx, static_cast<std::size_t>(n));
-  for (int len : {10, 30, 100, 300, 1000}) {
-    if (args.quick && len > 100) continue;
+  for (int len : args.chain) {
     Case c;
     c.compile = [n, len](const L::Options& o) {
       auto y = L::placeholder<double>("y", {n});
@@ -460,9 +550,18 @@ int main(int argc, char** argv) {
       args.backend = value();
     } else if (a == "--programs") {
       args.programs = split(value());
+    } else if (a == "--dg-p") {
+      args.dg_p = split_ints(value());
     } else if (a == "--dg-scales") {
-      args.dg_scales.clear();
-      for (const auto& s : split(value())) args.dg_scales.push_back(std::stoi(s));
+      args.dg_scales = split_ints(value());
+    } else if (a == "--figure1") {
+      args.figure1 = split_ints(value());
+    } else if (a == "--wide") {
+      args.wide = split_ints(value());
+    } else if (a == "--wide-rows") {
+      args.wide_rows = split_ints(value());
+    } else if (a == "--chain") {
+      args.chain = split_ints(value());
     } else if (a == "--quick") {
       args.quick = true;
     } else if (a == "--json") {
@@ -472,7 +571,9 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
-                   "[--dg-scales 1,8,64] [--quick] [--json FILE] [--dump-dg DIR]\n",
+                   "[--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 LOG2N,...] "
+                   "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
+                   "[--json FILE] [--dump-dg DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -482,15 +583,17 @@ int main(int argc, char** argv) {
   Context ctx(device);
   std::printf("sluice lazy benchmarks on %s\n", device.to_string().c_str());
   std::vector<Row> rows;
+  const CacheDir cache;
   for (const auto& p : args.programs) {
     if (p == "dg") bench_dg(ctx, args, rows);
     if (p == "figure1") bench_figure1(ctx, args, rows);
     if (p == "wide") bench_wide(ctx, args, rows);
     if (p == "chain") bench_chain(ctx, args, rows);
-  }
-  if (!args.json.empty()) {
-    std::ofstream(args.json) << json_of(rows, device.to_string());
-    std::printf("wrote %s\n", args.json.c_str());
+    if (!args.json.empty()) {
+      std::ofstream(args.json) << json_of(rows, device.to_string());
+      std::printf("wrote %s (%zu rows)\n", args.json.c_str(), rows.size());
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

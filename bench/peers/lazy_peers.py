@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Peers of `sluice_lazy_bench` (bench/lazy): the same array programs, at the same sizes, with
 JAX (jax.jit), PyTorch eager, torch.compile (default, and mode="reduce-overhead", which uses CUDA
-graphs), CuPy eager, and NumPy on the host. Appends rows of the same JSON schema
+graphs), CuPy eager, NumPy on the host, and for the wide DAG a hand-placed multi-stream CUDA graph
+(torch-graph-streams: each branch on its own stream, forked from and joined into one captured
+graph, replayed). Appends rows of the same JSON schema
 ("sluice-bench-lazy/1") so that one file holds sluice and its peers.
 
     # on the GPU machine, after `sluice_lazy_bench --backend cuda --dump-dg out/dg --json out/lazy.json`
@@ -17,7 +19,9 @@ DAG (W branches of einsum("ij,ej->ei", M, X_i), tanh(y) * X_i + 1, a sum over ax
 and the chain y = y * a_k + b_k. Each peer is timed as sluice is: first-call time (tracing and
 compiling where there is any), the median over batches of back-to-back calls (each batch ended by
 a device synchronization), and one-call latency (a call and a synchronization). A peer that is
-missing or fails is reported and skipped, never fatal.
+missing or fails is reported and skipped, never fatal. torch.compile compiles each shape
+statically (as jax.jit does). With --deadline, cases that would start later than that many
+seconds after the start are reported as skipped; the JSON is rewritten after every case.
 """
 
 import argparse
@@ -138,9 +142,11 @@ class TorchPeer(Peer):
     def wrap(self, f):
         if self.mode is None:
             return f
+        # One static compilation per shape, like jax.jit (not dynamic shapes after the second).
+        self.torch._dynamo.config.cache_size_limit = 256
         if self.mode == "default":
-            return self.torch.compile(f)
-        return self.torch.compile(f, mode="reduce-overhead")
+            return self.torch.compile(f, dynamic=False)
+        return self.torch.compile(f, mode="reduce-overhead", dynamic=False)
 
     def einsum(self, spec, *ops):
         return self.torch.einsum(spec, *ops)
@@ -168,6 +174,52 @@ class _TorchNamespace:
         return x.sum(axis)
 
 
+class TorchStreamsGraphPeer(TorchPeer):
+    """The wide DAG as one would place it by hand: every branch on its own stream, forked from
+    and joined into the capturing stream, captured once into a CUDA graph and replayed."""
+
+    programs = ("wide",)
+
+    def __init__(self):
+        super().__init__(None)
+        self.name = "torch-graph-streams"
+        if self.device != "cuda":
+            raise RuntimeError("needs a CUDA device")
+
+    def wide_graph(self, M, Xs):
+        torch = self.torch
+
+        def branch(X):
+            return torch.sum(torch.tanh(torch.einsum("ij,ej->ei", M, X)) * X + 1.0, 1)
+
+        streams = [torch.cuda.Stream() for _ in Xs]
+        # Warm up (cuBLAS handles and workspaces on every stream) before capturing.
+        for s, X in zip(streams, Xs):
+            with torch.cuda.stream(s):
+                branch(X)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        capture = torch.cuda.Stream()
+        with torch.cuda.graph(graph, stream=capture):
+            home = torch.cuda.current_stream()
+            parts = []
+            for s, X in zip(streams, Xs):
+                s.wait_stream(home)
+                with torch.cuda.stream(s):
+                    parts.append(branch(X))
+            for s in streams:
+                home.wait_stream(s)
+            total = parts[0]
+            for q in parts[1:]:
+                total = total + q
+
+        def replay(*_):
+            graph.replay()
+            return total
+
+        return replay
+
+
 def make_peer(name):
     if name == "numpy":
         return NumpyPeer()
@@ -181,6 +233,8 @@ def make_peer(name):
         return TorchPeer("default")
     if name == "torch-compile-reduce-overhead":
         return TorchPeer("reduce-overhead")
+    if name == "torch-graph-streams":
+        return TorchStreamsGraphPeer()
     raise ValueError(name)
 
 
@@ -260,6 +314,8 @@ def bench_dg(peer, args, rows, sizes):
     import numpy as np
 
     for (p, scale) in sizes:
+        if out_of_time(args, rows, peer, 'dg'):
+            continue
         path = os.path.join(args.dg, "p%d_s%d" % (p, scale))
         if not os.path.isdir(path):
             print("  dg p=%d 1/%d: no data at %s (run sluice_lazy_bench --dump-dg)" % (p, scale, path))
@@ -304,6 +360,8 @@ def bench_figure1(peer, args, rows, sizes):
 
     xp = peer.xp
     for n in sizes:
+        if out_of_time(args, rows, peer, 'figure1'):
+            continue
         rng = np.random.default_rng(5)
         x = peer.asarray(rng.uniform(-1, 1, n))
         y = peer.asarray(rng.uniform(-1, 1, n))
@@ -318,6 +376,8 @@ def bench_wide(peer, args, rows, sizes):
 
     xp = peer.xp
     for (W, e) in sizes:
+        if out_of_time(args, rows, peer, 'wide'):
+            continue
         n = 64
         rng = np.random.default_rng(7)
         M = peer.asarray(rng.uniform(-1, 1, (n, n)))
@@ -330,8 +390,15 @@ def bench_wide(peer, args, rows, sizes):
                 total = b if total is None else total + b
             return total
 
-        f = peer.wrap(wide)
-        res, _ = measure(peer, f, (M, *Xs), args.quick)
+        if isinstance(peer, TorchStreamsGraphPeer):
+            f = peer.wide_graph(M, Xs)
+        else:
+            f = peer.wrap(wide)
+        res, out = measure(peer, f, (M, *Xs), args.quick)
+        if isinstance(peer, TorchStreamsGraphPeer):
+            expect = wide(M, *Xs)  # eager: the replayed graph must give the same sums
+            res["max_rel_error"] = float((out - expect).abs().max()) / max(
+                1.0, float(expect.abs().max()))
         rows.append({"program": "wide", "mode": peer.name,
                      "size": {"branches": W, "rows": e, "cols": n}, **res})
         print("  wide W=%-3d rows=%-6d %-32s %12.1f us per call" % (W, e, peer.name, res["per_call_us"]))
@@ -341,6 +408,8 @@ def bench_chain(peer, args, rows, sizes):
     import numpy as np
 
     for L in sizes:
+        if out_of_time(args, rows, peer, 'chain'):
+            continue
         n = 1 << 20
         y0 = peer.asarray(np.random.default_rng(9).uniform(-1, 1, n))
 
@@ -354,6 +423,24 @@ def bench_chain(peer, args, rows, sizes):
         rows.append({"program": "chain", "mode": peer.name, "size": {"length": L, "n": n}, **res})
         print("  chain L=%-5d %-32s %12.1f us per call" % (L, peer.name, res["per_call_us"]))
 
+
+def out_of_time(args, rows, peer, program):
+    """Past the deadline: the case is reported as skipped. Else the rows so far are saved."""
+    if args.json:
+        save(args.json, rows)
+    if args.deadline and time.monotonic() - START > args.deadline:
+        print("  %s %s: skipped (past --deadline %g s)" % (program, peer.name, args.deadline))
+        return True
+    return False
+
+
+def save(path, rows):
+    with open(path, "w") as f:
+        json.dump({"schema": "sluice-bench-lazy/1", "device": "peers", "results": rows}, f,
+                  indent=1)
+
+
+START = time.monotonic()
 
 # ---- sizes ------------------------------------------------------------------------------------
 
@@ -393,6 +480,8 @@ def main():
     ap.add_argument("--from", dest="from_json", help="take the sizes from a sluice_lazy_bench JSON")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds after which no new case starts (0: none)")
     args = ap.parse_args()
 
     sizes = sizes_from(args.from_json) if args.from_json else default_sizes()
@@ -405,6 +494,8 @@ def main():
             continue
         print("%s:" % name)
         for prog in args.programs.split(","):
+            if prog not in getattr(peer, "programs", (prog,)):
+                continue
             fn = {"dg": bench_dg, "figure1": bench_figure1, "wide": bench_wide,
                   "chain": bench_chain}[prog]
             try:
@@ -413,9 +504,7 @@ def main():
                 print("  %s failed:" % prog)
                 traceback.print_exc(limit=3)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"schema": "sluice-bench-lazy/1", "device": "peers", "results": rows}, f,
-                      indent=1)
+        save(args.json, rows)
         print("wrote %s" % args.json)
     return 0
 

@@ -2,11 +2,12 @@
 """A short table of sluice_lazy_bench's JSON and its peers' (bench/peers/lazy_peers.py), with the
 goals of issue 25 checked against what was measured in the same run.
 
-    python3 bench/lazy/summary.py lazy_cuda.json lazy_peers.json > summary.txt
+    python3 bench/lazy/summary.py lazy_cuda.json lazy_peers.json [--plot lazy.png] > summary.txt
 
 Per-call times in microseconds (median of batches of back-to-back calls). Columns: the four
 sluice modes (f = fused, u = unfused; df = dataflow, se = serial), then each peer. A goal is
-"ok" or "MISSED" only where both sides were measured; otherwise "not measured".
+"ok" or "MISSED" only where both sides were measured; otherwise "not measured". --plot draws the DG right-hand side (per call against p, one panel per scale)
+and the wide DAG (per call against W, one panel per row count), where matplotlib is installed.
 """
 
 import json
@@ -39,7 +40,57 @@ def fmt(v):
     return "%.1f" % v if v < 1000 else "%.0f" % v
 
 
-def main(paths):
+def plot(table, cols, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        print("(no plot: %s)" % e)
+        return
+    panels = {}
+    for (prog, k), t in table.items():
+        if prog not in ("dg_rhs", "wide"):
+            continue
+        any_row = next(iter(t.values()))
+        s = any_row["size"]
+        if prog == "dg_rhs":
+            panel, x = ("DG right-hand side, 1/%d of Table 2" % s["scale"], "p"), s["p"]
+        else:
+            panel, x = ("wide DAG, %d rows per branch" % s["rows"], "branches W"), s["branches"]
+        for mode, r in t.items():
+            if "per_call_us" in r:
+                panels.setdefault(panel, {}).setdefault(mode, []).append((x, r["per_call_us"]))
+        floor = t.get("fused-dataflow", {}).get("floor_us")
+        if floor:
+            panels.setdefault(panel, {}).setdefault("memory floor", []).append((x, floor))
+    if not panels:
+        return
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for ax, ((title, xlabel), series) in zip(axes[0], sorted(panels.items())):
+        for mode in [c for c in cols if c in series] + [m for m in series if m not in cols]:
+            pts = sorted(series[mode])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    linestyle="--" if mode == "memory floor" else "-", label=mode)
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("us per call")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("(plot: %s)" % path)
+
+
+def main(argv):
+    plot_path = None
+    if "--plot" in argv:
+        i = argv.index("--plot")
+        plot_path = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    paths = argv
     rows, device = [], "?"
     for p in paths:
         try:
@@ -127,6 +178,8 @@ def main(paths):
                      (prog, k, r["rebind_extra_us"], r.get("host_us", 0)),
                      r["rebind_extra_us"] <= 10)
     print("\n%d goal(s) missed" % missed)
+    if plot_path:
+        plot(table, cols, plot_path)
     return 0
 
 

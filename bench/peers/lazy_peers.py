@@ -143,7 +143,11 @@ class TorchPeer(Peer):
         if self.mode is None:
             return f
         # One static compilation per shape, like jax.jit (not dynamic shapes after the second).
-        self.torch._dynamo.config.cache_size_limit = 256
+        for knob in ("cache_size_limit", "recompile_limit"):  # the name differs across versions
+            try:
+                setattr(self.torch._dynamo.config, knob, 256)
+            except (AttributeError, KeyError):
+                pass
         if self.mode == "default":
             return self.torch.compile(f, dynamic=False)
         return self.torch.compile(f, mode="reduce-overhead", dynamic=False)

@@ -578,22 +578,27 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  Device device = default_device();
-  if (!args.backend.empty()) device = Device{args.backend, 0};
-  Context ctx(device);
-  std::printf("sluice lazy benchmarks on %s\n", device.to_string().c_str());
-  std::vector<Row> rows;
-  const CacheDir cache;
-  for (const auto& p : args.programs) {
-    if (p == "dg") bench_dg(ctx, args, rows);
-    if (p == "figure1") bench_figure1(ctx, args, rows);
-    if (p == "wide") bench_wide(ctx, args, rows);
-    if (p == "chain") bench_chain(ctx, args, rows);
-    if (!args.json.empty()) {
-      std::ofstream(args.json) << json_of(rows, device.to_string());
-      std::printf("wrote %s (%zu rows)\n", args.json.c_str(), rows.size());
-      std::fflush(stdout);
+  try {
+    Device device = default_device();
+    if (!args.backend.empty()) device = Device{args.backend, 0};
+    Context ctx(device);
+    std::printf("sluice lazy benchmarks on %s\n", device.to_string().c_str());
+    std::vector<Row> rows;
+    const CacheDir cache;
+    for (const auto& p : args.programs) {
+      if (p == "dg") bench_dg(ctx, args, rows);
+      if (p == "figure1") bench_figure1(ctx, args, rows);
+      if (p == "wide") bench_wide(ctx, args, rows);
+      if (p == "chain") bench_chain(ctx, args, rows);
+      if (!args.json.empty()) {
+        std::ofstream(args.json) << json_of(rows, device.to_string());
+        std::printf("wrote %s (%zu rows)\n", args.json.c_str(), rows.size());
+        std::fflush(stdout);
+      }
     }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "sluice_lazy_bench: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -264,16 +264,26 @@ class Accessor {
     return {this, idx};
   }
   /// The accessed range and its offset in the buffer.
-  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept { return range_; }
-  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept { return offset_; }
-  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept { return range_.size(); }
-  [[nodiscard]] SLUICE_HD std::size_t byte_size() const noexcept { return size() * sizeof(T); }
+  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept {
+    return range_;
+  }
+  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept {
+    return offset_;
+  }
+  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept {
+    return range_.size();
+  }
+  [[nodiscard]] SLUICE_HD std::size_t byte_size() const noexcept {
+    return size() * sizeof(T);
+  }
   /// The first accessed element (elements of a row are contiguous).
   [[nodiscard]] SLUICE_HD value_type* get_pointer() const noexcept {
     return base_ + detail::linearize<D>(offset_, buffer_range_);
   }
   /// The whole buffer's extents.
-  [[nodiscard]] SLUICE_HD range<D> buffer_range() const noexcept { return buffer_range_; }
+  [[nodiscard]] SLUICE_HD range<D> buffer_range() const noexcept {
+    return buffer_range_;
+  }
 
  private:
   T* base_ = nullptr;

@@ -321,8 +321,9 @@ void bind_contexts(py::module_& m) {
           py::arg("name") = "",
           "A context on `device` (default: the default device). kind: 'async' (asynchronous to\n"
           "the host and to other contexts) or 'blocking' (each operation waits for all earlier\n"
-          "work on the device and is complete when the call returns). priority: larger is more\n"
-          "urgent, clamped to the device's range.")
+          "work on the device and is complete when the call returns). priority: lower is more\n"
+          "urgent (CUDA's and Warp's convention), clamped to the device's range\n"
+          "[priority_highest, priority_lowest].")
       .def_static(
           "wrap",
           [](const py::object& device, std::uintptr_t stream, const std::string& name) {

@@ -1,4 +1,4 @@
-#include "backends/host/host_backend.hpp"
+// The host backend: every context is a FIFO worker thread; device memory is host memory.
 
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +10,7 @@
 #include "backends/host/host_pool.hpp"
 #include "backends/host/host_stream.hpp"
 #include "backends/host/host_topology.hpp"
+#include "core/builtin_backends.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
@@ -88,7 +89,6 @@ class HostBackend final : public Backend {
     return pool_.reserved();
   }
 
-
   std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
                                                      int device) override {
     check_device(device);
@@ -107,9 +107,12 @@ class HostBackend final : public Backend {
 };
 
 }  // namespace
+}  // namespace sluice::detail::host
 
-std::shared_ptr<Backend> make_backend() {
-  return std::make_shared<HostBackend>();
+namespace sluice::detail {
+
+std::shared_ptr<Backend> make_host_backend() {
+  return std::make_shared<host::HostBackend>();
 }
 
-}  // namespace sluice::detail::host
+}  // namespace sluice::detail

@@ -3,9 +3,12 @@
 #include "core/cuda_interop.hpp"
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
 namespace sluice::detail::cuda {
@@ -28,9 +31,22 @@ class CudaInteropImpl final : public CudaInterop {
   }
   void launch(Stream& stream, const void* kernel, sluice::cuda::Dim3 grid, sluice::cuda::Dim3 block,
               std::size_t shared_bytes, void** args, const OpInfo& op) override {
-    as_cuda_stream(stream, "sluice::cuda::launch")
-        .launch(kernel, dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), shared_bytes,
-                args, op);
+    auto& s = as_cuda_stream(stream, "sluice::cuda::launch");
+    try {
+      s.launch(kernel, dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), shared_bytes,
+               args, op);
+    } catch (const Error& e) {
+      // The stub is unknown to this module's runtime when the program registered its kernels
+      // with a runtime of its own (nvcc's default, the static one).
+      const std::string_view what = e.what();
+      if (what.find("cudaErrorInvalidDeviceFunction") == std::string_view::npos) throw;
+      throw Error(e.code(),
+                  std::string(what.substr(what.find(' ') + 1)) +
+                      "; or the kernel was registered with another copy of the CUDA runtime: "
+                      "build its .cu file with the shared runtime (CMake: CUDA_RUNTIME_LIBRARY "
+                      "Shared and link sluice::cuda; nvcc: -cudart shared)",
+                  e.where());
+    }
   }
 };
 

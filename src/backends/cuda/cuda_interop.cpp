@@ -52,8 +52,8 @@ class CudaInteropImpl final : public CudaInterop {
 
 const ModuleRegistration registration{[] {
   static CudaInteropImpl interop;  // the registry owns what it is given; this lives on
-  register_extension<CudaInterop>("cuda",
-                                  std::shared_ptr<CudaInterop>(std::shared_ptr<void>(), &interop));
+  sluice::register_extension<CudaInterop>(
+      "cuda", std::shared_ptr<CudaInterop>(std::shared_ptr<void>(), &interop));
 }};
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 
 const ModuleRegistration registration{[] {
   // The registry owns what it is given; the implementation is a process-lifetime static.
-  register_extension<dataflow::detail::DeviceOps>(
+  sluice::register_extension<dataflow::detail::DeviceOps>(
       "cuda", {std::shared_ptr<void>(), &dataflow::detail::cuda_device_ops()});
 }};
 

@@ -22,11 +22,11 @@ std::shared_ptr<E> unowned(E& e) {
 }
 
 const ModuleRegistration registration{[] {
-  register_extension<KernelLoader>("cuda", unowned(kernel_loader()));
-  register_extension<Nvrtc>("cuda", unowned(nvrtc()));
-  register_extension<Blas>("cuda", unowned(canned_blas()));
-  register_extension<Rng>("cuda", unowned(canned_rng()));
-  register_extension<Fft>("cuda", unowned(canned_fft()));
+  sluice::register_extension<KernelLoader>("cuda", unowned(kernel_loader()));
+  sluice::register_extension<Nvrtc>("cuda", unowned(nvrtc()));
+  sluice::register_extension<Blas>("cuda", unowned(canned_blas()));
+  sluice::register_extension<Rng>("cuda", unowned(canned_rng()));
+  sluice::register_extension<Fft>("cuda", unowned(canned_fft()));
 }};
 
 }  // namespace

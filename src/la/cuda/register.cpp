@@ -11,7 +11,7 @@ namespace {
 
 const ModuleRegistration registration{[] {
   // The registry owns what it is given; the implementation is a process-lifetime static.
-  register_extension<LaKernels>("cuda", {std::shared_ptr<void>(), &la_kernels()});
+  sluice::register_extension<LaKernels>("cuda", {std::shared_ptr<void>(), &la_kernels()});
 }};
 
 }  // namespace

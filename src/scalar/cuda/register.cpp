@@ -11,7 +11,8 @@ namespace {
 
 const ModuleRegistration registration{[] {
   // The registry owns what it is given; the interpreter is a process-lifetime static.
-  register_extension<ScalarKernels>("cuda", {std::shared_ptr<void>(), &scalar_interpreter()});
+  sluice::register_extension<ScalarKernels>("cuda",
+                                            {std::shared_ptr<void>(), &scalar_interpreter()});
 }};
 
 }  // namespace

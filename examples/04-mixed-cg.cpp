@@ -13,6 +13,7 @@
 
 int main() {
   using namespace sluice;
+  using namespace sluice::la;
   Context dctx_a(ContextOptions{.name = "a"});
   Context dctx_b(ContextOptions{.device = dctx_a.device(), .name = "b"});
   Context dctx_c(ContextOptions{.device = dctx_a.device(), .name = "c"});

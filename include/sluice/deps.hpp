@@ -46,6 +46,15 @@ struct ByteRange {
   [[nodiscard]] static ByteRange whole() { return {}; }
 };
 
+/// One access of an operation: which tracked object, which bytes, how. The one vocabulary of
+/// accesses: graph nodes declare them, kernels' `read()`/`write()` marks and dataflow accessors
+/// become them, and the tracker orders work by them.
+struct Use {
+  ObjectId id = 0;
+  Access mode = Access::read;
+  ByteRange range;
+};
+
 /// Where registered memory lives.
 enum class MemoryType : std::uint8_t { device, host, pinned, managed };
 

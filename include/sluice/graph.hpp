@@ -74,12 +74,6 @@ enum class NodeKind : std::uint8_t {
 /// Lower-case name of a node kind ("kernel", "while", ...).
 [[nodiscard]] const char* to_string(NodeKind kind) noexcept;
 
-/// One declared access of a node: which tracked object, which bytes, how.
-struct Use {
-  ObjectId id = 0;
-  Access mode = Access::read;
-  ByteRange range;
-};
 /// A read of a tracked buffer (anything with `object_id()`), optionally of a byte range.
 template <class T>
 requires requires(const T& t) {

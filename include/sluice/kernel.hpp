@@ -232,13 +232,6 @@ template <detail::TrackedBuffer B>
 }
 
 namespace detail {
-/// One tracked access of a launch.
-struct KernelAccess {
-  ObjectId id;
-  ByteRange range;
-  Access mode;
-};
-
 /// What a `TypedKernel` expects of the module: its parameter types and sizes.
 struct KernelSignature {
   std::type_index args;  ///< typeid(std::tuple<Args...>)
@@ -250,7 +243,7 @@ struct KernelSignature {
                                                               const KernelSignature& signature,
                                                               std::source_location loc);
 void launch_kernel(const Context& ctx, const LoadedKernel* kernel, const Grid& grid,
-                   const Block& block, void** args, std::span<const KernelAccess> accesses);
+                   const Block& block, void** args, std::span<const Use> accesses);
 [[nodiscard]] const Device& kernel_device(const LoadedKernel& k) noexcept;
 [[nodiscard]] const std::string& kernel_name(const LoadedKernel& k) noexcept;
 [[nodiscard]] KernelFormat kernel_format(const LoadedKernel& k) noexcept;
@@ -308,10 +301,10 @@ constexpr std::size_t tracked_count() {
 }
 
 template <class A>
-void collect_access(KernelAccess*& out, const A& a) {
+void collect_access(Use*& out, const A& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (tracked_traits<D>::value) {
-    if (a.id != 0) *out++ = {a.id, a.range, tracked_traits<D>::mode};
+    if (a.id != 0) *out++ = {a.id, tracked_traits<D>::mode, a.range};
   } else {
     (void)out;
     (void)a;
@@ -360,15 +353,15 @@ class TypedKernel {
     check_all(std::index_sequence_for<Args...>{}, static_cast<std::tuple<Args...>*>(nullptr));
     std::tuple<Params...> values(detail::argument_value<Params>(std::forward<Args>(args))...);
     constexpr std::size_t tracked = (detail::tracked_count<Args>() + ... + 0);
-    std::array<detail::KernelAccess, tracked == 0 ? 1 : tracked> accesses{};
-    detail::KernelAccess* end = accesses.data();
+    std::array<Use, tracked == 0 ? 1 : tracked> accesses{};
+    Use* end = accesses.data();
     (detail::collect_access(end, args), ...);
     std::apply(
         [&](auto&... v) {
           std::array<void*, sizeof...(Params) == 0 ? 1 : sizeof...(Params)> pointers{
               static_cast<void*>(&v)...};
           detail::launch_kernel(ctx, impl_.get(), grid, block, pointers.data(),
-                                std::span<const detail::KernelAccess>(accesses.data(), end));
+                                std::span<const Use>(accesses.data(), end));
         },
         values);
   }

@@ -9,19 +9,21 @@
 /// the reference is examples/04-mixed-cg.cpp):
 ///
 /// @code
+/// namespace la = sluice::la;
 /// sluice::Context a, b;
-/// sluice::Vec x(a, n), y(a, n);
-/// sluice::set(x, 1.0);                             // on x's context
+/// la::Vec x(a, n), y(a, n);
+/// la::set(x, 1.0);                          // on x's context
 /// sluice::Managed<double> nrm;
-/// sluice::norm(x, sluice::NormType::two, nrm, b);  // async on b: waits for the set, not the host
-/// sluice::scale(y, 1.0 / nrm, a);                  // async on a: waits for the norm on b
-/// double host = sluice::dot(x, y);                 // sync: waits for these two vectors only
+/// la::norm(x, la::NormType::two, nrm, b);   // async on b: waits for the set, not the host
+/// la::scale(y, 1.0 / nrm, a);               // async on a: waits for the norm on b
+/// double host = la::dot(x, y);              // sync: waits for these two vectors only
 /// @endcode
 ///
-/// Argument order follows PETSc (`axpy(y, a, x)` is VecAXPY: y += a x). Every operation takes the
-/// context to run on as its last argument; the default is the context of the vector it writes
-/// (for reductions, of the first vector). Vectors and matrices may live on any context of the
-/// same device as the context used.
+/// Everything lives in namespace `sluice::la` (its `copy(x, y)` is VecCopy, not the memory layer's
+/// `sluice::copy(ctx, dst, src)`). Argument order follows PETSc (`axpy(y, a, x)` is VecAXPY: y += a
+/// x). Every operation takes the context to run on as its last argument; the default is the context
+/// of the vector it writes (for reductions, of the first vector). Vectors and matrices may live on
+/// any context of the same device as the context used.
 ///
 /// Thread safety: operations on distinct objects may be issued from any threads; a `Vec` must not
 /// be written by one thread while another uses it (as any C++ object).
@@ -45,7 +47,7 @@
 #include "sluice/memory.hpp"
 #include "sluice/scalar.hpp"
 
-namespace sluice {
+namespace sluice::la {
 
 // ---- Vec ----------------------------------------------------------------------------------------
 
@@ -432,11 +434,11 @@ struct KspResult {
 /// One Ksp runs one solve at a time: use one Ksp per thread for concurrent solves.
 ///
 /// @code
-/// auto A = sluice::Mat::stencil(ctx, sluice::Stencil::d2p5, 512, 512);
-/// sluice::Vec b(ctx, A.rows()), x(ctx, A.rows());
-/// sluice::set(x, 1.0);
-/// sluice::mult(A, x, b);                         // b = A 1
-/// sluice::Ksp ksp(A, {.type = sluice::KspType::cg, .rtol = 1e-8});
+/// auto A = sluice::la::Mat::stencil(ctx, sluice::la::Stencil::d2p5, 512, 512);
+/// sluice::la::Vec b(ctx, A.rows()), x(ctx, A.rows());
+/// sluice::la::set(x, 1.0);
+/// sluice::la::mult(A, x, b);                         // b = A 1
+/// sluice::la::Ksp ksp(A, {.type = sluice::la::KspType::cg, .rtol = 1e-8});
 /// auto r = ksp.solve(b, x);                      // async by default
 /// std::cout << r.iterations << " " << sluice::to_string(r.reason) << "\n";
 /// @endcode
@@ -468,4 +470,4 @@ class Ksp {
   std::unique_ptr<Work> work_;
 };
 
-}  // namespace sluice
+}  // namespace sluice::la

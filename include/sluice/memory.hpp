@@ -41,6 +41,7 @@ class RawDeviceBuffer {
   [[nodiscard]] void* data() const noexcept { return ptr_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] ObjectId id() const noexcept { return id_; }
+  [[nodiscard]] ObjectId object_id() const noexcept { return id_; }
   [[nodiscard]] const std::shared_ptr<ContextImpl>& context() const noexcept { return ctx_; }
 
  private:

@@ -890,7 +890,7 @@ requires detail::binary_operands<L, R>
     return detail::binary_type_error<L, R>();
   } else {
     static_assert(!detail::scalar_traits<detail::binary_result_t<L, R>>::is_complex,
-                  "sluice::min: complex numbers have no ordering");
+                  "sluice::la::min: complex numbers have no ordering");
     return detail::make_binary<ScalarOp::min, void>(l, r);
   }
 }
@@ -901,7 +901,7 @@ requires detail::binary_operands<L, R>
     return detail::binary_type_error<L, R>();
   } else {
     static_assert(!detail::scalar_traits<detail::binary_result_t<L, R>>::is_complex,
-                  "sluice::max: complex numbers have no ordering");
+                  "sluice::la::max: complex numbers have no ordering");
     return detail::make_binary<ScalarOp::max, void>(l, r);
   }
 }

@@ -300,7 +300,7 @@ void ContextImpl::refuse_if_capturing(std::string_view what, std::source_locatio
   if (sink && sink->active()) sink->refuse(*this, what, loc);
 }
 
-void ContextImpl::note_capture_uses(std::span<const AccessSpec> accesses) {
+void ContextImpl::note_capture_uses(std::span<const Use> accesses) {
   std::lock_guard lock(mutex_);
   capture_uses_.insert(capture_uses_.end(), accesses.begin(), accesses.end());
 }

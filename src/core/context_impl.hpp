@@ -20,13 +20,6 @@
 
 namespace sluice::detail {
 
-/// One access of an operation: which object, which bytes, how.
-struct AccessSpec {
-  ObjectId id = 0;
-  ByteRange range;
-  Access mode = Access::read;
-};
-
 /// Where a capturing context sends its work (src/graph/capture_state.hpp): the graph layer's
 /// hook into the context, so that the core stays below it.
 class CaptureSink {
@@ -163,10 +156,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// Throws through the capture's guard if this context is capturing: `what` cannot be captured.
   void refuse_if_capturing(std::string_view what, std::source_location loc);
   /// Accesses the tracker declared for the next captured operation.
-  void note_capture_uses(std::span<const AccessSpec> accesses);
+  void note_capture_uses(std::span<const Use> accesses);
   /// The accesses noted since the last captured operation (mutex_ held by the caller), until
   /// `clear_capture_uses` (which keeps the storage for the next operation).
-  [[nodiscard]] std::span<const AccessSpec> capture_uses() const noexcept { return capture_uses_; }
+  [[nodiscard]] std::span<const Use> capture_uses() const noexcept { return capture_uses_; }
   void clear_capture_uses() noexcept { capture_uses_.clear(); }
   /// Releases device memory in stream order. Never throws.
   void deallocate(void* ptr, std::size_t bytes) noexcept;
@@ -252,7 +245,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   void set_capturing(bool on) noexcept;
   std::atomic<bool> capturing_{false};
   std::shared_ptr<CaptureSink> capture_;
-  std::vector<AccessSpec> capture_uses_;
+  std::vector<Use> capture_uses_;
   // Extensions of this context's backend, by slot (accessed through std::atomic_ref).
   std::array<void*, 16> extension_cache_{};
   // Extensions' per-context state, by slot; declared after stream_ so that it goes first (the

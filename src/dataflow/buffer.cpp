@@ -225,7 +225,7 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
   if (bytes == 0) return c.ptr;  // an empty range touches nothing
   if (mode != AccessMode::read) s.written.push_back({keep, &c});
   s.buffers.push_back(keep);
-  s.accesses.push_back({c.id, {offset, bytes}, tracker_mode(mode)});
+  s.accesses.add(c.id, {offset, bytes}, tracker_mode(mode));
   return c.ptr;
 }
 

@@ -15,13 +15,14 @@
 
 #include "core/context_impl.hpp"
 #include "dataflow/device_ops.hpp"
+#include "deps/issue.hpp"
 #include "deps/tracker.hpp"
 #include "sluice/dataflow.hpp"
 #include "sluice/memory.hpp"
 
 namespace sluice::dataflow::detail {
 
-using sluice::detail::AccessSpec;
+using sluice::detail::AccessList;
 using sluice::detail::ContextImpl;
 
 enum class BackendKind : std::uint8_t { host, cuda, other };
@@ -140,7 +141,7 @@ class SubmitState {
   /// False until something was issued for the command group: until then an out-of-order queue
   /// may still move it to the context of the work it depends on (see `place`).
   bool placed = false;
-  std::vector<AccessSpec> accesses;
+  AccessList accesses;
   std::vector<std::shared_ptr<sluice::EventImpl>> waits;
   struct Written {
     std::shared_ptr<BufferState> buffer;

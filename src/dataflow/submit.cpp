@@ -8,8 +8,6 @@
 
 namespace sluice::dataflow::detail {
 
-using sluice::detail::Tracker;
-
 void apply_writes(SubmitState& s, std::uint64_t seq);  // buffer.cpp
 
 namespace {
@@ -49,7 +47,7 @@ void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMo
   const Access m = mode == AccessMode::read         ? Access::read
                    : mode == AccessMode::read_write ? Access::read_write
                                                     : Access::write;
-  s.accesses.push_back({region->id, {off, bytes}, m});
+  s.accesses.add(region->id, {off, bytes}, m);
 }
 
 std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,
@@ -167,12 +165,7 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
       deferred = c.defer_point(point, op.seq);
     });
   };
-  if (s.accesses.empty()) {
-    enqueue();
-  } else {
-    // Through a one-pointer wrapper, which std::function stores without allocating.
-    Tracker::instance().run(c, s.accesses, k.what, loc, [&enqueue] { enqueue(); });
-  }
+  sluice::detail::issue_tracked(c, s.accesses, k.what, loc, enqueue);
   if (!deferred) {
     // No kernel (the group completes after its dependencies), or a capturing context.
     point = std::make_shared<sluice::detail::DeferredPoint>();

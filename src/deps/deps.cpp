@@ -21,16 +21,18 @@ void unregister_memory(ObjectId id, std::source_location loc) {
   Tracker::instance().unregister(id, loc);
 }
 
-ObjectId new_object_id() { return Tracker::instance().new_object(); }
+ObjectId new_object_id() {
+  return Tracker::instance().new_object();
+}
 
 void mark_intent_begin(const Context& ctx, ObjectId id, Access mode, std::string_view description,
                        ByteRange range, std::source_location loc) {
-  Tracker::instance().begin(ctx.impl(), {id, range, mode}, description, loc);
+  Tracker::instance().begin(ctx.impl(), {id, mode, range}, description, loc);
 }
 
 void mark_intent_end(const Context& ctx, ObjectId id, Access mode, std::string_view description,
                      ByteRange range, std::source_location loc) {
-  Tracker::instance().end(ctx.impl(), {id, range, mode}, description, loc);
+  Tracker::instance().end(ctx.impl(), {id, mode, range}, description, loc);
 }
 
 Intent::Intent(const Context& ctx, ObjectId id, Access mode, std::string_view description,
@@ -52,16 +54,30 @@ void wait_for_host_access(ObjectId id, Access mode, ByteRange range, std::source
 }
 
 namespace deps {
-void set_debug(bool on) { Tracker::instance().set_debug(on); }
-bool debug() { return Tracker::instance().debug(); }
-void write_dot(std::ostream& out) { Tracker::instance().write_dot(out); }
-void clear_graph() { Tracker::instance().clear_graph(); }
-Stats stats() { return Tracker::instance().stats(); }
-Footprint footprint() { return Tracker::instance().footprint(); }
+void set_debug(bool on) {
+  Tracker::instance().set_debug(on);
+}
+bool debug() {
+  return Tracker::instance().debug();
+}
+void write_dot(std::ostream& out) {
+  Tracker::instance().write_dot(out);
+}
+void clear_graph() {
+  Tracker::instance().clear_graph();
+}
+Stats stats() {
+  return Tracker::instance().stats();
+}
+Footprint footprint() {
+  return Tracker::instance().footprint();
+}
 }  // namespace deps
 
 namespace detail {
-bool deps_debug() { return Tracker::instance().debug(); }
+bool deps_debug() {
+  return Tracker::instance().debug();
+}
 void check_host_access(ObjectId id, std::source_location loc) {
   Tracker::instance().check_unguarded_host_access(id, loc);
 }

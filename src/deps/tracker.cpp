@@ -107,7 +107,7 @@ ObjectId Tracker::new_object() {
   return id;
 }
 
-void Tracker::resolve(const RawAccess& a, std::vector<AccessSpec>& out) {
+void Tracker::resolve(const RawUse& a, AccessList& out) {
   const auto p = reinterpret_cast<std::uintptr_t>(a.ptr);
   auto it = regions_.upper_bound(p);
   if (it == regions_.begin()) return;
@@ -120,26 +120,30 @@ void Tracker::resolve(const RawAccess& a, std::vector<AccessSpec>& out) {
                                             std::to_string(it->second.id) + " of " +
                                             std::to_string(it->second.size) + " bytes");
   }
-  out.push_back({it->second.id, {offset, a.bytes}, a.mode});
+  out.add(it->second.id, {offset, a.bytes}, a.mode);
 }
 
-void Tracker::run(ContextImpl& ctx, std::initializer_list<RawAccess> raw, std::string_view what,
+void Tracker::run(ContextImpl& ctx, const AccessList& accesses, std::string_view what,
                   std::source_location loc, const std::function<void()>& enqueue) {
   {
     std::lock_guard lock(mutex_);
-    thread_local std::vector<AccessSpec> resolved;  // reused: no allocation per operation
-    resolved.clear();
-    for (const auto& r : raw) resolve(r, resolved);
-    if (resolved.empty()) {
+    std::span<const Use> uses = accesses.uses();
+    if (!accesses.raw_uses().empty()) {
+      thread_local AccessList resolved;  // reused: no allocation per operation
+      resolved = accesses;
+      for (const auto& r : accesses.raw_uses()) resolve(r, resolved);
+      uses = resolved.uses();
+    }
+    if (uses.empty()) {
       enqueue();  // untracked memory: the caller orders it
     } else {
-      run_locked(ctx, resolved, what, loc, enqueue);
+      run_locked(ctx, uses, what, loc, enqueue);
     }
   }
   ctx.finish_if_blocking();
 }
 
-void Tracker::require_tracked(std::span<const AccessSpec> accesses, std::source_location loc) {
+void Tracker::require_tracked(std::span<const Use> accesses, std::source_location loc) {
   std::lock_guard lock(mutex_);
   for (const auto& a : accesses) (void)object(a.id, loc);
 }
@@ -155,7 +159,7 @@ Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
   return it->second;
 }
 
-std::pair<std::size_t, std::size_t> Tracker::bounds(const Object& obj, const AccessSpec& a,
+std::pair<std::size_t, std::size_t> Tracker::bounds(const Object& obj, const Use& a,
                                                     std::source_location loc) const {
   const std::size_t lo = a.range.offset;
   if (lo > obj.size) {
@@ -187,8 +191,8 @@ bool Tracker::complete(const Mark& m) {
   return c == nullptr || c->completed() >= m.seq;  // a destroyed context drained its work
 }
 
-void Tracker::collect(Object& obj, const AccessSpec& a, std::uint64_t timeline,
-                      std::vector<Mark*>& deps, std::source_location loc) {
+void Tracker::collect(Object& obj, const Use& a, std::uint64_t timeline, std::vector<Mark*>& deps,
+                      std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
   auto it = obj.segments.upper_bound(lo);
@@ -205,9 +209,8 @@ void Tracker::collect(Object& obj, const AccessSpec& a, std::uint64_t timeline,
   }
 }
 
-void Tracker::check_host_conflict(const Object& obj, ObjectId id, const AccessSpec& a,
-                                  ContextImpl& ctx, std::string_view what,
-                                  std::source_location loc) const {
+void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, ContextImpl& ctx,
+                                  std::string_view what, std::source_location loc) const {
   if (obj.host_writers > 0 || (obj.host_readers > 0 && a.mode != Access::read)) {
     throw Error(Errc::invalid_state,
                 "'" + std::string(what) + "' on " + ctx.name() + " would " +
@@ -280,7 +283,7 @@ void Tracker::split(Object& obj, std::size_t lo, std::size_t hi) {
   }
 }
 
-void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::uint64_t seq,
+void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t seq,
                      std::uint32_t node, std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
@@ -342,7 +345,7 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::ui
   }
 }
 
-std::uint32_t Tracker::add_node(ContextImpl& ctx, std::span<const AccessSpec> accesses,
+std::uint32_t Tracker::add_node(ContextImpl& ctx, std::span<const Use> accesses,
                                 std::string_view what, std::source_location loc) {
   std::string label =
       ctx.name() + " #" + std::to_string(ctx.issued() + 1) + "\\n" + std::string(what);
@@ -357,18 +360,8 @@ std::uint32_t Tracker::add_node(ContextImpl& ctx, std::span<const AccessSpec> ac
   return static_cast<std::uint32_t>(nodes_.size());  // ids start at 1; 0 means none
 }
 
-void Tracker::run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
-                  std::source_location loc, const std::function<void()>& enqueue) {
-  {
-    std::lock_guard lock(mutex_);
-    run_locked(ctx, accesses, what, loc, enqueue);
-  }
-  ctx.finish_if_blocking();
-}
-
-void Tracker::run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses,
-                         std::string_view what, std::source_location loc,
-                         const std::function<void()>& enqueue) {
+void Tracker::run_locked(ContextImpl& ctx, std::span<const Use> accesses, std::string_view what,
+                         std::source_location loc, const std::function<void()>& enqueue) {
   {
     const std::uint32_t node = debug_ ? add_node(ctx, accesses, what, loc) : 0;
     std::vector<Mark*> deps;
@@ -388,7 +381,7 @@ void Tracker::run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses,
   }
 }
 
-void Tracker::begin(ContextImpl& ctx, const AccessSpec& a, std::string_view what,
+void Tracker::begin(ContextImpl& ctx, const Use& a, std::string_view what,
                     std::source_location loc) {
   {
     std::lock_guard lock(mutex_);
@@ -406,8 +399,7 @@ void Tracker::begin(ContextImpl& ctx, const AccessSpec& a, std::string_view what
   ctx.finish_if_blocking();
 }
 
-void Tracker::end(ContextImpl& ctx, const AccessSpec& a, std::string_view what,
-                  std::source_location loc) {
+void Tracker::end(ContextImpl& ctx, const Use& a, std::string_view what, std::source_location loc) {
   std::lock_guard lock(mutex_);
   Object& obj = object(a.id, loc);
   std::uint32_t node = 0;
@@ -452,14 +444,14 @@ void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string
                                            std::source_location loc) {
   std::lock_guard lock(mutex_);
   std::vector<Mark*> deps;
-  collect(object(id, loc), {id, {}, mode}, 0, deps, loc);
+  collect(object(id, loc), {id, mode, {}}, 0, deps, loc);
   refuse_if_captured(deps, what, loc);
 }
 
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;
-  collect(object(id, loc), {id, range, mode}, 0, deps, loc);
+  collect(object(id, loc), {id, mode, range}, 0, deps, loc);
   refuse_if_captured(deps, "a host wait", loc);
   wait_on_host(lock, deps, true, loc);
 }
@@ -470,7 +462,7 @@ void Tracker::wait_host_quietly(ObjectId id) noexcept {
     auto it = objects_.find(id);
     if (it == objects_.end()) return;
     std::vector<Mark*> deps;
-    collect(it->second, {id, {}, Access::write}, 0, deps, std::source_location::current());
+    collect(it->second, {id, Access::write, {}}, 0, deps, std::source_location::current());
     wait_on_host(lock, deps, false, std::source_location::current());
   } catch (...) {
   }
@@ -496,7 +488,7 @@ void Tracker::host_access_end(ObjectId id, Access mode, ByteRange range) noexcep
   --obj.host_writers;
   // The host wrote the range and is done: nothing queued touches it any more.
   try {
-    auto [lo, hi] = bounds(obj, {id, range, mode}, std::source_location::current());
+    auto [lo, hi] = bounds(obj, {id, mode, range}, std::source_location::current());
     split(obj, lo, hi);
     for (auto s = obj.segments.find(lo); s != obj.segments.end() && s->first < hi; ++s) {
       s->second.writer.reset();
@@ -589,7 +581,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
       return;
     }
     std::vector<Mark*> deps;
-    collect(it->second, {id, {}, Access::write}, 0, deps, std::source_location::current());
+    collect(it->second, {id, Access::write, {}}, 0, deps, std::source_location::current());
     auto target = release_target(home, deps);
     if (!deps.empty() && target->timeline() != home->timeline()) ++stats_.deferred_releases;
     wait_all(*target, deps, 0, std::source_location::current());

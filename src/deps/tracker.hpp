@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/context_impl.hpp"
+#include "deps/access_list.hpp"
 #include "sluice/deps.hpp"
 
 namespace sluice::detail {
@@ -51,28 +52,18 @@ class Tracker {
   void unregister(ObjectId id, std::source_location loc);
   ObjectId new_object();
 
-  /// One pointer an operation touches; resolved to a registered region, or untracked.
-  struct RawAccess {
-    const void* ptr;
-    std::size_t bytes;
-    Access mode;
-  };
-  /// Like `run`, for operations given by pointers (copies, memsets): one lock for all of it.
-  void run(ContextImpl& ctx, std::initializer_list<RawAccess> accesses, std::string_view what,
-           std::source_location loc, const std::function<void()>& enqueue);
-
-  /// Issues `enqueue(ctx)` after making `ctx` wait for every conflicting earlier access, then
-  /// records the accesses. `enqueue` runs under the tracker lock and must only enqueue.
-  void run(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
+  /// Issues `enqueue()` after making `ctx` wait for every conflicting earlier access, then
+  /// records the accesses (pointers resolved to registered regions, merged by AccessList's rule)
+  /// and completes blocking work. `enqueue` runs under the tracker lock and must only enqueue.
+  /// Layers reach this through issue_tracked (deps/issue.hpp).
+  void run(ContextImpl& ctx, const AccessList& accesses, std::string_view what,
            std::source_location loc, const std::function<void()>& enqueue);
 
   /// Throws Error(invalid_argument) if any object of `accesses` is no longer tracked (destroyed).
-  void require_tracked(std::span<const AccessSpec> accesses, std::source_location loc);
+  void require_tracked(std::span<const Use> accesses, std::source_location loc);
 
-  void begin(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
-             std::source_location loc);
-  void end(ContextImpl& ctx, const AccessSpec& access, std::string_view what,
-           std::source_location loc);
+  void begin(ContextImpl& ctx, const Use& access, std::string_view what, std::source_location loc);
+  void end(ContextImpl& ctx, const Use& access, std::string_view what, std::source_location loc);
 
   /// Capture guard for a host access about to wait by other means (a read-back context): throws
   /// through the capture if the work it would wait for is being captured.
@@ -121,25 +112,25 @@ class Tracker {
   };
 
   Object& object(ObjectId id, std::source_location loc);
-  void resolve(const RawAccess& a, std::vector<AccessSpec>& out);
-  void run_locked(ContextImpl& ctx, std::span<const AccessSpec> accesses, std::string_view what,
+  void resolve(const RawUse& a, AccessList& out);
+  void run_locked(ContextImpl& ctx, std::span<const Use> accesses, std::string_view what,
                   std::source_location loc, const std::function<void()>& enqueue);
   /// Splits segments so that `lo` and `hi` are boundaries (creating empty ones for gaps).
   void split(Object& obj, std::size_t lo, std::size_t hi);
   /// [lo, hi) of an access, checked against the object's size.
-  std::pair<std::size_t, std::size_t> bounds(const Object& obj, const AccessSpec& a,
+  std::pair<std::size_t, std::size_t> bounds(const Object& obj, const Use& a,
                                              std::source_location loc) const;
   /// Incomplete earlier accesses that `a` must wait for (`timeline` 0: the host, which waits for
   /// every context).
-  void collect(Object& obj, const AccessSpec& a, std::uint64_t timeline, std::vector<Mark*>& deps,
+  void collect(Object& obj, const Use& a, std::uint64_t timeline, std::vector<Mark*>& deps,
                std::source_location loc);
-  void check_host_conflict(const Object& obj, ObjectId id, const AccessSpec& a, ContextImpl& ctx,
+  void check_host_conflict(const Object& obj, ObjectId id, const Use& a, ContextImpl& ctx,
                            std::string_view what, std::source_location loc) const;
   void wait_all(ContextImpl& ctx, std::vector<Mark*>& deps, std::uint32_t node,
                 std::source_location loc);
-  void record(ContextImpl& ctx, Object& obj, const AccessSpec& a, std::uint64_t seq,
-              std::uint32_t node, std::source_location loc);
-  std::uint32_t add_node(ContextImpl& ctx, std::span<const AccessSpec> a, std::string_view what,
+  void record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t seq, std::uint32_t node,
+              std::source_location loc);
+  std::uint32_t add_node(ContextImpl& ctx, std::span<const Use> a, std::string_view what,
                          std::source_location loc);
   std::shared_ptr<EventImpl> event_for(Mark& m);
   /// retire() without the capture's adoption.

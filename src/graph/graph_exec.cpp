@@ -1,7 +1,7 @@
 // GraphExec: instantiation on a backend, launch as one tracked operation, parameter updates.
 #include <algorithm>
-#include <map>
 
+#include "deps/issue.hpp"
 #include "deps/tracker.hpp"
 #include "graph/graph_exec_impl.hpp"
 #include "graph/graph_stats.hpp"
@@ -38,30 +38,14 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
 void GraphExecImpl::set_accesses() {
   std::vector<Use> uses;
   collect_uses(*graph_, uses);
-  // One access per object: the tracker orders a launch as a whole.
-  std::map<ObjectId, AccessSpec> merged;
-  for (const auto& u : uses) {
-    auto [it, fresh] = merged.try_emplace(u.id, AccessSpec{u.id, u.range, u.mode});
-    if (fresh) continue;
-    auto& a = it->second;
-    if (a.mode != u.mode) a.mode = Access::read_write;
-    if (a.range.offset != u.range.offset || a.range.size != u.range.size) {
-      const auto lo = std::min(a.range.offset, u.range.offset);
-      const auto a_end =
-          a.range.size == ByteRange::whole().size ? a.range.size : a.range.offset + a.range.size;
-      const auto u_end =
-          u.range.size == ByteRange::whole().size ? u.range.size : u.range.offset + u.range.size;
-      const auto hi = std::max(a_end, u_end);
-      a.range = {lo, hi == ByteRange::whole().size ? hi : hi - lo};
-    }
-  }
+  // A launch is ordered as a whole: its nodes' uses merged by the one rule of AccessList.
   accesses_.clear();
-  for (auto& [id, a] : merged) accesses_.push_back(a);
+  for (const auto& u : uses) accesses_.add(u);
 }
 
 void GraphExecImpl::require_live_buffers(std::source_location loc) const {
   try {
-    Tracker::instance().require_tracked(accesses_, loc);
+    Tracker::instance().require_tracked(accesses_.uses(), loc);
   } catch (const Error& e) {
     throw Error(e.code(),
                 "graph '" + graph_->name + "': " + e.what() +
@@ -81,10 +65,8 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
   auto& c = ctx.impl();
   for (const auto& e : graph_->external_waits) c.wait(e, loc);
   try {
-    Tracker::instance().run(c, accesses_, what_, loc, [&] {
-      c.enqueue(what_, loc,
-                [&](Stream& s, const OpInfo& op) { exec_->launch(s, op, c.failures()); });
-    });
+    issue_tracked(c, accesses_, what_, loc,
+                  [&](Stream& s, const OpInfo& op) { exec_->launch(s, op, c.failures()); });
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_argument) throw;
     throw Error(e.code(),
@@ -93,7 +75,6 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
                 loc);
   }
   graph_stats().launches.fetch_add(1, std::memory_order_relaxed);
-  c.finish_if_blocking();
 }
 
 namespace {

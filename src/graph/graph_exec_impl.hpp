@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/context_impl.hpp"
+#include "deps/access_list.hpp"
 #include "graph/graph_data.hpp"
 
 namespace sluice::detail {
@@ -33,7 +34,7 @@ class GraphExecImpl {
   Device device_;
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<GraphExecutable> exec_;
-  std::vector<AccessSpec> accesses_;
+  AccessList accesses_;
   std::string what_;
 };
 

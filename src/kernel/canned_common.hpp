@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/context_impl.hpp"
-#include "deps/tracker.hpp"
+#include "deps/issue.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/canned.hpp"
 
@@ -51,24 +51,9 @@ std::size_t checked_mul(std::string_view what, std::size_t a, std::size_t b,
 template <class F>
 void issue(const Context& ctx, std::initializer_list<Operand> operands, std::string_view what,
            std::source_location loc, F&& f) {
-  std::array<AccessSpec, 4> specs{};
-  std::size_t n = 0;
-  for (const auto& o : operands) {
-    if (o.id == 0) continue;
-    bool merged = false;  // one buffer passed twice (in place): one access of the stronger kind
-    for (std::size_t i = 0; i < n; ++i) {
-      if (specs[i].id == o.id) {
-        if (specs[i].mode != o.mode) specs[i].mode = Access::read_write;
-        merged = true;
-      }
-    }
-    if (!merged) specs[n++] = {o.id, {}, o.mode};
-  }
-  auto& c = ctx.impl();
-  Tracker::instance().run(c, std::span<const AccessSpec>(specs.data(), n), what, loc, [&] {
-    c.enqueue(what, loc, [&](Stream& s, const OpInfo& op) { f(s, op); });
-  });
-  c.finish_if_blocking();
+  AccessList accesses;  // one buffer passed twice (in place) merges into one access
+  for (const auto& o : operands) accesses.add(o.id, {}, o.mode);
+  issue_tracked(ctx.impl(), accesses, what, loc, f);
 }
 
 }  // namespace sluice::detail::canned

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/context_impl.hpp"
-#include "deps/tracker.hpp"
+#include "deps/issue.hpp"
 #include "kernel/host/host_loader.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/kernel_loader.hpp"
@@ -84,7 +84,7 @@ std::shared_ptr<const LoadedKernel> load_kernel(const Device& device, const Kern
 }
 
 void launch_kernel(const Context& ctx, const LoadedKernel* kernel, const Grid& grid,
-                   const Block& block, void** args, std::span<const KernelAccess> accesses) {
+                   const Block& block, void** args, std::span<const Use> accesses) {
   if (kernel == nullptr) {
     throw Error(Errc::invalid_state,
                 "kernel launch: the TypedKernel is not loaded; construct it from a KernelSpec "
@@ -104,30 +104,10 @@ void launch_kernel(const Context& ctx, const LoadedKernel* kernel, const Grid& g
                 "kernel " + kernel->name() + ": grid and block dimensions must all be >= 1",
                 grid.where);
   }
-  auto enqueue = [&] {
-    return c.enqueue(kernel->op_name(), grid.where, [&](Stream& s, const OpInfo& op) {
-      kernel->launch(s, grid, block, args, op);
-    });
-  };
-  if (accesses.empty()) {
-    enqueue();
-    c.finish_if_blocking();
-  } else {
-    std::array<AccessSpec, 8> small;
-    std::vector<AccessSpec> large;
-    std::span<AccessSpec> specs;
-    if (accesses.size() <= small.size()) {
-      specs = std::span(small.data(), accesses.size());
-    } else {
-      large.resize(accesses.size());
-      specs = large;
-    }
-    for (std::size_t i = 0; i < accesses.size(); ++i) {
-      specs[i] = {accesses[i].id, accesses[i].range, accesses[i].mode};
-    }
-    // Completes the work itself on a blocking context, after releasing the tracker's lock.
-    Tracker::instance().run(c, specs, kernel->op_name(), grid.where, [&] { enqueue(); });
-  }
+  AccessList list;
+  for (const auto& a : accesses) list.add(a);
+  issue_tracked(c, list, kernel->op_name(), grid.where,
+                [&](Stream& s, const OpInfo& op) { kernel->launch(s, grid, block, args, op); });
 }
 
 const Device& kernel_device(const LoadedKernel& k) noexcept {

@@ -33,14 +33,23 @@
 #include "sluice/graph.hpp"
 
 namespace sluice {
+namespace la {
 
-using detail::la::Accesses;
+using detail::AccessList;
+using detail::issue_tracked;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
-using detail::la::issue;
 using detail::la::kernels;
 namespace logic = ksp_logic;
+
+namespace {
+/// Marks `v` as read for a fused step: LaFusedArgs' vector slots serve as inputs in some steps
+/// and outputs in others, so they are not pointers to const.
+double* input(AccessList& acc, const Vec& v) {
+  return const_cast<double*>(acc.read(v));
+}
+}  // namespace
 
 // ---- names --------------------------------------------------------------------------------------
 
@@ -234,12 +243,11 @@ class Run {
           LaVecArgs r;
           r.op = LaVecOp::reciprocal_or_one;
           r.n = n;
-          r.y = w_.invdiag.data();
-          r.x = w_.invdiag.data();
-          Accesses acc;
-          acc.read_write(w_.invdiag.object_id());
-          issue(ctx_, acc, "PCSetUp_Jacobi", loc_,
-                [&](Stream& s, const OpInfo& op) { k_.vector(s, r, op); });
+          AccessList acc;
+          r.y = acc.read_write(w_.invdiag);
+          r.x = r.y;
+          issue_tracked(ctx_.impl(), acc, "PCSetUp_Jacobi", loc_,
+                        [&](Stream& s, const OpInfo& op) { k_.vector(s, r, op); });
           w_.invdiag_ready = true;
         }
         pc_ = {w_.invdiag.data(), 1.0};
@@ -290,32 +298,30 @@ class Run {
   /// Async and graph modes: the device state's initial value (st_ travels with the operation).
   void upload_state() {
     if (!async_) return;
-    Accesses acc;
-    acc.write(w_.state.object_id());
-    issue(ctx_, acc, "KSP state", loc_,
-          [&](Stream& s, const OpInfo& op) { k_.set_state(s, dst_, st_, op); });
+    AccessList acc;
+    LaKspState* state = acc.write(w_.state);
+    issue_tracked(ctx_.impl(), acc, "KSP state", loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.set_state(s, state, st_, op); });
   }
 
   /// TFQMR with right preconditioning: x = x0 + B y, back from the preconditioned variable.
   void unwind() {
     LaFusedArgs f = fused_args(LaFusedOp::unwind);
-    f.x = x_.data();
-    f.t = w_.y.data();
+    AccessList acc;
+    f.x = acc.read_write(x_);
+    f.t = input(acc, w_.y);
     f.pc = pc_;
-    Accesses acc;
-    acc.read_write(x_.object_id()).read(w_.y.object_id());
     read_pc(acc);
-    issue(ctx_, acc, "KSP unwind preconditioner", loc_,
-          [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
+    issue_tracked(ctx_.impl(), acc, "KSP unwind preconditioner", loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
   }
 
   void diagonal_into(Vec& d) {
-    LaOperator op = A_.op();
-    Accesses acc;
-    A_.read_by(acc);
-    acc.write(d.object_id());
-    issue(ctx_, acc, "MatGetDiagonal", loc_,
-          [&](Stream& s, const OpInfo& info) { k_.diagonal(s, op, d.data(), info); });
+    AccessList acc;
+    LaOperator op = A_.op(acc);
+    double* out = acc.write(d);
+    issue_tracked(ctx_.impl(), acc, "MatGetDiagonal", loc_,
+                  [&](Stream& s, const OpInfo& info) { k_.diagonal(s, op, out, info); });
   }
 
   static ByteRange slot_range(int slot) {
@@ -341,20 +347,20 @@ class Run {
     return f;
   }
 
-  void read_pc(Accesses& acc) const {
-    if (pc_.v != nullptr) acc.read(w_.invdiag.object_id());
+  /// Marks the preconditioner's vector, if any, as read (pc_ points into it).
+  void read_pc(AccessList& acc) const {
+    if (pc_.v != nullptr) (void)acc.read(w_.invdiag);
   }
 
   /// The sums of a solver step, and the accesses that go with them in this mode.
-  LaSums sums_for(LaFinalize fin, Accesses& acc) const {
+  LaSums sums_for(LaFinalize fin, AccessList& acc) const {
     LaSums s;
     if (async_) {
-      s.state = dst_;
+      s.state = acc.read_write(w_.state);
       s.finalize = fin;
-      acc.read_write(w_.state.object_id()).read_write(w_.hist.object_id());
+      (void)acc.read_write(w_.hist);  // the state's history pointer, st_.hist
     } else if (fin != LaFinalize::none) {
-      s.out = w_.sums.data();
-      acc.write(w_.sums.object_id());
+      s.out = acc.write(w_.sums);
     }
     return s;
   }
@@ -370,17 +376,18 @@ class Run {
     if (st_.nhist != before) monitor_sync(before);
   }
 
-  void fused(LaFusedArgs f, Accesses& acc, LaFinalize fin, const char* what) {
+  void fused(LaFusedArgs f, AccessList& acc, LaFinalize fin, const char* what) {
     f.sums = sums_for(fin, acc);
-    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
+    issue_tracked(ctx_.impl(), acc, what, loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
     conclude(fin);
   }
 
-  void matvec(LaMatvecArgs m, Accesses& acc, LaFinalize fin, const char* what) {
-    m.A = A_.op();
-    A_.read_by(acc);
+  void matvec(LaMatvecArgs m, AccessList& acc, LaFinalize fin, const char* what) {
+    m.A = A_.op(acc);
     m.sums = sums_for(fin, acc);
-    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) { k_.matvec(s, m, op); });
+    issue_tracked(ctx_.impl(), acc, what, loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.matvec(s, m, op); });
     conclude(fin);
   }
 
@@ -388,13 +395,12 @@ class Run {
     LaVecArgs v;
     v.op = op;
     v.n = y.size();
-    v.y = y.data();
-    v.x = x != nullptr ? x->data() : nullptr;
+    AccessList acc;
+    v.y = acc.write(y);
+    v.x = x != nullptr ? acc.read(*x) : nullptr;
     v.alpha = {alpha, nullptr, nullptr, 1.0};
-    Accesses acc;
-    if (x != nullptr) acc.read(x->object_id());
-    acc.write(y.object_id());
-    issue(ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& info) { k_.vector(s, v, info); });
+    issue_tracked(ctx_.impl(), acc, what, loc_,
+                  [&](Stream& s, const OpInfo& info) { k_.vector(s, v, info); });
   }
 
   /// r = b - A x (nonzero guess) or r = b with x = 0, and the norm of b if the test needs it.
@@ -405,19 +411,17 @@ class Run {
       return;
     }
     LaMatvecArgs m;
-    m.x = x_.data();
+    AccessList acc;
+    m.x = acc.read(x_);
     m.epilogue = LaEpilogue::sub;
-    m.y = r.data();
-    m.z = b_.data();
-    Accesses acc;
-    acc.read(x_.object_id()).read(b_.object_id()).write(r.object_id());
+    m.y = acc.write(r);
+    m.z = acc.read(b_);
     matvec(m, acc, LaFinalize::none, "KSP r = b - A x");
     if (o_.fixed_iterations || o_.norm_type == KspNormType::none) return;
     LaFusedArgs f = fused_args(LaFusedOp::rhs_norm);
-    f.b = b_.data();
+    AccessList a2;
+    f.b = a2.read(b_);
     f.pc = right_ ? LaDiag{} : pc_;
-    Accesses a2;
-    a2.read(b_.object_id());
     read_pc(a2);
     fused(f, a2, LaFinalize::rhs_norm, "KSP norm of b");
   }
@@ -435,20 +439,17 @@ class Run {
     const bool zero = !o_.initial_guess_nonzero;
     if (!zero) initial_residual(w_.r);
     LaFusedArgs f = fused_args(LaFusedOp::cg_init);
-    f.r = w_.r.data();
-    f.z = cg_stores_z() ? w_.z.data() : nullptr;
-    f.p = w_.p.data();
-    f.pc = pc_;
-    Accesses acc;
+    AccessList acc;
     if (zero) {
-      f.b = b_.data();
-      f.x = x_.data();
-      acc.read(b_.object_id()).write(x_.object_id()).write(w_.r.object_id());
+      f.b = acc.read(b_);
+      f.x = acc.write(x_);
+      f.r = acc.write(w_.r);
     } else {
-      acc.read(w_.r.object_id());
+      f.r = input(acc, w_.r);  // the kernel reads r only
     }
-    if (cg_stores_z()) acc.write(w_.z.object_id());
-    acc.write(w_.p.object_id());
+    f.z = cg_stores_z() ? acc.write(w_.z) : nullptr;
+    f.p = acc.write(w_.p);
+    f.pc = pc_;
     read_pc(acc);
     fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
     cur_ = 0;
@@ -456,35 +457,31 @@ class Run {
 
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
   /// with p'w (z = c r formed here when not stored), and its accesses.
-  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, Accesses& acc) const {
+  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc) const {
     LaMatvecArgs m;
     const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
-    m.x = z.data();
+    m.x = acc.read(z);
     m.x_scale = cg_stores_z() ? 1.0 : pc_.c;
-    m.x2 = p_old.data();
+    m.x2 = acc.read(p_old);
     m.x2_scale = scalar(&LaKspState::b);
-    m.x_out = p_new.data();
+    m.x_out = acc.write(p_new);
     m.epilogue = LaEpilogue::store_dot;
-    m.y = w_.w.data();
-    m.z = p_new.data();
-    acc.read(z.object_id()).read(p_old.object_id()).write(p_new.object_id());
-    acc.write(w_.w.object_id());
+    m.y = acc.write(w_.w);
+    m.z = m.x_out;
     return m;
   }
 
   /// The update of a CG iteration, x += a p, r -= a w, z = B r with the norm and z'r. Its
   /// accesses leave out p (the caller's: read here, written by the direction product).
-  LaFusedArgs cg_update(const Vec& p, Accesses& acc) const {
+  LaFusedArgs cg_update(const Vec& p, AccessList& acc) const {
     LaFusedArgs f = fused_args(LaFusedOp::cg_update);
-    f.x = x_.data();
-    f.p = p.data();
-    f.r = w_.r.data();
-    f.w = w_.w.data();
-    f.z = cg_stores_z() ? w_.z.data() : nullptr;
+    f.x = acc.read_write(x_);
+    f.p = p.data();  // p's access is the caller's (see above)
+    f.r = acc.read_write(w_.r);
+    f.w = w_.w.data();  // w's access is the caller's: written by the direction product
+    f.z = cg_stores_z() ? acc.write(w_.z) : nullptr;
     f.pc = pc_;
     f.s[0] = scalar(&LaKspState::a);
-    acc.read_write(x_.object_id()).read_write(w_.r.object_id());
-    if (cg_stores_z()) acc.write(w_.z.object_id());
     read_pc(acc);
     return f;
   }
@@ -499,14 +496,15 @@ class Run {
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
     cur_ = 1 - cur_;
     {
-      Accesses acc;
+      AccessList acc;
       const LaMatvecArgs m = cg_direction(p_old, p_new, acc);
       matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG p = z + b p, w = A p, p'w");
       if (st_.stop != 0) return false;
     }
     {
-      Accesses acc;
-      acc.read(p_new.object_id()).read(w_.w.object_id());
+      AccessList acc;
+      (void)acc.read(p_new);
+      (void)acc.read(w_.w);
       const LaFusedArgs f = cg_update(p_new, acc);
       fused(f, acc, LaFinalize::cg_iter, "KSPSolve_CG update, norm, z'r");
     }
@@ -521,28 +519,23 @@ class Run {
     Vec& p_new = cur_ == 0 ? w_.p2 : w_.p;
     if (n % 2 != 0) cur_ = 1 - cur_;
     LaCgBlockArgs a;
-    Accesses acc;  // the steps' accesses, and both directions read and written over the block
+    AccessList acc;  // the steps' accesses, and both directions read and written over the block
     a.direction = cg_direction(p_old, p_new, acc);
-    a.direction.A = A_.op();
+    a.direction.A = A_.op(acc);
     a.update = cg_update(p_new, acc);
-    a.p[0] = p_old.data();
-    a.p[1] = p_new.data();
+    a.p[0] = acc.read_write(p_old);
+    a.p[1] = acc.read_write(p_new);
     a.iterations = n;
-    acc.read_write(p_old.object_id()).read_write(p_new.object_id());
-    A_.read_by(acc);
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;
     a.update.sums.finalize = LaFinalize::cg_iter;
-    if (slot >= 0) {
-      a.mirror = w_.slots.data() + slot;
-      acc.write(w_.slots.object_id(), slot_range(slot));
-    }
+    if (slot >= 0) a.mirror = acc.write(w_.slots, slot_range(slot)) + slot;
     if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
       a.running = graph_flag_;
       acc.write(w_.running.object_id());
     }
-    issue(ctx_, acc, "KSPSolve_CG iterations", loc_,
-          [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
+    issue_tracked(ctx_.impl(), acc, "KSPSolve_CG iterations", loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.cg_block(s, a, op); });
     return slot >= 0;
   }
 
@@ -555,18 +548,13 @@ class Run {
     initial_residual(w_.r);
     if (right_) vector(LaVecOp::set, w_.y, nullptr, 0.0, "KSPSolve_TFQMR y = 0");
     LaFusedArgs f = fused_args(LaFusedOp::tf_init);
-    f.r = w_.r.data();
-    f.rp = w_.rp.data();
-    f.u = w_.u.data();
-    f.p = w_.p.data();
-    f.d = w_.d.data();
+    AccessList acc;
+    f.r = acc.read_write(w_.r);
+    f.rp = acc.write(w_.rp);
+    f.u = acc.write(w_.u);
+    f.p = acc.write(w_.p);
+    f.d = acc.write(w_.d);
     f.pc = left_pc_;
-    Accesses acc;
-    acc.read_write(w_.r.object_id())
-        .write(w_.rp.object_id())
-        .write(w_.u.object_id())
-        .write(w_.p.object_id())
-        .write(w_.d.object_id());
     if (left_pc_.v != nullptr) read_pc(acc);
     fused(f, acc, LaFinalize::tf_init, "KSPSolve_TFQMR init");
     if (!async_ && st_.stop != 0) return;
@@ -576,14 +564,13 @@ class Run {
   /// v = K p and s = v'rp (the top of the next iteration).
   void tf_v() {
     LaMatvecArgs m;
-    m.x = w_.p.data();
+    AccessList acc;
+    m.x = acc.read(w_.p);
     m.left = left_pc_;
     m.right = right_pc_;
     m.epilogue = LaEpilogue::store_dot;
-    m.y = w_.v.data();
-    m.z = w_.rp.data();
-    Accesses acc;
-    acc.read(w_.p.object_id()).write(w_.v.object_id()).read(w_.rp.object_id());
+    m.y = acc.write(w_.v);
+    m.z = acc.read(w_.rp);
     read_pc(acc);
     matvec(m, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
   }
@@ -591,28 +578,23 @@ class Run {
   bool tf_iteration() {
     {
       LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
-      f.u = w_.u.data();
-      f.v = w_.v.data();
-      f.q = w_.q.data();
-      f.t = w_.t.data();
+      AccessList acc;
+      f.u = input(acc, w_.u);
+      f.v = input(acc, w_.v);
+      f.q = acc.write(w_.q);
+      f.t = acc.write(w_.t);
       f.s[0] = scalar(&LaKspState::a);
-      Accesses acc;
-      acc.read(w_.u.object_id())
-          .read(w_.v.object_id())
-          .write(w_.q.object_id())
-          .write(w_.t.object_id());
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR q = u - a v, t = u + q");
     }
     {
       LaMatvecArgs m;
-      m.x = w_.t.data();
+      AccessList acc;
+      m.x = acc.read(w_.t);
       m.left = left_pc_;
       m.right = right_pc_;
       m.epilogue = LaEpilogue::residual;
-      m.y = w_.r.data();
+      m.y = acc.read_write(w_.r);
       m.a = scalar(&LaKspState::a);
-      Accesses acc;
-      acc.read(w_.t.object_id()).read_write(w_.r.object_id());
       read_pc(acc);
       matvec(m, acc, LaFinalize::tf_m, "KSPSolve_TFQMR r -= a K t, r'r");
       if (st_.stop == 2) return false;
@@ -620,24 +602,18 @@ class Run {
     {
       LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
       Vec& x = xs();
-      f.x = x.data();
-      f.d = w_.d.data();
-      f.u = w_.u.data();
-      f.q = w_.q.data();
-      f.r = w_.r.data();
-      f.rp = w_.rp.data();
+      AccessList acc;
+      f.x = acc.read_write(x);
+      f.d = acc.read_write(w_.d);
+      f.u = input(acc, w_.u);
+      f.q = input(acc, w_.q);
+      f.r = input(acc, w_.r);
+      f.rp = input(acc, w_.rp);
       f.s[0] = scalar(&LaKspState::eta0);
       f.s[1] = scalar(&LaKspState::cf0);
       f.s[2] = scalar(&LaKspState::eta1);
       f.s[3] = scalar(&LaKspState::cf1);
       f.steps = st_.stop == 1 ? st_.xsteps : 2;
-      Accesses acc;
-      acc.read_write(x.object_id())
-          .read_write(w_.d.object_id())
-          .read(w_.u.object_id())
-          .read(w_.q.object_id())
-          .read(w_.r.object_id())
-          .read(w_.rp.object_id());
       if (!async_ && st_.stop == 1) {
         // The last steps of x; rho is not needed any more.
         fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR d, x");
@@ -649,16 +625,12 @@ class Run {
     }
     {
       LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
-      f.r = w_.r.data();
-      f.q = w_.q.data();
-      f.p = w_.p.data();
-      f.u = w_.u.data();
+      AccessList acc;
+      f.r = input(acc, w_.r);
+      f.q = acc.read_write(w_.q);
+      f.p = acc.read_write(w_.p);
+      f.u = acc.write(w_.u);
       f.s[0] = scalar(&LaKspState::b);
-      Accesses acc;
-      acc.read(w_.r.object_id())
-          .read_write(w_.q.object_id())
-          .read_write(w_.p.object_id())
-          .write(w_.u.object_id());
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR u, q, p");
     }
     tf_v();
@@ -773,9 +745,9 @@ class Run {
     // The context: on cuda the la reductions captured from it use its stream's scratch, so the
     // graph is relaunched only on the context it was recorded from.
     add_ptr(&ctx_.impl(), 0);
-    Accesses acc;
-    A_.read_by(acc);
-    for (const auto& a : acc.span()) add(a.id);
+    AccessList acc;
+    (void)A_.op(acc);
+    for (const auto& a : acc.uses()) add(a.id);
     add(static_cast<int>(o_.type));
     add(static_cast<int>(o_.pc));
     add(static_cast<int>(o_.norm_type));
@@ -805,11 +777,12 @@ class Run {
     std::int32_t* flag = w_.running.write_ptr(ctx_, loc_);
     LaKspState* mirror = w_.slots.data();  // the state the host reads at the end: slot 0
     auto running = [&] {
-      Accesses acc;
-      acc.read(w_.state.object_id()).write(w_.running.object_id());
-      acc.write(w_.slots.object_id(), slot_range(0));
-      issue(ctx_, acc, "KSP running", loc_,
-            [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, mirror, op); });
+      AccessList acc;
+      (void)acc.read(w_.state);  // through dst_, the state's address
+      acc.write(w_.running.object_id());
+      (void)acc.write(w_.slots, slot_range(0));
+      issue_tracked(ctx_.impl(), acc, "KSP running", loc_,
+                    [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, mirror, op); });
     };
     Graph setup = record(name + " set-up", [&] {
       upload_state();
@@ -974,7 +947,7 @@ Ksp::Ksp(Ksp&&) noexcept = default;
 Ksp& Ksp::operator=(Ksp&&) noexcept = default;
 
 int Ksp::check_interval() const noexcept {
-  return sluice::check_interval(options_, A_.is_matrix_free());
+  return sluice::la::check_interval(options_, A_.is_matrix_free());
 }
 
 void Ksp::set_options(KspOptions options) {
@@ -1002,4 +975,5 @@ KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, std::source_locat
   return Run(*A_.impl(), options_, *work_, b, x, ctx, loc).solve();
 }
 
+}  // namespace la
 }  // namespace sluice

@@ -1,6 +1,6 @@
 #pragma once
-// What the la sources share: finding a backend's kernels, checking arguments, issuing one tracked
-// operation, and leasing pinned staging memory.
+// What the la sources share: finding a backend's kernels, checking arguments, and leasing pinned
+// staging memory. Operations are issued through deps/issue.hpp.
 
 #include <array>
 #include <cstddef>
@@ -10,12 +10,14 @@
 #include <string_view>
 
 #include "core/context_impl.hpp"
-#include "deps/tracker.hpp"
-#include "sluice/ext/la_kernels.hpp"
+#include "deps/issue.hpp"
 #include "sluice/error.hpp"
+#include "sluice/ext/la_kernels.hpp"
 #include "sluice/la.hpp"
 
 namespace sluice::detail::la {
+
+using sluice::la::Vec;
 
 /// The kernels of ctx's backend; throws Error(unsupported) if it has none.
 [[nodiscard]] LaKernels& kernels(const Context& ctx, std::source_location loc);
@@ -27,30 +29,6 @@ void check_device(const Context& ctx, const Device& device, std::string_view wha
 void check_sizes(std::size_t a, std::size_t b, std::string_view what, std::source_location loc);
 /// Throws Error(invalid_state) for a vector without storage that must have some.
 void check_vec(const Vec& v, std::string_view what, std::source_location loc);
-
-/// The tracked accesses of one operation (objects without an id, i.e. empty, are left out).
-class Accesses {
- public:
-  Accesses& read(ObjectId id, ByteRange r = {}) { return add(id, r, Access::read); }
-  Accesses& write(ObjectId id, ByteRange r = {}) { return add(id, r, Access::write); }
-  Accesses& read_write(ObjectId id, ByteRange r = {}) { return add(id, r, Access::read_write); }
-  Accesses& add(ObjectId id, ByteRange r, Access mode);
-  [[nodiscard]] std::span<const AccessSpec> span() const noexcept { return {items_.data(), n_}; }
-
- private:
-  std::array<AccessSpec, 24> items_{};
-  std::size_t n_ = 0;
-};
-
-/// Issues `f(stream, op)` as one operation on ctx, after the waits its accesses need.
-template <class F>
-void issue(const Context& ctx, const Accesses& accesses, std::string_view what,
-           std::source_location loc, F&& f) {
-  auto& c = ctx.impl();
-  Tracker::instance().run(c, accesses.span(), what, loc, [&] {
-    c.enqueue(what, loc, [&](Stream& s, const OpInfo& op) { f(s, op); });
-  });
-}
 
 /// Pinned host memory on loan from a per-device cache, for staging copies and for the results
 /// of synchronous reductions (which the device writes directly). The memory is tracked: access

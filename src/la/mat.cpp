@@ -12,12 +12,13 @@
 #include "sluice/event.hpp"
 
 namespace sluice {
+namespace la {
 
-using detail::la::Accesses;
+using detail::AccessList;
+using detail::issue_tracked;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
-using detail::la::issue;
 using detail::la::kernels;
 
 namespace {
@@ -139,24 +140,21 @@ bool stencil_is_3d(Stencil s) noexcept {
 
 // ---- Impl and host CSR -------------------------------------------------------------------------
 
-LaOperator Mat::Impl::op() const {
+LaOperator Mat::Impl::op(AccessList& acc) const {
   LaOperator o;
   o.is_stencil = is_stencil;
   o.stencil = stencil;
   o.csr.rows = rows;
   o.csr.cols = cols;
   o.csr.nnz = nnz;
-  o.csr.row_ptr = row_ptr.data();
-  o.csr.col = col.data();
-  o.csr.val = val.data();
+  o.csr.row_ptr = acc.read(row_ptr);
+  o.csr.col = acc.read(col);
+  o.csr.val = acc.read(val);
   o.csr.prepared = prepared.get();
   return o;
 }
 
-void Mat::Impl::read_by(Accesses& acc) const {
-  acc.read(row_ptr.object_id()).read(col.object_id()).read(val.object_id());
-}
-
+}  // namespace la
 namespace detail::la {
 
 void HostCsr::add_row(std::vector<std::pair<std::int64_t, double>>& entries,
@@ -180,7 +178,7 @@ void HostCsr::add_row(std::vector<std::pair<std::int64_t, double>>& entries,
     col.push_back(static_cast<std::int32_t>(c));
     val.push_back(v);
   }
-  if (col.size() > static_cast<std::size_t>(kMaxIndex)) {
+  if (col.size() > static_cast<std::size_t>(sluice::la::kMaxIndex)) {
     throw Error(Errc::invalid_argument, "more than 2^31 - 1 stored entries: not supported", loc);
   }
   row_ptr.push_back(static_cast<std::int32_t>(col.size()));
@@ -198,11 +196,13 @@ std::shared_ptr<Mat::Impl> make_csr(const Context& ctx, HostCsr csr, std::source
   upload(ctx, impl->row_ptr, std::span<const std::int32_t>(csr.row_ptr), loc);
   upload(ctx, impl->col, std::span<const std::int32_t>(csr.col), loc);
   upload(ctx, impl->val, std::span<const double>(csr.val), loc);
-  impl->prepared = kernels(ctx, loc).prepare(impl->op().csr);
+  AccessList described;  // `prepare` describes the arrays to the backend; it issues no work
+  impl->prepared = kernels(ctx, loc).prepare(impl->op(described).csr);
   return impl;
 }
 
 }  // namespace detail::la
+namespace la {
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -219,11 +219,12 @@ void check_shape(std::int64_t rows, std::int64_t cols, std::source_location loc)
 
 }  // namespace
 
+}  // namespace la
 namespace detail::la {
 
 HostCsr csr_from_triplets(std::int64_t rows, std::int64_t cols, std::span<const Triplet> entries,
                           std::source_location loc) {
-  check_shape(rows, cols, loc);
+  sluice::la::check_shape(rows, cols, loc);
   // Counting sort by row, then each row sorted by column (stable: duplicates summed in order).
   std::vector<std::int64_t> count(static_cast<std::size_t>(rows) + 1, 0);
   for (std::size_t k = 0; k < entries.size(); ++k) {
@@ -264,6 +265,7 @@ HostCsr csr_from_triplets(std::int64_t rows, std::int64_t cols, std::span<const 
 }
 
 }  // namespace detail::la
+namespace la {
 
 Mat Mat::from_triplets(const Context& ctx, std::int64_t rows, std::int64_t cols,
                        std::span<const Triplet> entries, std::source_location loc) {
@@ -418,25 +420,22 @@ void matvec(const Mat& A, const Vec& x, const Vec* add, Vec& y, LaEpilogue epilo
                     "vector for its result",
                 loc);
   }
-  Accesses acc;
-  m.read_by(acc);
-  acc.read(x.object_id());
   if (add != nullptr) {
     check_vec(*add, what, loc);
     check_device(ctx, add->device(), what, loc);
     check_sizes(y.size(), add->size(), what, loc);
-    acc.read(add->object_id());
   }
-  acc.write(y.object_id());
   if (y.empty()) return;
+  AccessList acc;
   LaMatvecArgs args;
-  args.A = m.op();
-  args.x = x.data();
+  args.A = m.op(acc);
+  args.x = acc.read(x);
   args.epilogue = epilogue;
-  args.y = y.data();
-  args.z = add != nullptr ? add->data() : nullptr;
+  args.y = acc.write(y);
+  args.z = add != nullptr ? acc.read(*add) : nullptr;
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, what, loc, [&](Stream& s, const OpInfo& info) { k.matvec(s, args, info); });
+  issue_tracked(ctx.impl(), acc, what, loc,
+                [&](Stream& s, const OpInfo& info) { k.matvec(s, args, info); });
 }
 
 }  // namespace
@@ -463,14 +462,14 @@ void diagonal(const Mat& A, Vec& d, const Context& ctx, std::source_location loc
   check_device(ctx, m.ctx.device(), "MatGetDiagonal", loc);
   check_device(ctx, d.device(), "MatGetDiagonal", loc);
   check_sizes(static_cast<std::size_t>(m.rows), d.size(), "MatGetDiagonal", loc);
-  Accesses acc;
-  m.read_by(acc);
-  acc.write(d.object_id());
   if (d.empty()) return;
-  const auto op = m.op();
+  AccessList acc;
+  const auto op = m.op(acc);
+  double* out = acc.write(d);
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, "MatGetDiagonal", loc,
-        [&](Stream& s, const OpInfo& info) { k.diagonal(s, op, d.data(), info); });
+  issue_tracked(ctx.impl(), acc, "MatGetDiagonal", loc,
+                [&](Stream& s, const OpInfo& info) { k.diagonal(s, op, out, info); });
 }
 
+}  // namespace la
 }  // namespace sluice

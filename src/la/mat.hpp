@@ -9,6 +9,7 @@
 #include "la/la_common.hpp"
 
 namespace sluice {
+namespace la {
 
 struct Mat::Impl {
   explicit Impl(Context c) : ctx(std::move(c)) {}
@@ -21,12 +22,16 @@ struct Mat::Impl {
   DeviceBuffer<double> val;
   std::shared_ptr<void> prepared;  // the backend's data for this matrix (LaKernels::prepare)
 
-  [[nodiscard]] LaOperator op() const;
-  /// Marks the matrix's arrays as read by an operation.
-  void read_by(detail::la::Accesses& acc) const;
+  /// The operator for a kernel, its arrays marked as read in `acc`.
+  [[nodiscard]] LaOperator op(detail::AccessList& acc) const;
 };
 
+}  // namespace la
+
 namespace detail::la {
+
+using sluice::la::Mat;
+using sluice::la::Triplet;
 
 /// CSR on the host, rows sorted by column, no duplicates.
 struct HostCsr {

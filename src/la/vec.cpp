@@ -45,20 +45,6 @@ void check_vec(const Vec& v, std::string_view what, std::source_location loc) {
   }
 }
 
-Accesses& Accesses::add(ObjectId id, ByteRange r, Access mode) {
-  if (id == 0) return *this;
-  for (std::size_t k = 0; k < n_; ++k) {
-    auto& a = items_[k];
-    if (a.id == id && a.range.offset == r.offset && a.range.size == r.size) {
-      if (a.mode != mode) a.mode = Access::read_write;  // one object, two roles
-      return *this;
-    }
-  }
-  if (n_ == items_.size()) throw Error(Errc::invalid_argument, "la: too many operands");
-  items_[n_++] = {id, r, mode};
-  return *this;
-}
-
 std::string where(std::source_location loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
@@ -134,12 +120,13 @@ void PinnedLease::wait_write(std::size_t bytes, std::source_location loc) const 
 }
 
 }  // namespace detail::la
+namespace la {
 
-using detail::la::Accesses;
+using detail::AccessList;
+using detail::issue_tracked;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
-using detail::la::issue;
 using detail::la::kernels;
 using detail::la::PinnedLease;
 
@@ -210,7 +197,7 @@ LaScalar host_scalar(double v) {
 }
 
 /// A Managed value read by an async operation on ctx: its device address, marked as read.
-LaScalar device_scalar(const Managed<double>& m, const Context& ctx, Accesses& acc,
+LaScalar device_scalar(const Managed<double>& m, const Context& ctx, AccessList& acc,
                        std::source_location loc) {
   const double* p = m.read_ptr(ctx, loc);
   acc.read(m.object_id());
@@ -220,7 +207,7 @@ LaScalar device_scalar(const Managed<double>& m, const Context& ctx, Accesses& a
 /// y op= ... with the given operands; y written (read too unless `write_only`).
 void vector_op(LaVecOp op, Vec& y, const Vec* x, const Vec* w, LaScalar alpha, LaScalar beta,
                const Context& ctx, std::string_view what, std::source_location loc,
-               Accesses acc = {}) {
+               AccessList acc = {}) {
   check_vec(y, what, loc);
   check_device(ctx, y.device(), what, loc);
   for (const Vec* v : {x, w}) {
@@ -231,41 +218,33 @@ void vector_op(LaVecOp op, Vec& y, const Vec* x, const Vec* w, LaScalar alpha, L
   }
   const bool reads_y =
       op == LaVecOp::scale || op == LaVecOp::axpy || op == LaVecOp::aypx || (op == LaVecOp::axpby);
-  if (x != nullptr) acc.read(x->object_id());
-  if (w != nullptr) acc.read(w->object_id());
-  if (reads_y) {
-    acc.read_write(y.object_id());
-  } else {
-    acc.write(y.object_id());
-  }
   if (y.empty()) return;
   LaVecArgs args;
   args.op = op;
   args.n = y.size();
-  args.y = y.data();
-  args.x = x != nullptr ? x->data() : nullptr;
-  args.w = w != nullptr ? w->data() : nullptr;
+  args.x = x != nullptr ? acc.read(*x) : nullptr;
+  args.w = w != nullptr ? acc.read(*w) : nullptr;
+  args.y = reads_y ? acc.read_write(y) : acc.write(y);
   args.alpha = alpha;
   args.beta = beta;
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, what, loc, [&](Stream& s, const OpInfo& info) { k.vector(s, args, info); });
+  issue_tracked(ctx.impl(), acc, what, loc,
+                [&](Stream& s, const OpInfo& info) { k.vector(s, args, info); });
 }
 
 LaReduceArgs reduce_args(LaReduceOp op, const Vec& x, const Vec* y, const Context& ctx,
-                         std::string_view what, std::source_location loc, Accesses& acc) {
+                         std::string_view what, std::source_location loc, AccessList& acc) {
   check_vec(x, what, loc);
   check_device(ctx, x.device(), what, loc);
-  acc.read(x.object_id());
   LaReduceArgs args;
   args.op = op;
   args.n = x.size();
-  args.x = x.data();
+  args.x = acc.read(x);
   if (y != nullptr) {
     check_vec(*y, what, loc);
     check_device(ctx, y->device(), what, loc);
     check_sizes(x.size(), y->size(), what, loc);
-    acc.read(y->object_id());
-    args.y = y->data();
+    args.y = acc.read(*y);
   }
   return args;
 }
@@ -274,26 +253,28 @@ LaReduceArgs reduce_args(LaReduceOp op, const Vec& x, const Vec* y, const Contex
 /// the host waits for that kernel only.
 double reduce_sync(LaReduceOp op, const Vec& x, const Vec* y, const Context& ctx,
                    std::string_view what, std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   auto args = reduce_args(op, x, y, ctx, what, loc, acc);
   PinnedLease result(ctx.device(), sizeof(double), loc);
   result.wait_write(sizeof(double), loc);
   args.out = result.as<double>();
   acc.write(result.id(), {0, sizeof(double)});
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, what, loc, [&](Stream& s, const OpInfo& info) { k.reduce(s, args, info); });
+  issue_tracked(ctx.impl(), acc, what, loc,
+                [&](Stream& s, const OpInfo& info) { k.reduce(s, args, info); });
   result.wait_read(sizeof(double), loc);
   return *result.as<double>();
 }
 
 void reduce_async(LaReduceOp op, const Vec& x, const Vec* y, Managed<double>& out,
                   const Context& ctx, std::string_view what, std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   auto args = reduce_args(op, x, y, ctx, what, loc, acc);
   args.out = out.write_ptr(ctx, loc);
   acc.write(out.object_id());
   auto& k = kernels(ctx, loc);
-  issue(ctx, acc, what, loc, [&](Stream& s, const OpInfo& info) { k.reduce(s, args, info); });
+  issue_tracked(ctx.impl(), acc, what, loc,
+                [&](Stream& s, const OpInfo& info) { k.reduce(s, args, info); });
 }
 
 LaReduceOp norm_op(NormType t) {
@@ -421,39 +402,40 @@ void min(const Vec& x, Managed<double>& out, const Context& ctx, std::source_loc
   reduce_async(LaReduceOp::min, x, nullptr, out, ctx, "VecMinAsync", loc);
 }
 void set(Vec& x, const Managed<double>& alpha, const Context& ctx, std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto a = device_scalar(alpha, ctx, acc, loc);
   vector_op(LaVecOp::set, x, nullptr, nullptr, a, {}, ctx, "VecSetAsync", loc, acc);
 }
 void scale(Vec& x, const Managed<double>& alpha, const Context& ctx, std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto a = device_scalar(alpha, ctx, acc, loc);
   vector_op(LaVecOp::scale, x, nullptr, nullptr, a, {}, ctx, "VecScaleAsync", loc, acc);
 }
 void axpy(Vec& y, const Managed<double>& alpha, const Vec& x, const Context& ctx,
           std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto a = device_scalar(alpha, ctx, acc, loc);
   vector_op(LaVecOp::axpy, y, &x, nullptr, a, {}, ctx, "VecAXPYAsync", loc, acc);
 }
 void aypx(Vec& y, const Managed<double>& beta, const Vec& x, const Context& ctx,
           std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto b = device_scalar(beta, ctx, acc, loc);
   vector_op(LaVecOp::aypx, y, &x, nullptr, b, {}, ctx, "VecAYPXAsync", loc, acc);
 }
 void axpby(Vec& y, const Managed<double>& alpha, const Managed<double>& beta, const Vec& x,
            const Context& ctx, std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto a = device_scalar(alpha, ctx, acc, loc);
   const auto b = device_scalar(beta, ctx, acc, loc);
   vector_op(LaVecOp::axpby, y, &x, nullptr, a, b, ctx, "VecAXPBYAsync", loc, acc);
 }
 void waxpy(Vec& w, const Managed<double>& alpha, const Vec& x, const Vec& y, const Context& ctx,
            std::source_location loc) {
-  Accesses acc;
+  AccessList acc;
   const auto a = device_scalar(alpha, ctx, acc, loc);
   vector_op(LaVecOp::waxpy, w, &x, &y, a, {}, ctx, "VecWAXPYAsync", loc, acc);
 }
 
+}  // namespace la
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/context_impl.hpp"
+#include "deps/issue.hpp"
 #include "deps/tracker.hpp"
 #include "scalar/interpreter_math.hpp"
 #include "scalar/program.hpp"
@@ -131,27 +132,18 @@ void scalar_run(const ProgramPtr& program, ManagedCell& target, ScalarKind kind,
   ScalarKernels* kernels = &c.extension<ScalarKernels>(loc);
   const auto n = static_cast<std::uint32_t>(program->inputs.size());
   std::array<void*, kScalarMaxInputs> pointers{};
-  std::array<AccessSpec, kScalarMaxInputs + 1> access{};
   for (std::uint32_t i = 0; i < n; ++i) {
-    const ManagedCell& in = *program->inputs[i];
-    check_input(in, program->input_kinds[i], ctx, what, loc);
-    pointers[i] = in.buffer.data();
-    access[i] = {in.buffer.id(), {}, Access::read};
+    check_input(*program->inputs[i], program->input_kinds[i], ctx, what, loc);
   }
   check_target(target, kind, ctx, what, loc);
   if (target.buffer.data() == nullptr) {
     target.buffer = RawDeviceBuffer(ctx, scalar_kind_size(kind), loc);
   }
-  std::size_t count = n;
-  const ObjectId out = target.buffer.id();
-  bool also_read = false;
+  AccessList access;  // an input that is also the target merges into one read_write
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (access[i].id == out) {
-      access[i].mode = Access::read_write;
-      also_read = true;
-    }
+    pointers[i] = const_cast<void*>(access.read(program->inputs[i]->buffer));
   }
-  if (!also_read) access[count++] = {out, {}, Access::write};
+  void* output = access.write(target.buffer);
 
   ScalarProgramView view;
   view.code = program->code.data();
@@ -160,13 +152,12 @@ void scalar_run(const ProgramPtr& program, ManagedCell& target, ScalarKind kind,
   view.constant_count = static_cast<std::uint32_t>(program->constants.size());
   view.inputs = pointers.data();
   view.input_count = n;
-  view.output = target.buffer.data();
+  view.output = output;
   view.keep_alive = program;
-  Tracker::instance().run(c, std::span(access.data(), count), what, loc, [&] {
-    c.enqueue(what, loc, [&](Stream& s, const OpInfo& op) { kernels->run(s, view, op); });
-    target.assigned = true;
-    launches.fetch_add(1, std::memory_order_relaxed);
-  });
+  issue_tracked(c, access, what, loc,
+                [&](Stream& s, const OpInfo& op) { kernels->run(s, view, op); });
+  target.assigned = true;
+  launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 void scalar_run_blocking(const ProgramPtr& program, ManagedCell& target, ScalarKind kind,

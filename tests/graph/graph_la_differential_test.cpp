@@ -18,6 +18,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;  // NOLINT: the layer under test
+
 constexpr int kVecs = 4;
 constexpr int kScalars = 2;
 constexpr std::int64_t kNx = 20, kNy = 10;

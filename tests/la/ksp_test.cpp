@@ -15,6 +15,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;  // NOLINT: the layer under test
+
 class KspTest : public BackendTest {
  protected:
   static std::vector<double> ones(std::size_t n) { return std::vector<double>(n, 1.0); }

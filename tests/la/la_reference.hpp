@@ -20,6 +20,8 @@
 
 namespace sluice::test::ref {
 
+using namespace sluice::la;  // NOLINT: the reference mirrors the la layer
+
 /// Where the real test matrices are: $SLUICE_MATRIX_DIR, else the build's default
 /// (../shared/data/matrices next to the source tree); empty if neither is set.
 inline std::string matrix_dir() {

@@ -13,6 +13,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;  // NOLINT: the layer under test
+
 class MatTest : public BackendTest {
  protected:
   /// Writes `text` into a fresh file and returns its path.

@@ -8,6 +8,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;  // NOLINT: the layer under test
+
 class MixedTest : public BackendTest {};
 
 struct MixedResult {

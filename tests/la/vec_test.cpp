@@ -11,6 +11,8 @@
 namespace sluice::test {
 namespace {
 
+using namespace sluice::la;  // NOLINT: the layer under test
+
 class VecTest : public BackendTest {
  protected:
   static std::vector<double> random(std::size_t n, unsigned seed) {

@@ -39,6 +39,7 @@
 #endif
 
 namespace sluice::cli {
+using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
 namespace {
 
 struct BenchOptions {

@@ -9,6 +9,7 @@
 #include "sluice/error.hpp"
 
 namespace sluice::cli {
+using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
 
 Problem stencil_problem(const Context& ctx, Stencil kind, std::int64_t n, bool matrix_free) {
   const bool three = stencil_is_3d(kind);

@@ -12,6 +12,7 @@
 #include "sluice/la.hpp"
 
 namespace sluice::cli {
+using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
 
 struct Problem {
   Mat A;

@@ -19,6 +19,7 @@
 #include "sluice/platform.hpp"
 
 namespace sluice::cli {
+using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
 namespace {
 
 struct SolveOptions {

@@ -1,6 +1,7 @@
 #include "sluice/memory.hpp"
 
 #include "core/context_impl.hpp"
+#include "deps/issue.hpp"
 #include "deps/tracker.hpp"
 
 namespace sluice {
@@ -140,11 +141,10 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
           place_of(m, ctx, p == dst ? simple.dst_device : simple.src_device);
     }
   }
-  Tracker::instance().run(
-      c, {{dst, bytes, Access::write}, {src, bytes, Access::read}}, "copy", loc, [&] {
-        c.enqueue("copy", loc, simple,
-                  [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
-      });
+  AccessList accesses;
+  accesses.raw(dst, bytes, Access::write).raw(src, bytes, Access::read);
+  issue_tracked(c, accesses, "copy", loc, simple,
+                [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
 }
 
 void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
@@ -156,10 +156,10 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (c.capturing()) {
     simple.dst_place = place_of(Tracker::instance().find_memory(dst), ctx, simple.dst_device);
   }
-  Tracker::instance().run(c, {{dst, bytes, Access::write}}, "memset", loc, [&] {
-    c.enqueue("memset", loc, simple,
-              [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
-  });
+  AccessList accesses;
+  accesses.raw(dst, bytes, Access::write);
+  issue_tracked(c, accesses, "memset", loc, simple,
+                [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
 }
 
 }  // namespace detail

@@ -1,4 +1,4 @@
-#include "dataflow/host_fibers.hpp"
+#include "dataflow/host/host_fibers.hpp"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "backends/host/host_parallel.hpp"
-#include "dataflow/host_fibers.hpp"
+#include "dataflow/host/host_fibers.hpp"
 #include "sluice/dataflow/handler.hpp"
 
 namespace sluice::dataflow::detail {

@@ -58,7 +58,7 @@ class Queue {
   explicit Queue(const QueueOptions& options,
                  std::source_location loc = std::source_location::current())
       : state_(detail::make_queue(options, loc)) {}
-  explicit Queue(const Device& device) : Queue(QueueOptions{.device = device}) {}
+  explicit Queue(const Device& device) : Queue(options_for(device)) {}
 
   /// Builds and issues one command group: `cgf(Handler&)` declares accessors and dependencies,
   /// then names one kernel. Returns at once with the command group's event.
@@ -135,6 +135,11 @@ class Queue {
   friend bool operator==(const Queue& a, const Queue& b) noexcept { return a.state_ == b.state_; }
 
  private:
+  static QueueOptions options_for(const Device& device) {
+    QueueOptions o;  // field by field: user code built with -Wextra sees no missing initializer
+    o.device = device;
+    return o;
+  }
   std::shared_ptr<detail::QueueState> state_;
 };
 

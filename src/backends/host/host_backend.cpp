@@ -10,7 +10,6 @@
 #include "backends/host/host_pool.hpp"
 #include "backends/host/host_stream.hpp"
 #include "backends/host/host_topology.hpp"
-#include "core/builtin_backends.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::host {
@@ -111,6 +110,9 @@ class HostBackend final : public Backend {
 
 namespace sluice::detail {
 
+// Declared in core/builtin_backends.hpp, which the registry includes and this file does not: the
+// backends sit below the platform layer. A signature that drifted would not link (libsluice is
+// linked with --no-undefined).
 std::shared_ptr<Backend> make_host_backend() {
   return std::make_shared<host::HostBackend>();
 }

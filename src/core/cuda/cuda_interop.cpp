@@ -1,4 +1,4 @@
-// The cuda module's side of sluice/cuda.hpp (the CudaInterop extension, core/cuda_interop.hpp).
+// The cuda module's side of sluice/cuda.hpp: the CudaInterop extension (core/cuda_interop.hpp).
 
 #include "core/cuda_interop.hpp"
 

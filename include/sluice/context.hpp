@@ -51,7 +51,8 @@ struct ContextOptions {
 /// then written to the unreported-failure handler, see `set_unreported_failure_handler`).
 ///
 /// Work issued on one context runs in issue order. Work on different contexts is unordered unless
-/// ordered by `wait_for`, `wait(Event)` or, later, by the dependency tracker.
+/// ordered by `wait_for`, `wait(Event)`, or by the dependency tracker from what it reads and
+/// writes (sluice/deps.hpp).
 ///
 /// Thread safety: any number of host threads may issue to the same or different contexts.
 ///

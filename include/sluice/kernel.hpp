@@ -105,7 +105,7 @@ class KernelSpec {
   KernelSpec& add_fatbin_in_memory(std::string fatbin);
   KernelSpec& add_fatbin_on_disk(std::filesystem::path path);
   /// CUDA C++ source compiled by NVRTC for the device's architecture at load time, cached in
-  /// memory and on disk (see `kernel_cache_directory`). `options` go to NVRTC as given.
+  /// memory and on disk (see `kernel_cache::directory()`). `options` go to NVRTC as given.
   KernelSpec& add_cuda_source(std::string source, std::vector<std::string> options = {});
 
   /// The host backend's implementation: `f(i, args...)` is called for every thread index i in
@@ -468,7 +468,7 @@ Fluent Context::then_launch(const Kernel& kernel, Grid grid, Block block, Args&&
 ///
 /// A compiled image is cached in memory for the process and on disk for later processes, keyed by
 /// the source, the kernel name, the options, the architecture and the NVRTC version. The disk
-/// cache lives in `kernel_cache_directory()`: the environment variable SLUICE_KERNEL_CACHE_DIR if
+/// cache lives in `kernel_cache::directory()`: the environment variable SLUICE_KERNEL_CACHE_DIR if
 /// set, else $XDG_CACHE_HOME/sluice/kernels, else ~/.cache/sluice/kernels. Writing is
 /// best-effort (an unwritable directory only costs the next process a compile); an entry is
 /// written to a temporary file and renamed, so concurrent processes never read half of one.

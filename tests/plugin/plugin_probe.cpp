@@ -67,9 +67,9 @@ int host_only(std::size_t n, long max_hwm_mib) {
     df::Buffer<float> A(a.data(), df::range{n}), B(b.data(), df::range{n}),
         C(c.data(), df::range{n});
     q.submit([&](df::Handler& h) {
-      auto x = A.get_access<df::AccessMode::read>(h);
-      auto y = B.get_access<df::AccessMode::read>(h);
-      auto z = C.get_access<df::AccessMode::discard_write>(h);
+      auto x = A.get_access<df::access_mode::read>(h);
+      auto y = B.get_access<df::access_mode::read>(h);
+      auto z = C.get_access<df::access_mode::write>(h, df::no_init);
       h.parallel_for(df::range{n}, [=](df::id<1> i) { z[i] = x[i] + y[i]; });
     });
   }  // writes back into c
@@ -141,6 +141,8 @@ int round_trip(const char* device) {
     ctx.synchronize();
     const bool ok = out == in && sum == 4096 * 4097 / 2;
     std::printf("context on %s: round trip %s\n", device, ok ? "ok" : "WRONG");
+    std::printf("resident after the round trip: VmRSS %ld kB, VmHWM %ld kB\n",
+                status_kib("VmRSS:"), status_kib("VmHWM:"));
     std::printf("%s\n", ok ? "probe: ok" : "probe: FAILED");
     return ok ? 0 : 1;
   } catch (const sluice::Error& e) {

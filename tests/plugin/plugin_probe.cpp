@@ -141,8 +141,8 @@ int round_trip(const char* device) {
     ctx.synchronize();
     const bool ok = out == in && sum == 4096 * 4097 / 2;
     std::printf("context on %s: round trip %s\n", device, ok ? "ok" : "WRONG");
-    std::printf("resident after the round trip: VmRSS %ld kB, VmHWM %ld kB\n",
-                status_kib("VmRSS:"), status_kib("VmHWM:"));
+    std::printf("resident after the round trip: VmRSS %ld kB, VmHWM %ld kB\n", status_kib("VmRSS:"),
+                status_kib("VmHWM:"));
     std::printf("%s\n", ok ? "probe: ok" : "probe: FAILED");
     return ok ? 0 : 1;
   } catch (const sluice::Error& e) {

@@ -5,9 +5,6 @@
 #include "la/ksp_logic.hpp"
 #include "sluice/ext/la_kernels.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "la/cuda/la_kernels.hpp"
-#endif
 
 namespace sluice {
 
@@ -20,9 +17,6 @@ std::shared_ptr<LaKernels> unowned(LaKernels& k) {
 
 void LaKernels::register_builtins() {
   register_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<LaKernels>("cuda", unowned(detail::cuda::la_kernels()));
-#endif
 }
 
 void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {

@@ -23,7 +23,7 @@ namespace sluice {
 class LaKernels {
  public:
   static constexpr std::string_view extension_name = "LaKernels";
-  /// Registers the built-in implementations (host, and cuda where built).
+  /// Registers the host implementation; the cuda module registers its own when it loads.
   static void register_builtins();
 
   virtual ~LaKernels() = default;

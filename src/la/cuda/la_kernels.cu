@@ -34,6 +34,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "la/cuda/cg_small.hpp"
 #include "la/cuda/fast_div.hpp"
 #include "la/cuda/la_kernels.hpp"
 #include "la/kernel_math.hpp"
@@ -667,6 +668,21 @@ struct CgBlockShape {
   unsigned upd_blocks = 1;  // fused_kernel<cg_update>'s grid
   std::size_t chunks = 0;   // the update's chunks of kBlock elements
 };
+
+/// What cg_small_block reproduces of a CG block's shape.
+CgSmallSteps small_steps(const CgBlockShape& shape) {
+  CgSmallSteps s;
+  s.tile_width = shape.tiles.width;
+  s.tile_height = shape.tiles.height;
+  s.tile_depth = shape.tiles.depth;
+  s.tiles_x = shape.tiles.tx;
+  s.tiles_y = shape.tiles.ty;
+  s.tiles = shape.tiles.count;
+  s.dir_blocks = shape.dir_blocks;
+  s.upd_blocks = shape.upd_blocks;
+  s.chunks = shape.chunks;
+  return s;
+}
 
 /// Runs `fin` on the block's copy of the state with the sums of a step whose `blocks` partials
 /// (NS each) are complete; false once the solve stopped (the same in every block).
@@ -1339,6 +1355,8 @@ class CudaLaKernels final : public LaKernels {
         shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
         shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,
                                     reduction_blocks(args.update.n, sc), kBlock, true, s, sc, op);
+        // Small problems: one block or cluster with the vectors on chip (cg_small.cu).
+        if (cg_small_block(args, small_steps(shape), s.device(), st, op)) return;
         auto* kernel = cg_block_kernel<kKind>;
         // Resident at once (a cooperative launch must be), and no more than the steps' grids
         // need: a block past them would only wait at the barriers. It hosts every block of the

@@ -14,6 +14,7 @@
 
 #ifdef SLUICE_BENCH_CUDA
 #include "empty_kernel.hpp"
+#include "pdl_chain.hpp"
 #include "raw_graph.hpp"
 #endif
 
@@ -251,6 +252,32 @@ void BM_ScratchCaptureProbe(benchmark::State& state) {
   state.counters["detects"] = detects ? 1.0 : 0.0;
 }
 
+/// A chain of 20 streaming kernels with programmatic dependent launch (the la step kernels'
+/// launch): microseconds per kernel on a stream with and without PDL, captured into a graph,
+/// nested as a child graph and inside a while node's body (graph-mode CG's place for them), and
+/// how many of the captured graph's edges CUDA made programmatic. range(0): doubles per vector
+/// (2^25: ~200 us kernels, the 1e8-nonzero case; 2^20: ~8 us ones).
+void BM_PdlChain(benchmark::State& state) {
+  if (!have_backend(state, "cuda")) return;
+  PdlChainTimes t;
+  for (auto _ : state) {
+    t = run_pdl_chain(20, state.range(0), 7);
+    if (!t.error.empty()) {
+      state.SkipWithError(t.error.c_str());
+      return;
+    }
+  }
+  state.counters["stream_pdl_us"] = t.stream_pdl;
+  state.counters["stream_plain_us"] = t.stream_plain;
+  state.counters["graph_pdl_us"] = t.graph_pdl;
+  state.counters["graph_plain_us"] = t.graph_plain;
+  state.counters["child_pdl_us"] = t.child_pdl;
+  state.counters["while_pdl_us"] = t.while_pdl;
+  state.counters["programmatic_edges"] = t.programmatic_edges;
+  state.counters["edges"] = t.edges;
+}
+
+BENCHMARK(BM_PdlChain)->Arg(1 << 25)->Arg(1 << 20)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScratchCaptureProbe);
 BENCHMARK(BM_SluiceGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_RawGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dataflow/state.hpp"
+#include "dataflow/submit_profile.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::dataflow::detail {
@@ -139,9 +140,13 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   }
   s.launched = true;
   s.placed = true;
+  PhaseClock clock;  // the command-group function so far, then each step (submit_profile.hpp)
+  if (clock.on()) clock.restart_from(s.profile_from);
+  clock.mark(SubmitPhase::cgf);
   // Host kernels run user code that may throw: failures must be reported at the next wait.
   if (q.backend == BackendKind::host && k.host_run != nullptr) c.failures()->set_may_fail();
   for (const auto& e : s.waits) c.wait(e, loc);
+  clock.mark(SubmitPhase::waits);
   // The command group's end: an event is recorded for it only if its Event is still held when
   // the context issues its next operation, or is waited on or depended on before that.
   std::shared_ptr<sluice::detail::DeferredPoint> point;
@@ -150,6 +155,7 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   auto enqueue = [&] {
     if (k.host_run == nullptr) return;
     c.enqueue(k.what, loc, [&](Stream& st, const OpInfo& op) {
+      clock.mark(SubmitPhase::enqueue);
       if (q.backend == BackendKind::host) {
         st.host_task([task = k.copy(k.task), run = k.host_run,
                       bytes = s.local_bytes] { run(task.get(), bytes); },
@@ -160,12 +166,15 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
                         (s.local_bytes > 48 * 1024 ? " (local memory above 48 KiB per group)" : ""),
                     loc);
       }
+      clock.mark(SubmitPhase::launch);
       seq = op.seq;
       point = c.spare_point();
       deferred = c.defer_point(point, op.seq);
+      clock.mark(SubmitPhase::point);
     });
   };
   sluice::detail::issue_tracked(c, s.accesses, k.what, loc, enqueue);
+  clock.mark(SubmitPhase::enqueue);
   if (!deferred) {
     // No kernel (the group completes after its dependencies), or a capturing context.
     point = std::make_shared<sluice::detail::DeferredPoint>();
@@ -176,6 +185,8 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   apply_writes(s, seq);
   propagate_gates(c, seq);
   s.result = EventAccess::make(ctx.shared_impl(), std::move(point), seq);
+  clock.mark(SubmitPhase::after);
+  if (clock.on()) s.profile_from = clock.last();
 }
 
 }  // namespace sluice::dataflow::detail

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -801,9 +802,19 @@ class Run {
     });
     Graph g(name);
     const Node first = g.add_child(setup, {.name = name + " set-up"});
-    const Node loop = g.add_while(
-        w_.running, body,
-        {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
+    // A fixed-iteration solve of at most one block needs no loop: its body as a plain child graph
+    // (its kernels do nothing if the set-up already stopped, as a while node would skip them).
+    // SLUICE_KSP_GRAPH_LOOP=always keeps the while node (to measure what it costs).
+    const char* loop_env = std::getenv("SLUICE_KSP_GRAPH_LOOP");
+    const bool one_trip = o_.fixed_iterations && o_.max_it <= k &&
+                          (loop_env == nullptr || std::string(loop_env) != "always");
+    const Node loop =
+        one_trip
+            ? g.add_child(
+                  body, {.name = name + " " + std::to_string(k) + " iterations", .after = {first}})
+            : g.add_while(w_.running, body,
+                          {.name = name + " " + std::to_string(k) + " iterations while running",
+                           .after = {first}});
     if (right_)
       g.add_child(record(name + " end", [&] { unwind(); }),
                   {.name = name + " end", .after = {loop}});

@@ -196,9 +196,15 @@ class Run {
       run_graph();
       return finish();
     }
-    upload_state();
     if (o_.type == KspType::cg) {
-      cg_setup();
+      // Async from a zero guess: the set-up travels with the first block of iterations (one
+      // operation instead of three; a backend may run it in the block's kernel).
+      if (async_ && cg_folds_setup()) {
+        setup_pending_ = true;
+      } else {
+        upload_state();
+        cg_setup();
+      }
       if (async_) {
         run_async([this](int n, int slot) { return cg_iterations(n, slot); });
       } else {
@@ -206,6 +212,7 @@ class Run {
         }
       }
     } else {
+      upload_state();
       tf_setup();
       if (async_) {
         run_async([this](int n, int) {
@@ -437,11 +444,17 @@ class Run {
   /// One pass from a zero guess: x = 0, r = b, z = B r, p = 0 and the sums (with a guess, r
   /// comes from initial_residual first). p = 0 makes the first direction p = z + 0 p equal z.
   void cg_setup() {
-    const bool zero = !o_.initial_guess_nonzero;
-    if (!zero) initial_residual(w_.r);
-    LaFusedArgs f = fused_args(LaFusedOp::cg_init);
+    if (o_.initial_guess_nonzero) initial_residual(w_.r);
     AccessList acc;
-    if (zero) {
+    const LaFusedArgs f = cg_init_args(acc);
+    fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
+    cur_ = 0;
+  }
+
+  /// CG's set-up pass (see cg_setup) and its accesses; its sums are the caller's.
+  LaFusedArgs cg_init_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::cg_init);
+    if (!o_.initial_guess_nonzero) {
       f.b = acc.read(b_);
       f.x = acc.write(x_);
       f.r = acc.write(w_.r);
@@ -452,9 +465,12 @@ class Run {
     f.p = acc.write(w_.p);
     f.pc = pc_;
     read_pc(acc);
-    fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
-    cur_ = 0;
+    return f;
   }
+
+  /// Whether the first block of an async CG solve carries the set-up (LaCgBlockArgs::initial):
+  /// from a zero guess, where the set-up is the state's upload and one pass.
+  [[nodiscard]] bool cg_folds_setup() const { return !o_.initial_guess_nonzero; }
 
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
   /// with p'w (z = c r formed here when not stored), and its accesses.
@@ -530,6 +546,14 @@ class Run {
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;
     a.update.sums.finalize = LaFinalize::cg_iter;
+    if (setup_pending_) {  // the solve's set-up first (see cg_folds_setup)
+      a.initial = &st_;
+      (void)acc.write(w_.state);
+      a.init = cg_init_args(acc);
+      a.init.sums = a.direction.sums;
+      a.init.sums.finalize = LaFinalize::cg_init;
+      setup_pending_ = false;
+    }
     if (slot >= 0) a.mirror = acc.write(w_.slots, slot_range(slot)) + slot;
     if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
       a.running = graph_flag_;
@@ -768,9 +792,11 @@ class Run {
     return capture.end(loc_);
   }
 
-  /// The solve as a graph: the set-up, then a while node over blocks of iterations, each ending
-  /// with the running flag from the device state and the state's copy in pinned slot 0 (so the
-  /// last one done is the final state), then TFQMR's unwinding of right preconditioning.
+  /// The solve as a graph: the set-up (for CG from a zero guess, the set-up and the first block
+  /// of iterations as one operation), then a while node over blocks of iterations (none for a
+  /// fixed-iteration solve of one block), each ending with the running flag from the device state
+  /// and the state's copy in pinned slot 0 (so the last one done is the final state), then
+  /// TFQMR's unwinding of right preconditioning.
   Graph record_solve() {
     const bool cg = o_.type == KspType::cg;
     const std::string name = cg ? "KSPSolve_CG" : "KSPSolve_TFQMR";
@@ -785,36 +811,53 @@ class Run {
       issue_tracked(ctx_.impl(), acc, "KSP running", loc_,
                     [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, mirror, op); });
     };
+    // CG from a zero guess: the set-up travels with the first block (see cg_folds_setup), which
+    // sets the flag and slot 0 itself; later trips run the body.
+    const bool fold = cg && cg_folds_setup();
     Graph setup = record(name + " set-up", [&] {
+      if (fold) {
+        setup_pending_ = true;
+        graph_flag_ = flag;
+        cg_iterations(k, 0);
+        graph_flag_ = nullptr;
+        return;
+      }
       upload_state();
       cg ? cg_setup() : tf_setup();
       running();
     });
-    Graph body = record(name + " iterations", [&] {
-      if (cg) {  // the block sets the flag and slot 0 itself
-        graph_flag_ = flag;
-        cg_iterations(k, 0);
-        graph_flag_ = nullptr;
-      } else {
-        for (int i = 0; i < k; ++i) tf_iteration();
-        running();
-      }
-    });
+    auto body = [&] {
+      return record(name + " iterations", [&] {
+        if (cg) {  // the block sets the flag and slot 0 itself
+          graph_flag_ = flag;
+          cg_iterations(k, 0);
+          graph_flag_ = nullptr;
+        } else {
+          for (int i = 0; i < k; ++i) tf_iteration();
+          running();
+        }
+      });
+    };
     Graph g(name);
-    const Node first = g.add_child(setup, {.name = name + " set-up"});
+    const Node first = g.add_child(
+        setup, {.name = name + (fold ? " set-up and " + std::to_string(k) + " iterations"
+                                     : std::string(" set-up"))});
     // A fixed-iteration solve of at most one block needs no loop: its body as a plain child graph
-    // (its kernels do nothing if the set-up already stopped, as a while node would skip them).
-    // SLUICE_KSP_GRAPH_LOOP=always keeps the while node (to measure what it costs).
+    // (its kernels do nothing if the set-up already stopped, as a while node would skip them), or
+    // none where the set-up's block is that one trip. SLUICE_KSP_GRAPH_LOOP=always keeps the
+    // while node (to measure what it costs).
     const char* loop_env = std::getenv("SLUICE_KSP_GRAPH_LOOP");
     const bool one_trip = o_.fixed_iterations && o_.max_it <= k &&
                           (loop_env == nullptr || std::string(loop_env) != "always");
-    const Node loop =
-        one_trip
-            ? g.add_child(
-                  body, {.name = name + " " + std::to_string(k) + " iterations", .after = {first}})
-            : g.add_while(w_.running, body,
-                          {.name = name + " " + std::to_string(k) + " iterations while running",
-                           .after = {first}});
+    Node loop = first;
+    if (!one_trip) {
+      loop = g.add_while(
+          w_.running, body(),
+          {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
+    } else if (!fold) {
+      loop = g.add_child(
+          body(), {.name = name + " " + std::to_string(k) + " iterations", .after = {first}});
+    }
     if (right_)
       g.add_child(record(name + " end", [&] { unwind(); }),
                   {.name = name + " end", .after = {loop}});
@@ -917,6 +960,7 @@ class Run {
   int reported_ = 0;
   int cur_ = 0;                         // CG: which of p, p2 holds the current direction
   std::int32_t* graph_flag_ = nullptr;  // graph mode: where a CG block sets the loop condition
+  bool setup_pending_ = false;          // CG: the next block carries the set-up
 };
 
 void validate(const KspOptions& o, std::source_location loc) {

@@ -26,6 +26,10 @@ void LaKernels::register_builtins() {
 }
 
 void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
+  if (args.initial != nullptr) {
+    set_state(stream, args.direction.sums.state, *args.initial, op);
+    fused(stream, args.init, op);
+  }
   LaMatvecArgs direction;
   LaFusedArgs update;
   for (std::int32_t k = 0; k < args.iterations; ++k) {

@@ -62,6 +62,13 @@ class CgSmallTest : public BackendTest {
     o.mode = mode;
     o.history = true;
     Vec x(b.context(), b.size());
+    if (o.initial_guess_nonzero) {  // the same guess in every mode
+      std::vector<double> g(b.size());
+      std::mt19937_64 gen(7);
+      std::uniform_real_distribution<double> dist(-1, 1);
+      for (auto& e : g) e = dist(gen);
+      x.assign(g);
+    }
     Outcome out;
     out.result = Ksp(A, o).solve(b, x);
     out.x = x.to_vector();
@@ -112,16 +119,18 @@ struct Variant {
   int check_every;
   bool fixed;
   int max_it;
+  bool guess;  // a nonzero initial guess: the set-up runs before the first block, not in it
 };
 
 // Converging solves whose check intervals (odd ones too) stop inside a block, a solve stopped by
-// its iteration limit inside a block, and a fixed one of a 64-iteration block and a 6-iteration
-// one.
-const Variant kVariants[] = {{PcType::jacobi, KspNormType::preconditioned, 3, false, 301},
-                             {PcType::none, KspNormType::unpreconditioned, 8, false, 301},
-                             {PcType::jacobi, KspNormType::natural, 5, false, 301},
-                             {PcType::jacobi, KspNormType::preconditioned, 4, false, 7},
-                             {PcType::jacobi, KspNormType::unpreconditioned, 8, true, 70}};
+// its iteration limit inside a block, a fixed one of a 64-iteration block and a 6-iteration one,
+// and one from a nonzero guess.
+const Variant kVariants[] = {{PcType::jacobi, KspNormType::preconditioned, 3, false, 301, false},
+                             {PcType::none, KspNormType::unpreconditioned, 8, false, 301, false},
+                             {PcType::jacobi, KspNormType::natural, 5, false, 301, false},
+                             {PcType::jacobi, KspNormType::preconditioned, 4, false, 7, false},
+                             {PcType::jacobi, KspNormType::unpreconditioned, 8, true, 70, false},
+                             {PcType::jacobi, KspNormType::preconditioned, 6, false, 301, true}};
 
 TEST_P(CgSmallTest, MatchesSyncOnEveryStencilShapeAndNorm) {
   auto ctx = make_context();
@@ -132,13 +141,15 @@ TEST_P(CgSmallTest, MatchesSyncOnEveryStencilShapeAndNorm) {
       SCOPED_TRACE(std::string(to_string(s.kind)) + " " + std::to_string(s.nx) + " x " +
                    std::to_string(s.ny) + " x " + std::to_string(s.nz) + ", pc " +
                    std::string(to_string(v.pc)) + ", norm " + std::string(to_string(v.norm)) +
-                   ", max_it " + std::to_string(v.max_it) + (v.fixed ? ", fixed" : ""));
+                   ", max_it " + std::to_string(v.max_it) + (v.fixed ? ", fixed" : "") +
+                   (v.guess ? ", nonzero guess" : ""));
       const KspOptions o{.type = KspType::cg,
                          .pc = v.pc,
                          .norm_type = v.norm,
                          .rtol = 1e-7,
                          .max_it = v.max_it,
                          .fixed_iterations = v.fixed,
+                         .initial_guess_nonzero = v.guess,
                          .check_every = v.check_every};
       expect_same(A, b, o, "require");
     }

@@ -207,6 +207,12 @@ struct LaCgBlockArgs {
   /// Where the block also leaves 1 if the solve still iterates after it, else 0 (device memory;
   /// null: nowhere): a graph-mode solve's loop condition (LaKernels::running).
   std::int32_t* running = nullptr;
+  /// The solve's set-up, run before the iterations when set (the first block of a solve from a
+  /// zero guess): the state's initial value (a host address, read when the block is issued: the
+  /// value travels with the operation, as LaKernels::set_state's does) and CG's first pass
+  /// `init` (LaFusedOp::cg_init from b, ending in its finalize on the state).
+  const LaKspState* initial = nullptr;
+  LaFusedArgs init;
 };
 
 /// The arguments of iteration k of a CG block.

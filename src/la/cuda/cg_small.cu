@@ -29,6 +29,9 @@
 // solver logic (cg_dpi) on its own copy of the state (the same arithmetic in every block, so the
 // same decisions); (C) the update units run x += a p, r -= a w with the norm and z'r, push the
 // new r to the blocks whose windows hold it and publish their sums; a step end; cg_iter.
+// A solve's first block may carry its set-up (LaCgBlockArgs::initial, from a zero guess): the
+// state's value comes with the launch and CG's first pass (x = 0, r = b, p = 0 and its sums, as
+// fused_kernel<cg_init> forms them) runs before the iterations, so a solve is one launch.
 
 #include <cuda_runtime.h>
 
@@ -98,6 +101,8 @@ struct SmallArgs {
   LaCgBlockArgs a;
   Geometry g;
   Layout l;
+  bool setup = false;  // a.initial's value is `start`, and a.init runs first
+  LaKspState start;
 };
 
 /// The first of `units` units that part `part` of `parts` takes (parts take runs in order).
@@ -348,8 +353,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   double* const Sd = W + l.win;
   double* const Su = Sd + g.dir_units;
 
-  const auto* global = reinterpret_cast<const unsigned long long*>(mv.sums.state);
-  for (int k = t; k < kWords; k += threads) words[k] = global[k];
+  // The state: its initial value with the set-up (the value travelled with the launch), else
+  // where the solve left it.
+  const auto* from = sa.setup ? reinterpret_cast<const unsigned long long*>(&sa.start)
+                              : reinterpret_cast<const unsigned long long*>(mv.sums.state);
+  for (int k = t; k < kWords; k += threads) words[k] = from[k];
   __syncthreads();
   LaKspState& st = *reinterpret_cast<LaKspState*>(words);
   if (st.stop != 0) {  // every block read the same state: none reaches a barrier
@@ -377,18 +385,23 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     const unsigned u = u0 + static_cast<unsigned>(k);
     return u < u1 ? update_element(g, u, lane) : g.n;
   };
+  // With the set-up, the values its pass gives them (fused_elem<cg_init> from a zero guess:
+  // x = 0, r = b, p = 0).
+  const double* r_from = sa.setup ? sa.a.init.b : f.r;
   double x[UPW], r[UPW], p[UPW];
   for (int k = 0; k < UPW; ++k) {
     x[k] = r[k] = p[k] = 0;
     if (const int j = element(k); j < g.n) {
-      x[k] = f.x[j];
-      r[k] = f.r[j];
-      p[k] = sa.a.p[0][j];
+      r[k] = r_from[j];
+      if (!sa.setup) {
+        x[k] = f.x[j];
+        p[k] = sa.a.p[0][j];
+      }
     }
   }
   for (int j = lo + t; j < hi; j += threads) {
-    P[j - lo] = sa.a.p[0][j];
-    if (blocks > 1) R[j - lo] = f.r[j];
+    P[j - lo] = sa.setup ? 0.0 : sa.a.p[0][j];
+    if (blocks > 1) R[j - lo] = r_from[j];
   }
   // Every block of the cluster runs before any reaches into another's shared memory.
   step_end(blocks);
@@ -397,7 +410,32 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const double xs = mv.x_scale, rc = mv.right.c, pc = f.pc.c;
   const int sy = g.nx, sz = g.nx * g.ny;
   int last = -1;  // the last iteration whose direction product ran
-  for (int it = 0; it < sa.a.iterations; ++it) {
+  bool iterate = true;
+  if (sa.setup) {
+    // The set-up pass's sums (fused_elem<cg_init>: the norm's term by type, z'r with z = c r),
+    // formed as fused_kernel<cg_init> forms them (the update's shape), then cg_init.
+    const LaFusedArgs& in = sa.a.init;
+    for (int k = 0; k < UPW; ++k) {
+      const unsigned u = u0 + static_cast<unsigned>(k);
+      if (u >= u1) break;  // the same in every lane
+      double acc[2] = {0, 0};
+      if (element(k) < g.n) {
+        const double z = in.pc.c * r[k];
+        acc[0] += in.norm_type == 1 ? z * z : in.norm_type == 2 ? r[k] * r[k] : 0.0;
+        acc[1] += z * r[k];
+      }
+      const double s0 = __shfl_sync(0xffffffffu, warp_sum(acc[0]), 0);
+      const double s1 = __shfl_sync(0xffffffffu, warp_sum(acc[1]), 0);
+      if (lane < blocks) {
+        double* to = in_block(Su, blocks, rank, static_cast<unsigned>(lane));
+        to[2 * u] = s0;
+        to[2 * u + 1] = s1;
+      }
+    }
+    step_end(blocks);
+    iterate = finish_step<2>(Su, g.chunks, LaFinalize::cg_init, st, warp_sums, t);
+  }
+  for (int it = 0; iterate && it < sa.a.iterations; ++it) {
     // (A) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element).
     const double b = st.b;
     for (int k = 0; k < UPW; ++k) {
@@ -468,15 +506,18 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 
   // What the steps launched one by one leave in memory that is read again: x, r, the last
   // direction and the last product w, each element by its owner. (The direction before the last
-  // one, which the next block overwrites before reading, keeps what it held.)
-  if (last >= 0) {
-    double* newest = sa.a.p[(last + 1) % 2];
+  // one, which the next block overwrites before reading, keeps what it held; so does the set-up's
+  // zeroed direction, which the first product reads as 0 here.)
+  if (sa.setup || last >= 0) {
+    double* newest = last >= 0 ? sa.a.p[(last + 1) % 2] : nullptr;
     for (int k = 0; k < UPW; ++k) {
       if (const int j = element(k); j < g.n) {
         f.x[j] = x[k];
         f.r[j] = r[k];
-        newest[j] = p[k];
-        mv.y[j] = W[j - lo];
+        if (newest != nullptr) {
+          newest[j] = p[k];
+          mv.y[j] = W[j - lo];
+        }
       }
     }
   }
@@ -674,6 +715,13 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
     return no("the steps' blocks take more than one tile or chunk each");
   }
   if (mv.x != args.update.r) return no("the product's input is not the update's r");
+  const bool setup = args.initial != nullptr;
+  if (setup &&
+      (args.init.op != LaFusedOp::cg_init || args.init.b == nullptr ||
+       args.init.x != args.update.x || args.init.r != args.update.r || args.init.p != args.p[0] ||
+       args.init.z != nullptr || args.init.pc.v != nullptr || steps.init_blocks != steps.chunks)) {
+    return no("the set-up is not the zero-guess pass the kernel reproduces");
+  }
   const DeviceLimits d = limits_of(device, op);
   if (d.major < 9) return no("the device is older than sm_90");
 
@@ -725,6 +773,8 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
     sa.a = args;
     sa.g = g;
     sa.l = layout_for(g, s, blocks);
+    sa.setup = setup;
+    if (setup) sa.start = *args.initial;
     const std::size_t bytes =
         sizeof(double) * (static_cast<std::size_t>(sa.l.win) * (blocks > 1 ? 3 : 2) + g.dir_units +
                           2 * std::size_t{g.upd_units});

@@ -21,13 +21,15 @@ struct CgSmallSteps {
   unsigned tile_height = 0;  // points along y (kRowsPerThread x the block's y threads)
   unsigned tile_depth = 1;   // z planes per tile: 1, or 2 for the flat tiles of the 3D product
   unsigned tiles_x = 0, tiles_y = 0, tiles = 0;
-  unsigned dir_blocks = 0;  // cg_direction_kernel's grid
-  unsigned upd_blocks = 0;  // fused_kernel<cg_update>'s grid
-  std::size_t chunks = 0;   // the update's chunks of 256 elements
+  unsigned dir_blocks = 0;   // cg_direction_kernel's grid
+  unsigned upd_blocks = 0;   // fused_kernel<cg_update>'s grid
+  unsigned init_blocks = 0;  // fused_kernel<cg_init>'s grid (a block carrying the set-up)
+  std::size_t chunks = 0;    // the update's chunks of 256 elements
 };
 
 /// Issues `args` (a block that fits cg_block_kernel: a stencil, a constant preconditioner, both
-/// steps on the async state) on `stream` as the small kernel and returns true when it fits;
+/// steps on the async state; its set-up too, if it carries one) on `stream` as the small kernel
+/// and returns true when it fits;
 /// returns false having issued nothing otherwise, and with SLUICE_CUDA_CG_SMALL=0. With
 /// `require` in SLUICE_CUDA_CG_SMALL, not fitting throws an Error saying why (the tests use it to
 /// prove the path ran). SLUICE_CUDA_CG_SMALL=block or cluster:N (N = 2, 4, 8, 16) picks the shape

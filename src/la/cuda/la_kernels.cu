@@ -670,8 +670,9 @@ struct CgBlockShape {
 };
 
 /// What cg_small_block reproduces of a CG block's shape.
-CgSmallSteps small_steps(const CgBlockShape& shape) {
+CgSmallSteps small_steps(const CgBlockShape& shape, unsigned init_blocks) {
   CgSmallSteps s;
+  s.init_blocks = init_blocks;
   s.tile_width = shape.tiles.width;
   s.tile_height = shape.tiles.height;
   s.tile_depth = shape.tiles.depth;
@@ -1355,8 +1356,18 @@ class CudaLaKernels final : public LaKernels {
         shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
         shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,
                                     reduction_blocks(args.update.n, sc), kBlock, true, s, sc, op);
+        const unsigned init_grid =
+            args.initial == nullptr
+                ? 0u
+                : grid_for(fused_kernel<LaFusedOp::cg_init>, reduction_blocks(args.init.n, sc),
+                           kBlock, true, s, sc, op);
         // Small problems: one block or cluster with the vectors on chip (cg_small.cu).
-        if (cg_small_block(args, small_steps(shape), s.device(), st, op)) return;
+        if (cg_small_block(args, small_steps(shape, init_grid), s.device(), st, op)) return;
+        if (args.initial != nullptr) {  // the set-up first, as set_state and fused issue it
+          launch(set_state_kernel, 1, 32, st, op, *args.initial, args.direction.sums.state);
+          launch(fused_kernel<LaFusedOp::cg_init>, init_grid, kBlock, st, op, args.init,
+                 Reducer{sc.partials, sc.counter});
+        }
         auto* kernel = cg_block_kernel<kKind>;
         // Resident at once (a cooperative launch must be), and no more than the steps' grids
         // need: a block past them would only wait at the barriers. It hosts every block of the

@@ -198,8 +198,15 @@ class HostLaKernels final : public LaKernels {
   // A block as one host task: its steps follow each other on the worker without a hand-off
   // through the queue, as the cuda backend runs a block as one cooperative kernel.
   void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
+    // The set-up's state travels by value: the caller's copy may go once this returns.
+    const bool setup = args.initial != nullptr;
+    const LaKspState initial = setup ? *args.initial : LaKspState{};
     stream.host_task(
-        [a = args] {
+        [a = args, setup, initial] {
+          if (setup) {
+            *a.direction.sums.state = initial;
+            run_fused(a.init);
+          }
           LaMatvecArgs direction;
           LaFusedArgs update;
           for (std::int32_t k = 0; k < a.iterations; ++k) {

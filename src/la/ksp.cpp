@@ -215,10 +215,7 @@ class Run {
       upload_state();
       tf_setup();
       if (async_) {
-        run_async([this](int n, int) {
-          for (int i = 0; i < n; ++i) tf_iteration();
-          return false;
-        });
+        run_async([this](int n, int slot) { return tf_iterations(n, slot); });
       } else {
         while (st_.stop == 0 && tf_iteration()) {
         }
@@ -587,9 +584,12 @@ class Run {
   }
 
   /// v = K p and s = v'rp (the top of the next iteration).
-  void tf_v() {
+  // The five operations of a TFQMR iteration, each with its accesses (their sums are set by the
+  // caller: one operation each in sync and the step path, one block in tf_iterations).
+
+  /// v = K p and s = v'rp (the top of the next iteration).
+  LaMatvecArgs tf_v_args(AccessList& acc) const {
     LaMatvecArgs m;
-    AccessList acc;
     m.x = acc.read(w_.p);
     m.left = left_pc_;
     m.right = right_pc_;
@@ -597,48 +597,83 @@ class Run {
     m.y = acc.write(w_.v);
     m.z = acc.read(w_.rp);
     read_pc(acc);
+    return m;
+  }
+
+  /// q = u - a v, t = u + q.
+  LaFusedArgs tf_qt_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
+    f.u = input(acc, w_.u);
+    f.v = input(acc, w_.v);
+    f.q = acc.write(w_.q);
+    f.t = acc.write(w_.t);
+    f.s[0] = scalar(&LaKspState::a);
+    return f;
+  }
+
+  /// r -= a K t with r'r.
+  LaMatvecArgs tf_residual_args(AccessList& acc) const {
+    LaMatvecArgs m;
+    m.x = acc.read(w_.t);
+    m.left = left_pc_;
+    m.right = right_pc_;
+    m.epilogue = LaEpilogue::residual;
+    m.y = acc.read_write(w_.r);
+    m.a = scalar(&LaKspState::a);
+    read_pc(acc);
+    return m;
+  }
+
+  /// The quasi-minimal steps of d and x (into y under right preconditioning) with r'rp.
+  LaFusedArgs tf_dx_args(AccessList& acc) {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
+    Vec& x = xs();
+    f.x = acc.read_write(x);
+    f.d = acc.read_write(w_.d);
+    f.u = input(acc, w_.u);
+    f.q = input(acc, w_.q);
+    f.r = input(acc, w_.r);
+    f.rp = input(acc, w_.rp);
+    f.s[0] = scalar(&LaKspState::eta0);
+    f.s[1] = scalar(&LaKspState::cf0);
+    f.s[2] = scalar(&LaKspState::eta1);
+    f.s[3] = scalar(&LaKspState::cf1);
+    f.steps = st_.stop == 1 ? st_.xsteps : 2;  // sync; a device state decides itself
+    return f;
+  }
+
+  /// u = r + b q, q = q + b p, p = u + b q.
+  LaFusedArgs tf_uqp_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
+    f.r = input(acc, w_.r);
+    f.q = acc.read_write(w_.q);
+    f.p = acc.read_write(w_.p);
+    f.u = acc.write(w_.u);
+    f.s[0] = scalar(&LaKspState::b);
+    return f;
+  }
+
+  void tf_v() {
+    AccessList acc;
+    const LaMatvecArgs m = tf_v_args(acc);
     matvec(m, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
   }
 
   bool tf_iteration() {
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
       AccessList acc;
-      f.u = input(acc, w_.u);
-      f.v = input(acc, w_.v);
-      f.q = acc.write(w_.q);
-      f.t = acc.write(w_.t);
-      f.s[0] = scalar(&LaKspState::a);
+      const LaFusedArgs f = tf_qt_args(acc);
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR q = u - a v, t = u + q");
     }
     {
-      LaMatvecArgs m;
       AccessList acc;
-      m.x = acc.read(w_.t);
-      m.left = left_pc_;
-      m.right = right_pc_;
-      m.epilogue = LaEpilogue::residual;
-      m.y = acc.read_write(w_.r);
-      m.a = scalar(&LaKspState::a);
-      read_pc(acc);
+      const LaMatvecArgs m = tf_residual_args(acc);
       matvec(m, acc, LaFinalize::tf_m, "KSPSolve_TFQMR r -= a K t, r'r");
       if (st_.stop == 2) return false;
     }
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
-      Vec& x = xs();
       AccessList acc;
-      f.x = acc.read_write(x);
-      f.d = acc.read_write(w_.d);
-      f.u = input(acc, w_.u);
-      f.q = input(acc, w_.q);
-      f.r = input(acc, w_.r);
-      f.rp = input(acc, w_.rp);
-      f.s[0] = scalar(&LaKspState::eta0);
-      f.s[1] = scalar(&LaKspState::cf0);
-      f.s[2] = scalar(&LaKspState::eta1);
-      f.s[3] = scalar(&LaKspState::cf1);
-      f.steps = st_.stop == 1 ? st_.xsteps : 2;
+      const LaFusedArgs f = tf_dx_args(acc);
       if (!async_ && st_.stop == 1) {
         // The last steps of x; rho is not needed any more.
         fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR d, x");
@@ -649,17 +684,42 @@ class Run {
       if (st_.stop != 0) return false;
     }
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
       AccessList acc;
-      f.r = input(acc, w_.r);
-      f.q = acc.read_write(w_.q);
-      f.p = acc.read_write(w_.p);
-      f.u = acc.write(w_.u);
-      f.s[0] = scalar(&LaKspState::b);
+      const LaFusedArgs f = tf_uqp_args(acc);
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR u, q, p");
     }
     tf_v();
     return st_.stop == 0;
+  }
+
+  /// `n` TFQMR iterations as one operation (async and graph modes): the backend may run them as
+  /// one task or kernel (LaKernels::tf_block), with the same arithmetic as n calls of
+  /// tf_iteration. The block leaves the final state in pinned slot `slot` too, if one (true).
+  bool tf_iterations(int n, int slot) {
+    LaTfBlockArgs a;
+    AccessList acc;  // every operation's accesses
+    a.qt = tf_qt_args(acc);
+    a.qt.sums = sums_for(LaFinalize::none, acc);
+    a.residual = tf_residual_args(acc);
+    a.residual.A = A_.op(acc);
+    a.residual.sums = sums_for(LaFinalize::tf_m, acc);
+    a.dx = tf_dx_args(acc);
+    a.dx.steps = 2;  // the device state decides
+    a.dx.sums = sums_for(LaFinalize::tf_rho, acc);
+    a.uqp = tf_uqp_args(acc);
+    a.uqp.sums = sums_for(LaFinalize::none, acc);
+    a.v = tf_v_args(acc);
+    a.v.A = A_.op(acc);
+    a.v.sums = sums_for(LaFinalize::tf_s, acc);
+    a.iterations = n;
+    if (slot >= 0) a.mirror = acc.write(w_.slots, slot_range(slot)) + slot;
+    if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
+      a.running = graph_flag_;
+      acc.write(w_.running.object_id());
+    }
+    issue_tracked(ctx_.impl(), acc, "KSPSolve_TFQMR iterations", loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.tf_block(s, a, op); });
+    return slot >= 0;
   }
 
   // ---- async driver ----
@@ -828,14 +888,9 @@ class Run {
     });
     auto body = [&] {
       return record(name + " iterations", [&] {
-        if (cg) {  // the block sets the flag and slot 0 itself
-          graph_flag_ = flag;
-          cg_iterations(k, 0);
-          graph_flag_ = nullptr;
-        } else {
-          for (int i = 0; i < k; ++i) tf_iteration();
-          running();
-        }
+        graph_flag_ = flag;  // the block sets the flag and slot 0 itself
+        (void)(cg ? cg_iterations(k, 0) : tf_iterations(k, 0));
+        graph_flag_ = nullptr;
       });
     };
     Graph g(name);

@@ -220,6 +220,25 @@ class HostLaKernels final : public LaKernels {
         op);
   }
 
+  // A TFQMR block as one host task too: eight operations per iteration were as many hand-offs
+  // through the context's queue (about 0.3 us each beside kernels of a fraction of a us at
+  // small sizes, docs/la.md "Results (host)").
+  void tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) override {
+    stream.host_task(
+        [a = args] {
+          for (std::int32_t k = 0; k < a.iterations; ++k) {
+            run_fused(a.qt);
+            run_matvec(a.residual);
+            run_fused(a.dx);
+            run_fused(a.uqp);
+            run_matvec(a.v);
+          }
+          if (a.mirror != nullptr) *a.mirror = *a.v.sums.state;
+          if (a.running != nullptr) *a.running = a.v.sums.state->stop == 0 ? 1 : 0;
+        },
+        op);
+  }
+
   void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,
                  const OpInfo& op) override {
     stream.host_task([dst, value] { *dst = value; }, op);

@@ -231,6 +231,49 @@ TEST_P(CgSmallTest, SwitchIsCheckedAndOffFallsBack) {
   }
 }
 
+// The small TFQMR kernel (src/la/cuda/tf_small.cu, opt-in while new: SLUICE_CUDA_TF_SMALL): every
+// stencil up to its 4096 points, left (preconditioned norm) and right (unpreconditioned: x moves
+// in y, unwound at the end) Jacobi and none, converging, limited and fixed solves; `require`
+// makes a block it does not take an error, so a passing case proves it ran.
+TEST_P(CgSmallTest, TfqmrMatchesSyncOnEveryStencilAndNorm) {
+  auto ctx = make_context();
+  const Shape shapes[] = {{Stencil::d2p5, 64, 64, 1}, {Stencil::d2p5, 61, 47, 1},
+                          {Stencil::d2p9, 40, 33, 1}, {Stencil::d3p7, 16, 16, 16},
+                          {Stencil::d3p7, 7, 5, 3},   {Stencil::d3p27, 11, 9, 10},
+                          {Stencil::d2p5, 5, 3, 1}};
+  struct TfVariant {
+    PcType pc;
+    KspNormType norm;
+    int check_every;
+    bool fixed;
+    int max_it;
+  };
+  const TfVariant variants[] = {{PcType::jacobi, KspNormType::preconditioned, 3, false, 301},
+                                {PcType::jacobi, KspNormType::unpreconditioned, 8, false, 301},
+                                {PcType::none, KspNormType::preconditioned, 5, false, 301},
+                                {PcType::jacobi, KspNormType::preconditioned, 4, false, 7},
+                                {PcType::jacobi, KspNormType::preconditioned, 8, true, 70}};
+  for (const auto& s : shapes) {
+    auto A = Mat::stencil(ctx, s.kind, s.nx, s.ny, s.nz);
+    const Vec b = random_rhs(ctx, static_cast<std::size_t>(A.rows()));
+    for (const auto& v : variants) {
+      SCOPED_TRACE(std::string(to_string(s.kind)) + " " + std::to_string(s.nx) + " x " +
+                   std::to_string(s.ny) + " x " + std::to_string(s.nz) + ", pc " +
+                   std::string(to_string(v.pc)) + ", norm " + std::string(to_string(v.norm)) +
+                   ", max_it " + std::to_string(v.max_it) + (v.fixed ? ", fixed" : ""));
+      const KspOptions o{.type = KspType::tfqmr,
+                         .pc = v.pc,
+                         .norm_type = v.norm,
+                         .rtol = 1e-7,
+                         .max_it = v.max_it,
+                         .fixed_iterations = v.fixed,
+                         .check_every = v.check_every};
+      ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "on,require");
+      expect_same(A, b, o, "auto");
+    }
+  }
+}
+
 SLUICE_INSTANTIATE_BACKENDS(CgSmallTest);
 
 }  // namespace

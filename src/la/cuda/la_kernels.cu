@@ -37,6 +37,7 @@
 #include "la/cuda/cg_small.hpp"
 #include "la/cuda/fast_div.hpp"
 #include "la/cuda/la_kernels.hpp"
+#include "la/cuda/tf_small.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/error.hpp"
@@ -1387,6 +1388,36 @@ class CudaLaKernels final : public LaKernels {
       });
       check_launch(op);
     });
+  }
+
+  void tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) override {
+    auto& s = as_cuda_stream(stream, "la TFQMR iterations");
+    bool small = false;
+    if (args.iterations > 0 && args.residual.A.is_stencil && args.v.A.is_stencil) {
+      // Small problems: one block with the vectors on chip (tf_small.cu), given the shapes the
+      // five operations launched one by one would take.
+      run_on(s, op, [&](cudaStream_t st) {
+        auto& sc = scratch_for(s, op);
+        const Tiles tiles = tiles_for(args.residual.A.stencil, op);
+        TfSmallSteps steps;
+        steps.tile_width = tiles.width;
+        steps.tile_height = tiles.height;
+        steps.tiles_x = tiles.tx;
+        steps.tiles_y = tiles.ty;
+        steps.tiles = tiles.count;
+        with_stencil_kernel(args.residual, true, [&](auto* kernel) {
+          steps.residual_blocks = grid_for(kernel, tiles.count, kStencilThreads, true, s, sc, op);
+        });
+        with_stencil_kernel(args.v, true, [&](auto* kernel) {
+          steps.v_blocks = grid_for(kernel, tiles.count, kStencilThreads, true, s, sc, op);
+        });
+        steps.dx_blocks = grid_for(fused_kernel<LaFusedOp::tf_dx>, reduction_blocks(args.dx.n, sc),
+                                   kBlock, true, s, sc, op);
+        steps.chunks = blocks_of(args.dx.n);
+        small = tiles.depth == 1 && tf_small_block(args, steps, s.device(), st, op);
+      });
+    }
+    if (!small) LaKernels::tf_block(stream, args, op);
   }
 
   void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,

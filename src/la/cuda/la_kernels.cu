@@ -1510,7 +1510,7 @@ class CudaLaKernels final : public LaKernels {
       // Small problems: one block with the vectors on chip (tf_small.cu), given the shapes the
       // five operations launched one by one would take.
       run_on(s, op, [&](cudaStream_t st) {
-        auto& sc = scratch_for(s, op);
+        auto& sc = scratch_for(s, st, op);
         const Tiles tiles = tiles_for(args.residual.A.stencil, op);
         TfSmallSteps steps;
         steps.tile_width = tiles.width;

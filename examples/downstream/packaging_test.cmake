@@ -5,6 +5,7 @@
 #   -DWORK_DIR=  scratch directory (emptied first)
 #   -DGENERATOR=, -DCXX_COMPILER=, -DBUILD_TYPE=  as the sluice build used
 #   -DHAVE_CUDA=  whether that build made the cuda module
+#   -DEXTRA_PREFIX_PATH=  where that build found its dependencies (the consumer needs Boost too)
 foreach(var SLUICE_BUILD_DIR DOWNSTREAM_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "packaging_test.cmake needs -D${var}=...")
@@ -33,7 +34,7 @@ foreach(f include/sluice/sluice.hpp)
 endforeach()
 run(${CMAKE_COMMAND} -S ${DOWNSTREAM_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
-    -DCMAKE_PREFIX_PATH=${prefix})
+    "-DCMAKE_PREFIX_PATH=${prefix};${EXTRA_PREFIX_PATH}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 # Where the cuda backend was built, its module is installed beside libsluice and both programs
 # load it from there, not from the build tree.

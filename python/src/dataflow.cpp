@@ -171,7 +171,8 @@ void launch_kernel_in_group(PyHandler& ph, const PyKernel& k, const py::object& 
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Param& p = k.params[i];
     if (py::isinstance<PyAccessor>(args[i])) {
-      const auto& a = args[i].cast<const PyAccessor&>();
+      const py::object item = args[i];  // the cast refers into it: it must outlive `a`
+      const auto& a = item.cast<const PyAccessor&>();
       if (!p.pointer || !(a.dtype == p.dtype)) {
         throw Error(Errc::invalid_argument,
                     "kernel " + name + ", argument " + std::to_string(i) + ": an accessor of " +

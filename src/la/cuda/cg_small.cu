@@ -569,14 +569,12 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
     const std::size_t bytes =
         sizeof(double) * (static_cast<std::size_t>(sa.l.win) * (blocks > 1 ? 3 : 2) + g.dir_units +
                           2 * std::size_t{g.upd_units});
-    if (bytes + sizeof(unsigned long long) * kWords + 2 * sizeof(double) * kStepWarps >
-        static_cast<std::size_t>(d.smem_optin)) {
+    const Kernel kernel = kernel_for(s.kind, static_cast<int>(upw), blocks > 1);
+    if (bytes > prepare_kernel(reinterpret_cast<const void*>(kernel), device, d, op)) {
       why += (why.empty() ? "" : "; ") + std::to_string(blocks) +
              " block(s): " + std::to_string(bytes) + " bytes of shared memory";
       continue;
     }
-    const Kernel kernel = kernel_for(s.kind, static_cast<int>(upw), blocks > 1);
-    prepare_kernel(reinterpret_cast<const void*>(kernel), device, d, op);
     cudaLaunchAttribute attrs[2] = {};
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(blocks));

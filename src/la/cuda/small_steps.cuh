@@ -221,22 +221,30 @@ inline DeviceLimits limits_of(int device, const OpInfo& op) {
   return it->second;
 }
 
-/// Lets `kernel` use all the shared memory the device allows and clusters of 16 (once per
-/// kernel and device).
-inline void prepare_kernel(const void* kernel, int device, const DeviceLimits& d,
-                           const OpInfo& op) {
+/// Lets `kernel` use all the shared memory the device allows beside its static shared memory,
+/// and clusters of 16 (once per kernel and device). Returns the dynamic shared memory, in bytes,
+/// that a launch of `kernel` may ask for.
+inline std::size_t prepare_kernel(const void* kernel, int device, const DeviceLimits& d,
+                                  const OpInfo& op) {
   static std::mutex mutex;
-  static auto* done = new std::set<std::pair<const void*, int>>;  // never destroyed
+  static auto* done = new std::map<std::pair<const void*, int>, std::size_t>;  // never destroyed
   std::lock_guard lock(mutex);
-  if (done->count({kernel, device}) != 0) return;
+  if (auto it = done->find({kernel, device}); it != done->end()) return it->second;
   const void* k = kernel;
-  check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_optin),
+  cudaFuncAttributes attr{};
+  check(cudaFuncGetAttributes(&attr, k), "cudaFuncGetAttributes", op.where);
+  // The opt-in limit counts static and dynamic shared memory together: asking for all of it as
+  // dynamic memory is refused (cudaErrorInvalidValue) by a kernel with static shared arrays.
+  const int dynamic = d.smem_optin - static_cast<int>(attr.sharedSizeBytes);
+  check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic),
         "cudaFuncSetAttribute", op.where);
   if (d.major >= 9) {
     check(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
           "cudaFuncSetAttribute", op.where);
   }
-  done->insert({kernel, device});
+  const auto bytes = static_cast<std::size_t>(dynamic);
+  done->emplace(std::pair{kernel, device}, bytes);
+  return bytes;
 }
 
 }  // namespace sluice::detail::cuda::small_steps

@@ -309,8 +309,10 @@ bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int de
   const unsigned upw = (g.upd_units + kThreads / 32 - 1) / (kThreads / 32);
   const std::size_t bytes =
       sizeof(double) * (6 * static_cast<std::size_t>(g.n) + 2 * g.dir_units + g.upd_units);
-  if (why.empty() &&
-      bytes + sizeof(unsigned long long) * kWords > static_cast<std::size_t>(d.smem_optin)) {
+  const Kernel kernel = upw <= 1   ? kernel_for<1>(s.kind)
+                        : upw <= 2 ? kernel_for<2>(s.kind)
+                                   : kernel_for<4>(s.kind);
+  if (why.empty() && bytes > prepare_kernel(reinterpret_cast<const void*>(kernel), device, d, op)) {
     why = std::to_string(bytes) + " bytes of shared memory";
   }
   if (!why.empty()) {
@@ -323,10 +325,6 @@ bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int de
     }
     return false;
   }
-  const Kernel kernel = upw <= 1   ? kernel_for<1>(s.kind)
-                        : upw <= 2 ? kernel_for<2>(s.kind)
-                                   : kernel_for<4>(s.kind);
-  prepare_kernel(reinterpret_cast<const void*>(kernel), device, d, op);
   TfArgs ta;
   ta.a = args;
   ta.g = g;

@@ -62,7 +62,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   try {
     Capture cap(ctx, key, loc);
     if (auto it = impl_->cache.find(key); it != impl_->cache.end() && it->second.exec) {
-      cap.state_->reserve(it->second.exec->graph()->nodes.size());
+      cap.state_->reserve(it->second.exec->graph()->ir.nodes.size());
     }
     body();
     graph = cap.end(loc).data();
@@ -84,7 +84,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
       diff =
           "device " + ctx.device().to_string() + " instead of " + entry.exec->device().to_string();
     } else {
-      diff = detail::topology_difference(*entry.exec->graph(), *graph);
+      diff = detail::topology_difference(entry.exec->graph()->ir, graph->ir);
     }
     if (diff.empty()) {
       diff = entry.exec->update(graph, loc);

@@ -1,9 +1,11 @@
 #pragma once
 /// @file
 /// The plugin interface every backend implements. Users of sluice never need it; backend
-/// authors implement `Backend`, `Stream` and `EventImpl` and call `register_backend`. A backend is
-/// the runtime only (streams, events, memory); what a layer needs per backend (its kernels,
-/// canned operations) is an extension registered beside it (sluice/extension.hpp).
+/// authors implement `Backend`, `Stream` and `EventImpl` (and, for graphs, `GraphExecutable`
+/// over the IR of sluice/ext/graph_ir.hpp) and call `register_backend`, from a program or from a
+/// module (sluice/ext/plugin.hpp). A backend is the runtime only (streams, events, memory,
+/// graphs); what a layer needs per backend (its kernels, canned operations) is an extension
+/// registered beside it (sluice/extension.hpp).
 ///
 /// Thread safety: every member of `Stream`, `EventImpl` and `Backend` may be called from several
 /// host threads at once; the core serializes only what it must (issue order on one context).
@@ -24,9 +26,10 @@
 namespace sluice {
 
 enum class StreamKind : std::uint8_t;
-namespace detail {
-class CaptureSink;
-}
+namespace ir {
+struct Graph;  // sluice/ext/graph_ir.hpp
+struct LaunchEvents;
+}  // namespace ir
 
 /// Who issued an operation and where: carried with every piece of queued work so that a failure
 /// names the operation and the line that issued it.
@@ -100,17 +103,6 @@ class EventImpl {
   virtual void synchronize() = 0;
   /// Milliseconds between `start` and this event; both must have been recorded with timing.
   [[nodiscard]] virtual double elapsed_ms_since(const EventImpl& start) = 0;
-  /// Graph capture (sluice/graph.hpp): the capture that recorded this point while it is still
-  /// recording, else null.
-  [[nodiscard]] virtual detail::CaptureSink* capture_sink() const noexcept { return nullptr; }
-  /// For a point recorded inside a capture: the real point it stands for (the stream where the
-  /// context entered the capture); null for other events.
-  [[nodiscard]] virtual std::shared_ptr<EventImpl> captured_base() const { return nullptr; }
-  /// True for a point that moves: an event recorded by a graph's event record node, which every
-  /// launch re-records. Waits and queries use `current_point()` instead of it.
-  [[nodiscard]] virtual bool moves() const noexcept { return false; }
-  /// For a moving point: the point it stands for now (null while never recorded).
-  [[nodiscard]] virtual std::shared_ptr<EventImpl> current_point() const { return nullptr; }
 
   std::shared_ptr<FailureState> failures;  ///< of the stream it was recorded on
   std::uint64_t seq = 0;                   ///< last operation number before the recorded point
@@ -153,8 +145,8 @@ class Stream {
 
   /// Graph capture of one operation (sluice/graph.hpp): work enqueued between `begin_capture`
   /// and `end_capture` is recorded instead of run; `end_capture` returns the recording, which
-  /// the same backend's `instantiate_graph` understands as a `NodeKind::captured` node (null if
-  /// nothing was enqueued). Waits and records are never enqueued while capturing (the core turns
+  /// the same backend's `instantiate_graph` understands as an `ir::Captured` node's recording (null
+  /// if nothing was enqueued). Waits and records are never enqueued while capturing (the core turns
   /// them into edges); allocations and frees bypass the recording. `end_capture` throws
   /// Error(invalid_state) if the recording was invalidated (e.g. by a foreign call on a cuda
   /// stream). The default says the backend cannot capture.
@@ -171,23 +163,22 @@ class Stream {
   }
 };
 
-namespace detail {
-struct GraphData;
-}
-
-/// A graph instantiated by a backend (sluice/graph.hpp's GraphExec).
+/// A graph instantiated by a backend (sluice/graph.hpp's GraphExec) from the IR of
+/// sluice/ext/graph_ir.hpp.
 class GraphExecutable {
  public:
   virtual ~GraphExecutable() = default;
   /// Enqueues one run of the whole graph on `stream` (of the same backend and device), issued as
   /// operation `op` of a context whose failure state is `failures` (event record nodes' points
-  /// carry it).
+  /// carry it). `events` gives the points event wait nodes wait for and takes the points event
+  /// record nodes record (both empty for a graph without event nodes). The launch keeps what it
+  /// uses alive (the IR it was instantiated or updated with) until it completed.
   virtual void launch(Stream& stream, const OpInfo& op,
-                      const std::shared_ptr<FailureState>& failures) = 0;
+                      const std::shared_ptr<FailureState>& failures, ir::LaunchEvents& events) = 0;
   /// Takes every parameter of `graph`, whose topology the core checked to be the same. Returns
   /// an empty string, or why the backend could not update in place (the core re-instantiates).
-  [[nodiscard]] virtual std::string update(
-      const std::shared_ptr<const detail::GraphData>& graph) = 0;
+  /// Launches already issued keep the parameters they were issued with.
+  [[nodiscard]] virtual std::string update(const std::shared_ptr<const ir::Graph>& graph) = 0;
 };
 
 /// Parameters for a new stream.
@@ -224,7 +215,7 @@ class Backend {
   /// Instantiates a graph for `device` (sluice/graph.hpp). Throws Error naming the first node
   /// that cannot run here. The default says the backend has no graphs.
   [[nodiscard]] virtual std::unique_ptr<GraphExecutable> instantiate_graph(
-      const std::shared_ptr<const detail::GraphData>& graph, int device);
+      const std::shared_ptr<const ir::Graph>& graph, int device);
 };
 
 /// Adds a backend under its name; later lookups of that name find it. Throws if the name is taken.

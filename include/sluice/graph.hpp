@@ -43,20 +43,20 @@
 #include "sluice/context.hpp"
 #include "sluice/deps.hpp"
 #include "sluice/event.hpp"
+#include "sluice/ext/graph_ir.hpp"
 #include "sluice/scalar.hpp"
 
 namespace sluice {
 
 namespace detail {
 struct GraphData;
-struct NodeData;
 class CaptureState;
 class GraphExecImpl;
 }  // namespace detail
 
 class Graph;
 
-/// What a node does.
+/// What a node does (the IR's node parameters, sluice/ext/graph_ir.hpp, in this order).
 enum class NodeKind : std::uint8_t {
   empty,         ///< does nothing; joins edges
   kernel,        ///< a kernel: a function over an index range on the host, a cuda kernel on cuda
@@ -127,16 +127,6 @@ struct NodeOptions {
   std::vector<Node> after;  ///< edges: nodes of the same graph this one runs after
 };
 
-/// A cuda kernel with its arguments, for a kernel node on the cuda backend. Build it with
-/// `device_kernel(kernel, grid, block, shared, args...)`: the arguments are converted to the
-/// kernel's parameter types and stored by value.
-struct DeviceKernel {
-  const void* function = nullptr;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned block[3] = {1, 1, 1};
-  std::size_t shared_bytes = 0;
-  std::vector<std::vector<std::byte>> args;  ///< one entry per parameter, its bytes
-};
 /// Packs a cuda kernel launch for a kernel node (a plain C++ caller needs only the kernel's
 /// declaration).
 template <class... Params, class... Args>
@@ -158,14 +148,6 @@ template <class... Params, class... Args>
   (void)pack;  // a kernel without parameters
   return k;
 }
-
-/// A kernel node's work. On the host `host(lo, hi)` runs over chunks of [0, range), possibly
-/// concurrently; on cuda `device` is launched. A node may carry both (a portable graph).
-struct KernelWork {
-  std::size_t range = 0;
-  std::function<void(std::size_t lo, std::size_t hi)> host;
-  std::optional<DeviceKernel> device;
-};
 
 /// A temporary owned by the graph: an alloc node and the memory it stands for.
 struct Temporary {
@@ -301,7 +283,7 @@ class Graph {
   }
   static bool fits(std::int64_t value, std::size_t bytes, bool is_signed) noexcept;
   [[noreturn]] static void default_out_of_range(std::int64_t value, const NodeOptions& options);
-  Node add(detail::NodeData node, NodeOptions options);
+  Node add(ir::Params params, NodeOptions options);
   std::uint32_t check_node(const Node& n, std::string_view role, std::source_location loc) const;
   friend class GraphExec;
 

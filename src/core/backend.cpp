@@ -63,8 +63,8 @@ std::shared_ptr<void> Stream::end_capture(const OpInfo& op) {
   throw Error(Errc::unsupported, "this backend cannot capture operations into a graph", op.where);
 }
 
-std::unique_ptr<GraphExecutable> Backend::instantiate_graph(
-    const std::shared_ptr<const detail::GraphData>&, int) {
+std::unique_ptr<GraphExecutable> Backend::instantiate_graph(const std::shared_ptr<const ir::Graph>&,
+                                                            int) {
   throw Error(Errc::unsupported,
               "backend '" + std::string(name()) + "' has no graphs; use the host or cuda backend");
 }

@@ -88,7 +88,8 @@ std::atomic<bool> g_host_tasks_note_completion{[] {
 void observers_from_environment() {
   static std::once_flag once;
   std::call_once(once, [] {
-    trace_from_environment();  // NVTX ranges come with the cuda module (core/cuda/nvtx_observer.cpp)
+    trace_from_environment();  // NVTX ranges come with the cuda module
+                               // (core/cuda/nvtx_observer.cpp)
   });
 }
 
@@ -206,19 +207,16 @@ bool ContextImpl::waits_for(std::uint64_t timeline, std::uint64_t seq) {
 }
 
 bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_location loc) {
-  std::shared_ptr<EventImpl> event = event_in;
-  if (event->moves()) {  // a graph's event record node: the latest launch's point, if any
-    event = event->current_point();
-    if (!event) return false;
-  }
+  // A graph's event record node: the latest launch's point, if any.
+  std::shared_ptr<EventImpl> event = resolve_point(event_in);
+  if (!event) return false;
   // A point inside a capture: an edge of the graph (joining this context to the capture), or,
   // once the capture ended, the real point it stands for (the capture's end point, after every
-  // context that joined it: also for the context that recorded it).
-  if (auto* sink = event->capture_sink()) {
+  // context that joined it: also for the context that recorded it; resolve_point took it).
+  if (auto* sink = capture_sink_of(*event)) {
     if (event->timeline == timeline_ && !capturing()) return false;
     return sink->wait(*this, event, loc);
   }
-  if (auto base = event->captured_base()) event = std::move(base);
   if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   if (capturing()) {
     // A point outside the capture: waited for now (so eager frees stay ordered) and remembered

@@ -55,6 +55,45 @@ class CaptureSink {
                                              std::source_location loc) = 0;
 };
 
+/// An event of the core's own rather than a backend's recording: a point inside a capture
+/// (src/graph/capture_state.cpp) or the moving point of a graph's event record node
+/// (src/graph/graph_data.hpp). Waits and queries look through it to the point it stands for.
+class CorePoint : public EventImpl {
+ public:
+  /// The capture that recorded this point while it is still recording, else null.
+  [[nodiscard]] virtual CaptureSink* capture_sink() const noexcept { return nullptr; }
+  /// For a point recorded inside a capture: the real point it stands for (the stream where the
+  /// context entered the capture); null for other events.
+  [[nodiscard]] virtual std::shared_ptr<EventImpl> captured_base() const { return nullptr; }
+  /// True for a point that moves: an event record node's, which every launch re-records.
+  [[nodiscard]] virtual bool moves() const noexcept { return false; }
+  /// For a moving point: the point it stands for now (null while never recorded).
+  [[nodiscard]] virtual std::shared_ptr<EventImpl> current_point() const { return nullptr; }
+};
+
+/// The capture that recorded `event` while it is still recording, else null.
+[[nodiscard]] inline CaptureSink* capture_sink_of(const EventImpl& event) noexcept {
+  const auto* p = dynamic_cast<const CorePoint*>(&event);
+  return p != nullptr ? p->capture_sink() : nullptr;
+}
+/// For a point recorded inside a capture: the real point it stands for, else null.
+[[nodiscard]] inline std::shared_ptr<EventImpl> captured_base_of(const EventImpl& event) {
+  const auto* p = dynamic_cast<const CorePoint*>(&event);
+  return p != nullptr ? p->captured_base() : nullptr;
+}
+/// The point `event` stands for now: a moving point resolved (null if never recorded), a point
+/// of an ended capture its real point, any other event itself.
+[[nodiscard]] inline std::shared_ptr<EventImpl> resolve_point(
+    const std::shared_ptr<EventImpl>& event) {
+  const auto* p = dynamic_cast<const CorePoint*>(event.get());
+  if (p == nullptr) return event;
+  if (p->moves()) return p->current_point();
+  if (p->capture_sink() == nullptr) {
+    if (auto real = p->captured_base()) return real;  // an event of an ended capture
+  }
+  return event;
+}
+
 /// The end of one operation of a context, for which an event is recorded only if someone still
 /// holds this point when the context issues its next operation (or asks for it before): callers
 /// that may need an event for an operation, and usually do not, pay for one only when they keep

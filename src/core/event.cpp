@@ -12,7 +12,7 @@ namespace {
 /// The host cannot wait for work a capture recorded: refused through the capture while it
 /// records (which discards it), an Error naming it afterwards.
 void refuse_if_captured(const EventImpl& point, std::string_view what, std::source_location loc) {
-  if (auto* sink = point.capture_sink()) sink->refuse_host_wait(point, what, loc);
+  if (auto* sink = detail::capture_sink_of(point)) sink->refuse_host_wait(point, what, loc);
 }
 }  // namespace
 
@@ -24,7 +24,10 @@ bool Event::query(std::source_location loc) const {
 
 void Event::synchronize(std::source_location loc) const {
   if (impl_ == nullptr) return;
-  auto point = impl_->moves() ? impl_->current_point() : impl_;  // a graph node's: its latest
+  auto point = impl_;  // a graph node's: its latest
+  if (const auto* p = dynamic_cast<const detail::CorePoint*>(impl_.get()); p && p->moves()) {
+    point = p->current_point();
+  }
   if (point == nullptr) return;
   refuse_if_captured(*point, "Event::synchronize", loc);
   point->synchronize();

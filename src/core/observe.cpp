@@ -38,7 +38,6 @@ Snapshot snapshot() {
   return {o.list, o.timing};
 }
 
-
 }  // namespace
 
 std::atomic<int> g_observer_count{0};
@@ -105,8 +104,8 @@ void remove_observer(const Observer* observer) noexcept {
     return;
   }
   std::erase_if(*next, [&](const auto& p) { return p.get() == observer; });
-  o.timing = std::any_of(next->begin(), next->end(),
-                         [](const auto& p) { return p->wants_timing(); });
+  o.timing =
+      std::any_of(next->begin(), next->end(), [](const auto& p) { return p->wants_timing(); });
   o.list = next;
   detail::g_observer_count.store(static_cast<int>(next->size()), std::memory_order_release);
 }

@@ -268,9 +268,9 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
 }
 
 std::shared_ptr<EventImpl> Tracker::event_for(Mark& m) {
-  if (m.event && m.event->capture_sink() == nullptr) {
+  if (m.event && capture_sink_of(*m.event) == nullptr) {
     // A point of a capture that ended before capture_ended() reached this mark: the real point.
-    if (auto real = m.event->captured_base()) m.event = std::move(real);
+    if (auto real = captured_base_of(*m.event)) m.event = std::move(real);
   }
   auto c = m.ctx.lock();
   if (c && c->capturing()) {
@@ -589,8 +589,8 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
   if (obj.host_readers > 0 || obj.host_writers > 0) return;  // inside an accessor
   for (auto& [start, s] : obj.segments) {
     if (!s.writer || complete(*s.writer)) continue;
-    if (auto e = s.writer->event; e && e->capture_sink() == nullptr) {
-      if (auto real = e->captured_base()) e = std::move(real);
+    if (auto e = s.writer->event; e && capture_sink_of(*e) == nullptr) {
+      if (auto real = captured_base_of(*e)) e = std::move(real);
       if (e->query()) continue;
     }
     std::string writer = s.writer->node != 0 && s.writer->node <= nodes_.size()

@@ -94,7 +94,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   try {
     Capture cap(ctx, key, loc);
     if (found != impl_->cache.end() && found->second.exec) {
-      cap.state_->reserve(found->second.exec->graph()->nodes.size());
+      cap.state_->reserve(found->second.exec->graph()->ir.nodes.size());
     }
     body();
     graph = cap.end(loc).data();
@@ -117,7 +117,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
       diff =
           "device " + ctx.device().to_string() + " instead of " + entry.exec->device().to_string();
     } else {
-      diff = detail::topology_difference(*entry.exec->graph(), *graph);
+      diff = detail::topology_difference(entry.exec->graph()->ir, graph->ir);
     }
     if (diff.empty()) {
       diff = entry.exec->update(graph, loc);

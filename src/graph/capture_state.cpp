@@ -18,7 +18,7 @@ std::string at(std::source_location loc) {
 /// records, a wait on it is refused through the capture (which is discarded); afterwards it is
 /// an Error naming the capture. A context that waits on it after the capture waits for the real
 /// point the capture's work stands for (CaptureEnd).
-class CaptureEvent final : public EventImpl {
+class CaptureEvent final : public CorePoint {
  public:
   bool query() override { refuse("a host query of an event recorded inside the capture"); }
   void synchronize() override { refuse("a host wait on an event recorded inside the capture"); }
@@ -69,9 +69,9 @@ CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name
       name_(std::move(name)),
       loc_(loc),
       graph_(std::make_shared<GraphData>()) {
-  graph_->name = name_;
+  graph_->ir.name = name_;
   end_->description = where();
-  graph_->nodes.reserve(32);  // a capture rarely records fewer; moving nodes as it grows costs
+  graph_->ir.nodes.reserve(32);  // a capture rarely records fewer; moving nodes as it grows costs
 }
 
 std::string CaptureState::where() const {
@@ -104,7 +104,7 @@ CaptureState::Member* CaptureState::member(const ContextImpl& ctx) {
 void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
                              const std::function<void(Stream&, const OpInfo&)>& f) {
   auto& stream = ctx.stream();
-  NodeData node;
+  ir::Captured node;
   try {
     stream.begin_capture(op);
   } catch (const Error& e) {
@@ -118,50 +118,49 @@ void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
     throw;
   }
   try {
-    node.payload = stream.end_capture(op);
+    node.recording = stream.end_capture(op);
   } catch (const Error& e) {
     refuse(ctx, std::string(op.what) + " (" + e.what() + ")", op.where);
   }
-  if (!node.payload) {
+  if (!node.recording) {
     ctx.clear_capture_uses();
     return;  // nothing to run (e.g. an empty operation)
   }
-  node.kind = NodeKind::captured;
+  node.where = op.where;
   append(ctx, op, std::move(node));
 }
 
 void CaptureState::record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) {
   // A copy or memset the backend's graph runs as such: a node of its own, without recording on
   // the stream, compared parameter by parameter when a replay updates the executable.
-  NodeData node;
-  node.kind = simple.kind == SimpleOp::Kind::copy ? NodeKind::copy : NodeKind::memset;
-  node.dst = simple.dst;
-  node.src = simple.src;
-  node.bytes = simple.bytes;
-  node.value = simple.value;
-  append(ctx, op, std::move(node));
+  if (simple.kind == SimpleOp::Kind::copy) {
+    append(ctx, op, ir::Copy{simple.dst, simple.src, simple.bytes});
+  } else {
+    append(ctx, op, ir::Memset{simple.dst, simple.value, simple.bytes});
+  }
 }
 
 void CaptureState::reserve(std::size_t nodes) {
   std::lock_guard lock(mutex_);
-  graph_->nodes.reserve(nodes);
-  graph_->edges.reserve(nodes);
+  graph_->ir.nodes.reserve(nodes);
+  graph_->ir.edges.reserve(nodes);
 }
 
-void CaptureState::append(ContextImpl& ctx, const OpInfo& op, NodeData node) {
+void CaptureState::append(ContextImpl& ctx, const OpInfo& op, ir::Params params) {
   const auto uses = ctx.capture_uses();
+  ir::Node node;
+  node.params = std::move(params);
   node.name = std::string(op.what);
   node.context = ctx.name();
-  node.where = op.where;
   node.uses.reserve(uses.size());
   for (const auto& u : uses) node.uses.push_back({u.id, u.mode, u.range});
   ctx.clear_capture_uses();
   std::lock_guard lock(mutex_);
   Member* m = member(ctx);
   if (m == nullptr) return;  // cannot happen: only members record
-  const auto index = static_cast<std::uint32_t>(graph_->nodes.size());
-  graph_->nodes.push_back(std::move(node));
-  for (auto p : m->frontier) graph_->edges.emplace_back(p, index);
+  const auto index = static_cast<std::uint32_t>(graph_->ir.nodes.size());
+  graph_->ir.nodes.push_back(std::move(node));
+  for (auto p : m->frontier) graph_->ir.edges.emplace_back(p, index);
   m->frontier.assign(1, index);
   m->ops.emplace_back(op.seq, index);
 }
@@ -275,7 +274,7 @@ void CaptureState::refuse_host_wait(const EventImpl& event, std::string_view wha
 
 void CaptureState::adopt(std::shared_ptr<void> keeper) {
   std::lock_guard lock(mutex_);
-  graph_->owned.push_back(std::move(keeper));
+  graph_->ir.keep_alive.push_back(std::move(keeper));
 }
 
 void CaptureState::discard() noexcept {
@@ -344,10 +343,10 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
   if (members_.size() > 1) {
     // Every node a member ended on must lead into the origin's last nodes (a capture of one
     // context, the common case of a replay, has nothing to check).
-    const auto& g = *graph_;
+    const auto& g = graph_->ir;
     std::vector<char> reaches(g.nodes.size(), 0);
     std::vector<std::uint32_t> todo = members_.front().frontier;
-    auto pred = predecessors(g);
+    auto pred = ir::predecessors(g);
     for (auto n : todo) reaches[n] = 1;
     while (!todo.empty()) {  // backwards from the origin's frontier
       auto n = todo.back();

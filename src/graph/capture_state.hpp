@@ -70,7 +70,7 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   };
   Member* member(const ContextImpl& ctx);  // mutex_ held
   /// Appends `node` after ctx's frontier (which it becomes).
-  void append(ContextImpl& ctx, const OpInfo& op, NodeData node);
+  void append(ContextImpl& ctx, const OpInfo& op, ir::Params params);
   [[nodiscard]] std::string where() const;
 
   std::shared_ptr<ContextImpl> origin_;

@@ -16,28 +16,28 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
     : graph_(std::move(graph)), device_(device), backend_(find_backend(device.backend)) {
   (void)device_info(device_);  // a clear error for a missing device
   try {
-    require_top_level_events(*graph_);
+    require_top_level_events(graph_->ir);
   } catch (const Error& e) {
-    throw Error(e.code(), "instantiating graph '" + graph_->name + "': " + e.what(), loc);
+    throw Error(e.code(), "instantiating graph '" + graph_->ir.name + "': " + e.what(), loc);
   }
   set_accesses();
   // A node of a destroyed buffer would hand the backend a dangling address.
   require_live_buffers(loc);
   try {
-    exec_ = backend_->instantiate_graph(graph_, device_.index);
+    exec_ = backend_->instantiate_graph(ir_of(graph_), device_.index);
   } catch (const Error& e) {
     throw Error(
         e.code(),
-        "instantiating graph '" + graph_->name + "' on " + device_.to_string() + ": " + e.what(),
+        "instantiating graph '" + graph_->ir.name + "' on " + device_.to_string() + ": " + e.what(),
         loc);
   }
-  what_ = "graph '" + graph_->name + "'";
+  what_ = "graph '" + graph_->ir.name + "'";
   graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
 }
 
 void GraphExecImpl::set_accesses() {
   std::vector<Use> uses;
-  collect_uses(*graph_, uses);
+  collect_uses(graph_->ir, uses);
   // A launch is ordered as a whole: its nodes' uses merged by the one rule of AccessList.
   accesses_.clear();
   for (const auto& u : uses) accesses_.add(u);
@@ -48,7 +48,7 @@ void GraphExecImpl::require_live_buffers(std::source_location loc) const {
     Tracker::instance().require_tracked(accesses_.uses(), loc);
   } catch (const Error& e) {
     throw Error(e.code(),
-                "graph '" + graph_->name + "': " + e.what() +
+                "graph '" + graph_->ir.name + "': " + e.what() +
                     "; every buffer a graph uses must outlive its launches",
                 loc);
   }
@@ -57,7 +57,7 @@ void GraphExecImpl::require_live_buffers(std::source_location loc) const {
 void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
   if (ctx.device() != device_) {
     throw Error(Errc::invalid_argument,
-                "graph '" + graph_->name + "' was instantiated for " + device_.to_string() +
+                "graph '" + graph_->ir.name + "' was instantiated for " + device_.to_string() +
                     " but launched on context '" + ctx.name() + "' of " + ctx.device().to_string() +
                     "; instantiate it for that device",
                 loc);
@@ -65,12 +65,30 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
   auto& c = ctx.impl();
   for (const auto& e : graph_->external_waits) c.wait(e, loc);
   try {
-    issue_tracked(c, accesses_, what_, loc,
-                  [&](Stream& s, const OpInfo& op) { exec_->launch(s, op, c.failures()); });
+    issue_tracked(c, accesses_, what_, loc, [&](Stream& s, const OpInfo& op) {
+      if (!graph_->has_events()) {
+        ir::LaunchEvents none;
+        exec_->launch(s, op, c.failures(), none);
+        return;
+      }
+      // Wait nodes wait for the points their Events stand for now; record nodes' Events stand
+      // for this launch's points from now on.
+      const auto& bound = graph_->events;
+      ir::LaunchEvents points;
+      points.waits.resize(graph_->ir.nodes.size());
+      points.records.resize(graph_->ir.nodes.size());
+      for (std::size_t i = 0; i < bound.size(); ++i) {
+        if (bound[i].wait) points.waits[i] = resolve_point(bound[i].wait);
+      }
+      exec_->launch(s, op, c.failures(), points);
+      for (std::size_t i = 0; i < bound.size(); ++i) {
+        if (bound[i].record && points.records[i]) bound[i].record->set(points.records[i]);
+      }
+    });
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_argument) throw;
     throw Error(e.code(),
-                "launch of graph '" + graph_->name + "': " + e.what() +
+                "launch of graph '" + graph_->ir.name + "': " + e.what() +
                     "; every buffer a graph uses must outlive its launches",
                 loc);
   }
@@ -78,7 +96,7 @@ void GraphExecImpl::launch(const Context& ctx, std::source_location loc) {
 }
 
 namespace {
-bool same_uses(const GraphData& a, const GraphData& b) {
+bool same_uses(const ir::Graph& a, const ir::Graph& b) {
   if (a.nodes.size() != b.nodes.size()) return false;
   auto same = [](const Use& x, const Use& y) {
     return x.id == y.id && x.mode == y.mode && x.range.offset == y.range.offset &&
@@ -90,9 +108,17 @@ bool same_uses(const GraphData& a, const GraphData& b) {
     if (!std::equal(x.uses.begin(), x.uses.end(), y.uses.begin(), y.uses.end(), same)) {
       return false;
     }
-    if (x.cond != y.cond || x.graphs.size() != y.graphs.size()) return false;
-    for (std::size_t k = 0; k < x.graphs.size(); ++k) {
-      if (x.graphs[k] != y.graphs[k] && !same_uses(*x.graphs[k], *y.graphs[k])) return false;
+    const auto* cx = ir::condition(x);
+    const auto* cy = ir::condition(y);
+    if ((cx == nullptr) != (cy == nullptr)) return false;
+    if (cx != nullptr && (cx->id != cy->id || cx->initial.has_value() != cy->initial.has_value())) {
+      return false;
+    }
+    const auto gx = ir::nested(x);
+    const auto gy = ir::nested(y);
+    if (gx.size() != gy.size()) return false;
+    for (std::size_t k = 0; k < gx.size(); ++k) {
+      if (gx[k] != gy[k] && !same_uses(*gx[k], *gy[k])) return false;
     }
   }
   return true;
@@ -100,17 +126,17 @@ bool same_uses(const GraphData& a, const GraphData& b) {
 }  // namespace
 
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
-  require_top_level_events(*next);
+  require_top_level_events(next->ir);
   auto previous = graph_;
   auto previous_accesses = accesses_;
   graph_ = next;
   // A replay usually declares the same accesses again: merging them anew is then wasted work.
-  if (!same_uses(*previous, *next)) set_accesses();
+  if (!same_uses(previous->ir, next->ir)) set_accesses();
   try {
     require_live_buffers(loc);
-    auto reason = exec_->update(next);
+    auto reason = exec_->update(ir_of(next));
     if (!reason.empty()) {
-      exec_ = backend_->instantiate_graph(next, device_.index);
+      exec_ = backend_->instantiate_graph(ir_of(next), device_.index);
       graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
     }
     return reason;
@@ -140,10 +166,10 @@ std::uint32_t checked_index(const detail::GraphExecImpl* impl, const Node& node,
                     "its nodes",
                 loc);
   }
-  if (node.index() >= g.nodes.size() || g.nodes[node.index()].kind != kind) {
+  if (node.index() >= g.ir.nodes.size() || detail::kind_of(g.ir.nodes[node.index()]) != kind) {
     throw Error(Errc::invalid_argument,
                 std::string(what) + ": node " + std::to_string(node.index()) + " '" + node.name() +
-                    "' is not a " + to_string(kind) + " node of graph '" + g.name +
+                    "' is not a " + to_string(kind) + " node of graph '" + g.ir.name +
                     "' this was instantiated from",
                 loc);
   }
@@ -182,23 +208,24 @@ void check_uses(const std::vector<Use>& uses, std::string_view what, std::source
 
 void GraphExec::set_kernel(const Node& node, KernelWork work, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::kernel, "set_kernel", loc);
-  set_kernel(node, std::move(work), impl_->graph()->nodes[i].uses, loc);
+  set_kernel(node, std::move(work), impl_->graph()->ir.nodes[i].uses, loc);
 }
 
 void GraphExec::set_kernel(const Node& node, KernelWork work, std::vector<Use> uses,
                            std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::kernel, "set_kernel", loc);
-  if (impl_->graph()->nodes[i].kernel.device.has_value() != work.device.has_value()) {
+  const auto& n = impl_->graph()->ir.nodes[i];
+  if (std::get<ir::Kernel>(n.params).work.device.has_value() != work.device.has_value()) {
     throw Error(Errc::invalid_argument,
-                "set_kernel: node '" + impl_->graph()->nodes[i].name +
+                "set_kernel: node '" + n.name +
                     "' parameter 'device kernel' differs in presence; a kernel node keeps its "
                     "kind of work (instantiate anew to change it)",
                 loc);
   }
   check_uses(uses, "set_kernel", loc);
   auto g = impl_->editable();
-  g->nodes[i].kernel = std::move(work);
-  g->nodes[i].uses = std::move(uses);
+  std::get<ir::Kernel>(g->ir.nodes[i].params).work = std::move(work);
+  g->ir.nodes[i].uses = std::move(uses);
   (void)impl_->update(std::move(g), loc);
 }
 
@@ -215,10 +242,8 @@ void GraphExec::set_copy(const Node& node, void* dst, const void* src, std::size
   }
   check_uses(uses, "set_copy", loc);
   auto g = impl_->editable();
-  auto& n = g->nodes[i];
-  n.dst = dst;
-  n.src = src;
-  n.bytes = bytes;
+  auto& n = g->ir.nodes[i];
+  n.params = ir::Copy{dst, src, bytes};
   n.uses = std::move(uses);
   if (n.uses.empty()) detail::add_address_uses(n, loc);
   (void)impl_->update(std::move(g), loc);
@@ -237,10 +262,8 @@ void GraphExec::set_memset(const Node& node, void* dst, int value, std::size_t b
   }
   check_uses(uses, "set_memset", loc);
   auto g = impl_->editable();
-  auto& n = g->nodes[i];
-  n.dst = dst;
-  n.value = value;
-  n.bytes = bytes;
+  auto& n = g->ir.nodes[i];
+  n.params = ir::Memset{dst, value, bytes};
   n.uses = std::move(uses);
   if (n.uses.empty()) detail::add_address_uses(n, loc);
   (void)impl_->update(std::move(g), loc);
@@ -248,7 +271,7 @@ void GraphExec::set_memset(const Node& node, void* dst, int value, std::size_t b
 
 void GraphExec::set_host(const Node& node, std::function<void()> fn, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::host, "set_host", loc);
-  set_host(node, std::move(fn), impl_->graph()->nodes[i].uses, loc);
+  set_host(node, std::move(fn), impl_->graph()->ir.nodes[i].uses, loc);
 }
 
 void GraphExec::set_host(const Node& node, std::function<void()> fn, std::vector<Use> uses,
@@ -257,50 +280,51 @@ void GraphExec::set_host(const Node& node, std::function<void()> fn, std::vector
   if (!fn) throw Error(Errc::invalid_argument, "set_host: empty function", loc);
   check_uses(uses, "set_host", loc);
   auto g = impl_->editable();
-  g->nodes[i].host = std::move(fn);
-  g->nodes[i].uses = std::move(uses);
+  g->ir.nodes[i].params = ir::Host{std::move(fn)};
+  g->ir.nodes[i].uses = std::move(uses);
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::set_event_wait(const Node& node, const Event& event, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::event_wait, "set_event_wait", loc);
   auto g = impl_->editable();
-  g->nodes[i].wait_event = event.impl();
+  g->events.at(i).wait = event.impl();
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::set_conditional_default(const Node& node, std::int64_t value,
                                         std::source_location loc) {
-  const bool loop = impl_ && node.valid() && node.index() < impl_->graph()->nodes.size() &&
-                    impl_->graph()->nodes[node.index()].kind == NodeKind::while_loop;
+  const bool loop = impl_ && node.valid() && node.index() < impl_->graph()->ir.nodes.size() &&
+                    detail::kind_of(impl_->graph()->ir.nodes[node.index()]) == NodeKind::while_loop;
   auto i = checked_index(impl_.get(), node, loop ? NodeKind::while_loop : NodeKind::if_then,
                          "set_conditional_default", loc);
-  const auto& n = impl_->graph()->nodes[i];
-  if (!n.cond_default) {
+  const auto& n = impl_->graph()->ir.nodes[i];
+  const auto& c = *ir::condition(n);
+  if (!c.initial) {
     throw Error(Errc::invalid_argument,
                 "set_conditional_default: node '" + n.name +
                     "' was made without a ConditionDefault; give one to add_if/add_while (the "
                     "default's presence is part of the topology)",
                 loc);
   }
-  if (!Graph::fits(value, n.cond_bytes, n.cond_signed)) {
+  if (!Graph::fits(value, c.bytes, c.is_signed)) {
     throw Error(Errc::invalid_argument,
                 "set_conditional_default: " + std::to_string(value) +
                     " does not fit the condition of node '" + n.name + "'",
                 loc);
   }
   auto g = impl_->editable();
-  g->nodes[i].cond_default = value;
+  ir::condition(g->ir.nodes[i])->initial = value;
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::update(const Graph& graph, std::source_location loc) {
   if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
-  auto diff = detail::topology_difference(*impl_->graph(), *graph.data());
+  auto diff = detail::topology_difference(impl_->graph()->ir, graph.data()->ir);
   if (!diff.empty()) {
     throw Error(Errc::invalid_argument,
                 "GraphExec::update: graph '" + graph.name() + "' has another topology than '" +
-                    impl_->graph()->name + "': " + diff + ". Instantiate a new GraphExec for it",
+                    impl_->graph()->ir.name + "': " + diff + ". Instantiate a new GraphExec for it",
                 loc);
   }
   (void)impl_->update(std::make_shared<GraphData>(*graph.data()), loc);

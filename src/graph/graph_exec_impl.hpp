@@ -19,6 +19,10 @@ class GraphExecImpl {
   /// Takes `next` (same topology, checked by the caller). Returns why the backend re-instantiated
   /// instead of updating in place (empty if it updated).
   std::string update(std::shared_ptr<GraphData> next, std::source_location loc);
+  /// The IR the backend was given (keeps graph_ alive).
+  [[nodiscard]] static ir::GraphPtr ir_of(const std::shared_ptr<GraphData>& g) {
+    return {g, &g->ir};
+  }
   /// A private copy of the IR to edit (launches already issued keep theirs).
   [[nodiscard]] std::shared_ptr<GraphData> editable() const {
     return std::make_shared<GraphData>(*graph_);

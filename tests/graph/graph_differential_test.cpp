@@ -162,8 +162,8 @@ TEST_P(GraphDifferentialTest, CapturedProgramsMatchEagerOnes) {
       auto data = g.data();
       for (std::uint32_t i = 0; i < n; ++i) {
         for (std::uint32_t j = i + 1; j < n; ++j) {
-          for (const auto& u : data->nodes[i].uses) {
-            for (const auto& v : data->nodes[j].uses) {
+          for (const auto& u : data->ir.nodes[i].uses) {
+            for (const auto& v : data->ir.nodes[j].uses) {
               if (u.id != v.id) continue;
               if (u.mode == Access::read && v.mode == Access::read) continue;
               const auto ue = u.range.offset + u.range.size, ve = v.range.offset + v.range.size;

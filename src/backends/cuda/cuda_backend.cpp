@@ -47,7 +47,7 @@ class CudaBackend final : public Backend {
     return cuda::pool_reserved(device);
   }
 
-  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const ir::Graph>& graph,
                                                      int device) override {
     return instantiate_cuda_graph(graph, device);
   }

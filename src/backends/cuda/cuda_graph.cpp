@@ -6,17 +6,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_stream.hpp"
-#include "graph/graph_data.hpp"
 #include "sluice/error.hpp"
+#include "sluice/ext/graph_ir.hpp"
 
 namespace sluice::detail::cuda {
 
@@ -25,6 +28,17 @@ CudaRecording::~CudaRecording() {
 }
 
 namespace {
+
+using ir::Graph;
+
+/// The lower-case name of a node's kind, for messages.
+const char* kind_name(const ir::Node& n) noexcept {
+  static constexpr const char* names[] = {
+      "empty", "kernel", "copy",  "memset",   "host",         "alloc",     "free",
+      "child", "if",     "while", "captured", "event record", "event wait"};
+  static_assert(std::size(names) == std::variant_size_v<ir::Params>);
+  return names[n.params.index()];
+}
 
 /// What host nodes of one executable threw, until the check its launches enqueue reports it.
 struct HostErrors {
@@ -43,7 +57,7 @@ struct HostErrors {
 /// A host node's user data: its IR node (alive while a launch of that IR version runs) and where
 /// its exception goes.
 struct HostNodeCall {
-  const NodeData* node;
+  const ir::Node* node;
   HostErrors* errors;
 };
 using HostCalls = std::deque<HostNodeCall>;
@@ -53,10 +67,10 @@ using HostCalls = std::deque<HostNodeCall>;
 void run_host_node(void* raw) noexcept {
   HostCallbackScope scope;
   const auto* call = static_cast<const HostNodeCall*>(raw);
-  const NodeData& n = *call->node;
+  const ir::Node& n = *call->node;
   try {
     try {
-      n.host();
+      std::get<ir::Host>(n.params).fn();
     } catch (const std::exception& e) {
       call->errors->add("host node '" + n.name + "' threw: " + e.what());
     } catch (...) {
@@ -81,8 +95,8 @@ struct Built {
       nullptr;  // what event record nodes are built with (each launch sets its own)
 };
 
-[[noreturn]] void unsupported(const NodeData& n, const std::string& why) {
-  throw Error(Errc::unsupported, "node '" + n.name + "' (" + to_string(n.kind) + "): " + why);
+[[noreturn]] void unsupported(const ir::Node& n, const std::string& why) {
+  throw Error(Errc::unsupported, "node '" + n.name + "' (" + kind_name(n) + "): " + why);
 }
 
 cudaKernelNodeParams kernel_params(const DeviceKernel& k, std::vector<void*>& args) {
@@ -97,7 +111,7 @@ cudaKernelNodeParams kernel_params(const DeviceKernel& k, std::vector<void*>& ar
   return p;
 }
 
-cudaMemsetParams memset_params(const NodeData& n) {
+cudaMemsetParams memset_params(const ir::Memset& n) {
   cudaMemsetParams p{};
   p.dst = n.dst;
   p.value = static_cast<unsigned>(n.value) & 0xffu;
@@ -113,7 +127,7 @@ bool same_kernel(const DeviceKernel& a, const DeviceKernel& b) {
          a.args == b.args;
 }
 
-std::vector<std::uint32_t> topological_order(const GraphData& g) {
+std::vector<std::uint32_t> topological_order(const Graph& g) {
   std::vector<std::uint32_t> indegree(g.nodes.size(), 0);
   std::vector<std::vector<std::uint32_t>> succ(g.nodes.size());
   for (auto [a, b] : g.edges) {
@@ -134,19 +148,19 @@ std::vector<std::uint32_t> topological_order(const GraphData& g) {
 
 /// Builds `g` into `target` (in a conditional body when `in_conditional`); `top` when `g` is the
 /// launched graph itself (its CUDA nodes are then kept in `out` for in-place updates).
-void build(cudaGraph_t target, const GraphData& g, bool in_conditional, Built& out, bool top) {
-  const auto pred = predecessors(g);
+void build(cudaGraph_t target, const Graph& g, bool in_conditional, Built& out, bool top) {
+  const auto pred = ir::predecessors(g);
   std::vector<cudaGraphNode_t> last(g.nodes.size());  // where edges out of node i attach
   // Conditional defaults are assigned first: every node without a predecessor runs after them.
   std::vector<cudaGraphNode_t> starts;
   if (top) out.assign_nodes.assign(g.nodes.size(), nullptr);
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
-    const NodeData& n = g.nodes[i];
-    if (!n.cond_default) continue;
+    const auto* c = ir::condition(g.nodes[i]);
+    if (c == nullptr || !c->initial) continue;
     AssignDefault a;  // CUDA copies the arguments
-    a.cell = n.cond->buffer.data();
-    a.value = *n.cond_default;
-    a.bytes = static_cast<int>(n.cond_bytes);
+    a.cell = c->value;
+    a.value = *c->initial;
+    a.bytes = static_cast<int>(c->bytes);
     const auto p = assign_default_params(a);
     cudaGraphNode_t node = nullptr;
     check(cudaGraphAddKernelNode(&node, target, nullptr, 0, &p),
@@ -155,126 +169,124 @@ void build(cudaGraph_t target, const GraphData& g, bool in_conditional, Built& o
     if (top) out.assign_nodes[i] = node;
   }
   for (auto i : topological_order(g)) {
-    const NodeData& n = g.nodes[i];
+    const ir::Node& n = g.nodes[i];
     std::vector<cudaGraphNode_t> deps;
     for (auto p : pred[i]) deps.push_back(last[p]);
     if (pred[i].empty()) deps = starts;
     const auto* d = deps.empty() ? nullptr : deps.data();
     cudaGraphNode_t node = nullptr;
-    switch (n.kind) {
-      case NodeKind::empty:
-      case NodeKind::alloc:
-      case NodeKind::free:
-        check(cudaGraphAddEmptyNode(&node, target, d, deps.size()), "cudaGraphAddEmptyNode");
-        break;
-      case NodeKind::kernel: {
-        if (!n.kernel.device) {
-          unsupported(n, "no cuda kernel (only a host function); give it KernelWork::device");
-        }
-        std::vector<void*> args;
-        const auto p = kernel_params(*n.kernel.device, args);
-        check(cudaGraphAddKernelNode(&node, target, d, deps.size(), &p), "cudaGraphAddKernelNode");
-        break;
-      }
-      case NodeKind::copy:
-        if (n.bytes == 0) {
-          check(cudaGraphAddEmptyNode(&node, target, d, deps.size()), "cudaGraphAddEmptyNode");
-        } else {
-          check(cudaGraphAddMemcpyNode1D(&node, target, d, deps.size(), n.dst, n.src, n.bytes,
-                                         cudaMemcpyDefault),
-                "cudaGraphAddMemcpyNode1D");
-        }
-        break;
-      case NodeKind::memset: {
-        if (n.bytes == 0) {
-          check(cudaGraphAddEmptyNode(&node, target, d, deps.size()), "cudaGraphAddEmptyNode");
-          break;
-        }
-        const auto p = memset_params(n);
-        check(cudaGraphAddMemsetNode(&node, target, d, deps.size(), &p), "cudaGraphAddMemsetNode");
-        break;
-      }
-      case NodeKind::host: {
-        if (in_conditional) unsupported(n, "CUDA allows no host node inside a conditional body");
-        cudaHostNodeParams p{};
-        p.fn = &run_host_node;
-        p.userData = &out.calls->emplace_back(HostNodeCall{&n, out.errors});
-        check(cudaGraphAddHostNode(&node, target, d, deps.size(), &p), "cudaGraphAddHostNode");
-        break;
-      }
-      case NodeKind::child: {
-        cudaGraph_t child = nullptr;
-        check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
+    auto add_empty = [&] {
+      check(cudaGraphAddEmptyNode(&node, target, d, deps.size()), "cudaGraphAddEmptyNode");
+    };
+    // A conditional node: its condition read on the device right before it, and again at the
+    // end of each trip of a loop (the host never sees it).
+    auto add_conditional = [&](const ir::Condition& c, bool loop,
+                               const std::vector<ir::GraphPtr>& bodies) {
+      const int bytes = static_cast<int>(c.bytes);
+      cudaGraphConditionalHandle handle{};
+      check(cudaGraphConditionalHandleCreate(&handle, target, 0, 0),
+            "cudaGraphConditionalHandleCreate");
+      cudaGraphNode_t set = add_set_condition_node(target, d, deps.size(), handle, c.value, bytes);
+      cudaGraphNodeParams p{};
+      p.type = cudaGraphNodeTypeConditional;
+      p.conditional.handle = handle;
+      p.conditional.type = loop ? cudaGraphCondTypeWhile : cudaGraphCondTypeIf;
+      p.conditional.size = static_cast<unsigned>(bodies.size());
+      check(cudaGraphAddNode(&node, target, &set, nullptr, 1, &p),
+            "cudaGraphAddNode (conditional)");
+      for (std::size_t k = 0; k < bodies.size(); ++k) {
+        cudaGraph_t body = p.conditional.phGraph_out[k];
+        cudaGraph_t inner = nullptr;
+        check(cudaGraphCreate(&inner, 0), "cudaGraphCreate");
+        cudaGraphNode_t child = nullptr;
         try {
-          build(child, *n.graphs[0], in_conditional, out, false);
-          check(cudaGraphAddChildGraphNode(&node, target, d, deps.size(), child),
-                "cudaGraphAddChildGraphNode");
+          build(inner, *bodies[k], true, out, false);
+          check(cudaGraphAddChildGraphNode(&child, body, nullptr, 0, inner),
+                "cudaGraphAddChildGraphNode (conditional body)");
         } catch (...) {
-          (void)cudaGraphDestroy(child);
+          (void)cudaGraphDestroy(inner);
           throw;
         }
-        (void)cudaGraphDestroy(child);  // the node holds a clone
-        break;
+        (void)cudaGraphDestroy(inner);
+        if (loop) (void)add_set_condition_node(body, &child, 1, handle, c.value, bytes);
       }
-      case NodeKind::event_record:
-        check(cudaGraphAddEventRecordNode(&node, target, d, deps.size(), out.scratch),
-              "cudaGraphAddEventRecordNode");
-        break;
-      case NodeKind::event_wait:
-        check(cudaGraphAddEventWaitNode(&node, target, d, deps.size(), out.unrecorded),
-              "cudaGraphAddEventWaitNode");
-        break;
-      case NodeKind::captured: {
-        const auto* r = static_cast<const CudaRecording*>(n.payload.get());
-        if (r == nullptr || r->graph == nullptr) unsupported(n, "not recorded by the cuda backend");
-        check(cudaGraphAddChildGraphNode(&node, target, d, deps.size(), r->graph),
-              "cudaGraphAddChildGraphNode (a captured operation)");
-        break;
-      }
-      case NodeKind::if_then:
-      case NodeKind::while_loop: {
-        const bool loop = n.kind == NodeKind::while_loop;
-        const void* value = n.cond->buffer.data();
-        const int bytes = static_cast<int>(n.cond_bytes);
-        cudaGraphConditionalHandle handle{};
-        check(cudaGraphConditionalHandleCreate(&handle, target, 0, 0),
-              "cudaGraphConditionalHandleCreate");
-        // The condition is read on the device right before the node, and again at the end of
-        // each trip of a loop: the host never sees it.
-        cudaGraphNode_t set = add_set_condition_node(target, d, deps.size(), handle, value, bytes);
-        cudaGraphNodeParams p{};
-        p.type = cudaGraphNodeTypeConditional;
-        p.conditional.handle = handle;
-        p.conditional.type = loop ? cudaGraphCondTypeWhile : cudaGraphCondTypeIf;
-        p.conditional.size = static_cast<unsigned>(n.graphs.size());
-        check(cudaGraphAddNode(&node, target, &set, nullptr, 1, &p),
-              "cudaGraphAddNode (conditional)");
-        for (std::size_t k = 0; k < n.graphs.size(); ++k) {
-          cudaGraph_t body = p.conditional.phGraph_out[k];
-          cudaGraph_t inner = nullptr;
-          check(cudaGraphCreate(&inner, 0), "cudaGraphCreate");
-          cudaGraphNode_t child = nullptr;
-          try {
-            build(inner, *n.graphs[k], true, out, false);
-            check(cudaGraphAddChildGraphNode(&child, body, nullptr, 0, inner),
-                  "cudaGraphAddChildGraphNode (conditional body)");
-          } catch (...) {
-            (void)cudaGraphDestroy(inner);
-            throw;
+    };
+    std::visit(
+        [&](const auto& p) {
+          using P = std::decay_t<decltype(p)>;
+          if constexpr (std::is_same_v<P, ir::Empty> || std::is_same_v<P, ir::Alloc> ||
+                        std::is_same_v<P, ir::Free>) {
+            add_empty();
+          } else if constexpr (std::is_same_v<P, ir::Kernel>) {
+            if (!p.work.device) {
+              unsupported(n, "no cuda kernel (only a host function); give it KernelWork::device");
+            }
+            std::vector<void*> args;
+            const auto k = kernel_params(*p.work.device, args);
+            check(cudaGraphAddKernelNode(&node, target, d, deps.size(), &k),
+                  "cudaGraphAddKernelNode");
+          } else if constexpr (std::is_same_v<P, ir::Copy>) {
+            if (p.bytes == 0) {
+              add_empty();
+            } else {
+              check(cudaGraphAddMemcpyNode1D(&node, target, d, deps.size(), p.dst, p.src, p.bytes,
+                                             cudaMemcpyDefault),
+                    "cudaGraphAddMemcpyNode1D");
+            }
+          } else if constexpr (std::is_same_v<P, ir::Memset>) {
+            if (p.bytes == 0) {
+              add_empty();
+            } else {
+              const auto m = memset_params(p);
+              check(cudaGraphAddMemsetNode(&node, target, d, deps.size(), &m),
+                    "cudaGraphAddMemsetNode");
+            }
+          } else if constexpr (std::is_same_v<P, ir::Host>) {
+            if (in_conditional)
+              unsupported(n, "CUDA allows no host node inside a conditional body");
+            cudaHostNodeParams h{};
+            h.fn = &run_host_node;
+            h.userData = &out.calls->emplace_back(HostNodeCall{&n, out.errors});
+            check(cudaGraphAddHostNode(&node, target, d, deps.size(), &h), "cudaGraphAddHostNode");
+          } else if constexpr (std::is_same_v<P, ir::Child>) {
+            cudaGraph_t child = nullptr;
+            check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
+            try {
+              build(child, *p.graph, in_conditional, out, false);
+              check(cudaGraphAddChildGraphNode(&node, target, d, deps.size(), child),
+                    "cudaGraphAddChildGraphNode");
+            } catch (...) {
+              (void)cudaGraphDestroy(child);
+              throw;
+            }
+            (void)cudaGraphDestroy(child);  // the node holds a clone
+          } else if constexpr (std::is_same_v<P, ir::EventRecord>) {
+            check(cudaGraphAddEventRecordNode(&node, target, d, deps.size(), out.scratch),
+                  "cudaGraphAddEventRecordNode");
+          } else if constexpr (std::is_same_v<P, ir::EventWait>) {
+            check(cudaGraphAddEventWaitNode(&node, target, d, deps.size(), out.unrecorded),
+                  "cudaGraphAddEventWaitNode");
+          } else if constexpr (std::is_same_v<P, ir::Captured>) {
+            const auto* r = static_cast<const CudaRecording*>(p.recording.get());
+            if (r == nullptr || r->graph == nullptr) {
+              unsupported(n, "not recorded by the cuda backend");
+            }
+            check(cudaGraphAddChildGraphNode(&node, target, d, deps.size(), r->graph),
+                  "cudaGraphAddChildGraphNode (a captured operation)");
+          } else if constexpr (std::is_same_v<P, ir::If>) {
+            add_conditional(p.cond, false, ir::nested(n));
+          } else {
+            static_assert(std::is_same_v<P, ir::While>, "every node kind is built");
+            add_conditional(p.cond, true, ir::nested(n));
           }
-          (void)cudaGraphDestroy(inner);
-          if (loop) (void)add_set_condition_node(body, &child, 1, handle, value, bytes);
-        }
-        last[i] = node;
-        continue;
-      }
-    }
+        },
+        n.params);
     last[i] = node;
   }
   if (top) out.nodes = std::move(last);
 }
 
-cudaGraph_t build_graph(const GraphData& g, Built& out) {
+cudaGraph_t build_graph(const Graph& g, Built& out) {
   cudaGraph_t graph = nullptr;
   check(cudaGraphCreate(&graph, 0), "cudaGraphCreate");
   try {
@@ -288,8 +300,7 @@ cudaGraph_t build_graph(const GraphData& g, Built& out) {
 
 class CudaGraph final : public GraphExecutable {
  public:
-  CudaGraph(std::shared_ptr<const GraphData> g, int device)
-      : graph_(std::move(g)), device_(device) {
+  CudaGraph(ir::GraphPtr g, int device) : graph_(std::move(g)), device_(device) {
     DeviceGuard guard(device_);
     // The graph instantiated from stays alive: its nodes name the executable's nodes for the
     // in-place updates (cudaGraphExec*SetParams).
@@ -330,8 +341,8 @@ class CudaGraph final : public GraphExecutable {
     clear_error();
   }
 
-  void launch(Stream& stream, const OpInfo& op,
-              const std::shared_ptr<FailureState>& failures) override {
+  void launch(Stream& stream, const OpInfo& op, const std::shared_ptr<FailureState>& failures,
+              ir::LaunchEvents& launch_events) override {
     auto& s = as_cuda_stream(stream, "graph launch");
     if (s.device() != device_) {
       throw Error(Errc::invalid_argument,
@@ -345,8 +356,8 @@ class CudaGraph final : public GraphExecutable {
     std::vector<std::pair<std::size_t, std::shared_ptr<CudaEvent>>> records;
     const auto& nodes = graph_->nodes;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const NodeData& n = nodes[i];
-      if (n.kind == NodeKind::event_record) {
+      const ir::Node& n = nodes[i];
+      if (std::holds_alternative<ir::EventRecord>(n.params)) {
         auto p = std::make_shared<CudaEvent>(device_, false);
         p->failures = failures;
         p->seq = op.seq - 1;  // complete means at least all earlier work of the context is
@@ -354,8 +365,8 @@ class CudaGraph final : public GraphExecutable {
         check(cudaGraphExecEventRecordNodeSetEvent(exec_, built_.nodes[i], p->handle()),
               "cudaGraphExecEventRecordNodeSetEvent", op.where);
         records.emplace_back(i, std::move(p));
-      } else if (n.kind == NodeKind::event_wait) {
-        auto p = resolve_point(n.wait_event);
+      } else if (std::holds_alternative<ir::EventWait>(n.params)) {
+        auto p = launch_events.waits.at(i);
         cudaEvent_t h = unrecorded_;
         if (p) {
           const auto* ce = dynamic_cast<const CudaEvent*>(p.get());
@@ -379,7 +390,7 @@ class CudaGraph final : public GraphExecutable {
     }
     check(cudaGraphLaunch(exec_, s.handle()), "cudaGraphLaunch", op.where);
     for (auto& [i, p] : records) {
-      nodes[i].record_event->set(p);
+      launch_events.records.at(i) = p;
       points.push_back(std::move(p));
     }
     if (!built_.calls->empty()) {
@@ -405,7 +416,7 @@ class CudaGraph final : public GraphExecutable {
     in_flight_.push_back({e, graph_, built_.calls, std::move(points)});
   }
 
-  std::string update(const std::shared_ptr<const GraphData>& next) override {
+  std::string update(const ir::GraphPtr& next) override {
     DeviceGuard guard(device_);
     // Many changed nodes: one whole-graph update may cost less than a SetParams call per node
     // (decided by count, see whole_update_from).
@@ -439,8 +450,8 @@ class CudaGraph final : public GraphExecutable {
  private:
   /// Compares `next` with the current IR node by node and applies only the parameters that
   /// changed. False if some node needs the whole-graph path (CUDA's error cleared).
-  bool update_in_place(const GraphData& next) {
-    const GraphData& cur = *graph_;
+  bool update_in_place(const Graph& next) {
+    const Graph& cur = *graph_;
     if (next.nodes.size() != built_.nodes.size()) return false;
     auto ok = [](cudaError_t err) {
       if (err == cudaSuccess) return true;
@@ -450,69 +461,63 @@ class CudaGraph final : public GraphExecutable {
     std::vector<void*> args;
     auto calls = built_.calls;  // replaced only if a host node is updated
     for (std::size_t i = 0; i < next.nodes.size(); ++i) {
-      const NodeData& a = cur.nodes[i];
-      const NodeData& b = next.nodes[i];
+      const ir::Params& pa = cur.nodes[i].params;
+      const ir::Params& pb = next.nodes[i].params;
+      if (pa.index() != pb.index()) return false;
       cudaGraphNode_t h = built_.nodes[i];
-      switch (b.kind) {
-        case NodeKind::copy:
-          if ((a.bytes == 0) != (b.bytes == 0)) return false;  // an empty node stands for it
-          if (b.bytes != 0 && (a.dst != b.dst || a.src != b.src || a.bytes != b.bytes) &&
-              !ok(cudaGraphExecMemcpyNodeSetParams1D(exec_, h, b.dst, b.src, b.bytes,
-                                                     cudaMemcpyDefault))) {
+      if (const auto* b = std::get_if<ir::Copy>(&pb)) {
+        const auto& a = std::get<ir::Copy>(pa);
+        if ((a.bytes == 0) != (b->bytes == 0)) return false;  // an empty node stands for it
+        if (b->bytes != 0 && (a.dst != b->dst || a.src != b->src || a.bytes != b->bytes) &&
+            !ok(cudaGraphExecMemcpyNodeSetParams1D(exec_, h, b->dst, b->src, b->bytes,
+                                                   cudaMemcpyDefault))) {
+          return false;
+        }
+      } else if (const auto* b = std::get_if<ir::Memset>(&pb)) {
+        const auto& a = std::get<ir::Memset>(pa);
+        if ((a.bytes == 0) != (b->bytes == 0)) return false;
+        if (b->bytes == 0 || (a.dst == b->dst && a.value == b->value && a.bytes == b->bytes)) {
+          continue;
+        }
+        const auto p = memset_params(*b);
+        if (!ok(cudaGraphExecMemsetNodeSetParams(exec_, h, &p))) return false;
+      } else if (const auto* b = std::get_if<ir::Kernel>(&pb)) {
+        const auto& a = std::get<ir::Kernel>(pa);
+        if (same_kernel(*a.work.device, *b->work.device)) continue;
+        const auto p = kernel_params(*b->work.device, args);
+        if (!ok(cudaGraphExecKernelNodeSetParams(exec_, h, &p))) return false;
+      } else if (std::holds_alternative<ir::Host>(pb)) {
+        // Launches in flight keep the calls of their IR version; this one gets new ones.
+        if (calls == built_.calls) calls = std::make_shared<HostCalls>();
+        cudaHostNodeParams p{};
+        p.fn = &run_host_node;
+        p.userData = &calls->emplace_back(HostNodeCall{&next.nodes[i], errors_.get()});
+        if (!ok(cudaGraphExecHostNodeSetParams(exec_, h, &p))) return false;
+      } else if (const auto* b = std::get_if<ir::Captured>(&pb)) {
+        const auto& a = std::get<ir::Captured>(pa);
+        if (a.recording == b->recording) continue;
+        const auto* r = static_cast<const CudaRecording*>(b->recording.get());
+        if (r == nullptr || r->graph == nullptr) return false;
+        if (!ok(cudaGraphExecChildGraphNodeSetParams(exec_, h, r->graph))) return false;
+      } else if (!ir::nested(next.nodes[i]).empty()) {
+        // A child or conditional: in place only if its graphs and condition are the same ones.
+        if (ir::nested(cur.nodes[i]) != ir::nested(next.nodes[i])) return false;
+        const auto* ca = ir::condition(cur.nodes[i]);
+        const auto* cb = ir::condition(next.nodes[i]);
+        if (cb == nullptr) continue;
+        if (ca->value != cb->value || ca->bytes != cb->bytes) return false;
+        if (cb->initial && *ca->initial != *cb->initial) {
+          AssignDefault d;  // CUDA copies the arguments
+          d.cell = cb->value;
+          d.value = *cb->initial;
+          d.bytes = static_cast<int>(cb->bytes);
+          const auto p = assign_default_params(d);
+          if (!ok(cudaGraphExecKernelNodeSetParams(exec_, built_.assign_nodes[i], &p))) {
             return false;
           }
-          break;
-        case NodeKind::memset: {
-          if ((a.bytes == 0) != (b.bytes == 0)) return false;
-          if (b.bytes == 0 || (a.dst == b.dst && a.value == b.value && a.bytes == b.bytes)) break;
-          const auto p = memset_params(b);
-          if (!ok(cudaGraphExecMemsetNodeSetParams(exec_, h, &p))) return false;
-          break;
         }
-        case NodeKind::kernel: {
-          if (same_kernel(*a.kernel.device, *b.kernel.device)) break;
-          const auto p = kernel_params(*b.kernel.device, args);
-          if (!ok(cudaGraphExecKernelNodeSetParams(exec_, h, &p))) return false;
-          break;
-        }
-        case NodeKind::host: {
-          // Launches in flight keep the calls of their IR version; this one gets new ones.
-          if (calls == built_.calls) calls = std::make_shared<HostCalls>();
-          cudaHostNodeParams p{};
-          p.fn = &run_host_node;
-          p.userData = &calls->emplace_back(HostNodeCall{&b, errors_.get()});
-          if (!ok(cudaGraphExecHostNodeSetParams(exec_, h, &p))) return false;
-          break;
-        }
-        case NodeKind::captured: {
-          if (a.payload == b.payload) break;
-          const auto* r = static_cast<const CudaRecording*>(b.payload.get());
-          if (r == nullptr || r->graph == nullptr) return false;
-          if (!ok(cudaGraphExecChildGraphNodeSetParams(exec_, h, r->graph))) return false;
-          break;
-        }
-        case NodeKind::child:
-        case NodeKind::if_then:
-        case NodeKind::while_loop:
-          if (a.graphs != b.graphs || a.cond != b.cond) return false;
-          if (b.cond_default && *a.cond_default != *b.cond_default) {
-            AssignDefault d;  // CUDA copies the arguments
-            d.cell = b.cond->buffer.data();
-            d.value = *b.cond_default;
-            d.bytes = static_cast<int>(b.cond_bytes);
-            const auto p = assign_default_params(d);
-            if (!ok(cudaGraphExecKernelNodeSetParams(exec_, built_.assign_nodes[i], &p))) {
-              return false;
-            }
-          }
-          break;
-        case NodeKind::empty:
-        case NodeKind::alloc:
-        case NodeKind::free:
-        case NodeKind::event_record:  // events are set by each launch
-        case NodeKind::event_wait:
-          break;
       }
+      // Empty, alloc and free nodes have nothing to set; event nodes are set by each launch.
     }
     built_.calls = std::move(calls);
     return true;
@@ -530,24 +535,23 @@ class CudaGraph final : public GraphExecutable {
 
   /// How many copy, memset and kernel nodes of `next` differ from the current IR (a first pass
   /// over the parameters; the other kinds are left to update_in_place).
-  std::size_t changed_nodes(const GraphData& next) const {
-    const GraphData& cur = *graph_;
+  std::size_t changed_nodes(const Graph& next) const {
+    const Graph& cur = *graph_;
     if (next.nodes.size() != cur.nodes.size()) return 0;
     std::size_t changed = 0;
     for (std::size_t i = 0; i < next.nodes.size(); ++i) {
-      const NodeData& a = cur.nodes[i];
-      const NodeData& b = next.nodes[i];
-      switch (b.kind) {
-        case NodeKind::copy:
-        case NodeKind::memset:
-          changed += a.dst != b.dst || a.src != b.src || a.bytes != b.bytes || a.value != b.value;
-          break;
-        case NodeKind::kernel:
-          changed += a.kernel.device && b.kernel.device &&
-                     !same_kernel(*a.kernel.device, *b.kernel.device);
-          break;
-        default:
-          break;
+      const ir::Params& pa = cur.nodes[i].params;
+      const ir::Params& pb = next.nodes[i].params;
+      if (pa.index() != pb.index()) continue;
+      if (const auto* b = std::get_if<ir::Copy>(&pb)) {
+        const auto& a = std::get<ir::Copy>(pa);
+        changed += a.dst != b->dst || a.src != b->src || a.bytes != b->bytes;
+      } else if (const auto* b = std::get_if<ir::Memset>(&pb)) {
+        const auto& a = std::get<ir::Memset>(pa);
+        changed += a.dst != b->dst || a.value != b->value || a.bytes != b->bytes;
+      } else if (const auto* b = std::get_if<ir::Kernel>(&pb)) {
+        const auto& a = std::get<ir::Kernel>(pa);
+        changed += a.work.device && b->work.device && !same_kernel(*a.work.device, *b->work.device);
       }
     }
     return changed;
@@ -566,12 +570,12 @@ class CudaGraph final : public GraphExecutable {
   /// A launch not yet known complete, and what its host nodes point at.
   struct InFlight {
     cudaEvent_t done;
-    std::shared_ptr<const GraphData> graph;
+    ir::GraphPtr graph;
     std::shared_ptr<HostCalls> calls;
     std::vector<std::shared_ptr<EventImpl>> events;  // of its event nodes
   };
 
-  std::shared_ptr<const GraphData> graph_;
+  ir::GraphPtr graph_;
   int device_;
   std::shared_ptr<HostErrors> errors_ = std::make_shared<HostErrors>();
   Built built_;
@@ -586,8 +590,7 @@ class CudaGraph final : public GraphExecutable {
 
 }  // namespace
 
-std::unique_ptr<GraphExecutable> instantiate_cuda_graph(
-    const std::shared_ptr<const GraphData>& graph, int device) {
+std::unique_ptr<GraphExecutable> instantiate_cuda_graph(const ir::GraphPtr& graph, int device) {
   require_device(device);
   return std::make_unique<CudaGraph>(graph, device);
 }

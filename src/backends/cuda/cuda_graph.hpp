@@ -1,5 +1,5 @@
 #pragma once
-// The cuda backend's graphs: the IR (src/graph/graph_data.hpp) built into a cudaGraph_t with the
+// The cuda backend's graphs: the IR (sluice/ext/graph_ir.hpp) built into a cudaGraph_t with the
 // CUDA runtime graph API and instantiated; captured operations are per-operation stream captures.
 
 #include <cuda_runtime_api.h>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sluice/backend.hpp"
+#include "sluice/ext/graph_ir.hpp"
 
 namespace sluice::detail::cuda {
 
@@ -22,8 +23,8 @@ struct CudaRecording {
 };
 
 /// Instantiates `graph` for cuda device `device`.
-[[nodiscard]] std::unique_ptr<GraphExecutable> instantiate_cuda_graph(
-    const std::shared_ptr<const GraphData>& graph, int device);
+[[nodiscard]] std::unique_ptr<GraphExecutable> instantiate_cuda_graph(const ir::GraphPtr& graph,
+                                                                      int device);
 
 /// Enqueues a one-thread kernel node into `graph` after `deps` that sets conditional `handle` to
 /// whether the integer at `value` (4 or 8 bytes, device memory) is non-zero.

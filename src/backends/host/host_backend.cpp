@@ -107,7 +107,7 @@ class HostBackend final : public Backend {
     return pool_.reserved();
   }
 
-  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
+  std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const ir::Graph>& graph,
                                                      int device) override {
     check_device(device);
     return instantiate_host_graph(graph);

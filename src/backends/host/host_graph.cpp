@@ -13,13 +13,17 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <type_traits>
+#include <variant>
 
 #include "backends/host/host_parallel.hpp"
-#include "graph/graph_data.hpp"
 #include "sluice/error.hpp"
+#include "sluice/ext/graph_ir.hpp"
 
 namespace sluice::detail::host {
 namespace {
+
+using ir::Graph;
 
 struct Recording {
   std::vector<std::function<void()>> ops;
@@ -55,92 +59,75 @@ class NodePoint final : public EventImpl {
 };
 
 /// The event points of one launch, by node index of the launched graph.
-struct LaunchEvents {
+struct LaunchPoints {
   std::vector<std::shared_ptr<NodePoint>> records;
   std::vector<std::shared_ptr<EventImpl>> waits;
-  LaunchEvents() = default;
-  LaunchEvents(const LaunchEvents&) = delete;
-  LaunchEvents& operator=(const LaunchEvents&) = delete;
-  ~LaunchEvents() {
+  LaunchPoints() = default;
+  LaunchPoints(const LaunchPoints&) = delete;
+  LaunchPoints& operator=(const LaunchPoints&) = delete;
+  ~LaunchPoints() {
     for (auto& r : records) {
       if (r) r->fire();  // a launch that failed first must not leave waiters hanging
     }
   }
 };
 
-bool condition(const NodeData& n) {
-  const void* p = n.cond->buffer.data();
-  if (n.cond_bytes == 8) {
-    std::int64_t v;
-    std::memcpy(&v, p, 8);
-    return v != 0;
-  }
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return v != 0;
-}
+void run_graph(const Graph& g, LaunchPoints* events = nullptr);
 
-void run_graph(const GraphData& g, LaunchEvents* events = nullptr);
-
-void run_node(const GraphData& g, std::uint32_t i, LaunchEvents* events) {
-  const NodeData& n = g.nodes[i];
+void run_node(const Graph& g, std::uint32_t i, LaunchPoints* events) {
+  const ir::Node& n = g.nodes[i];
   try {
-    switch (n.kind) {
-      case NodeKind::empty:
-      case NodeKind::alloc:
-      case NodeKind::free:
-        break;
-      case NodeKind::kernel: {
-        const auto& k = n.kernel;
-        // Grain: big enough that a chunk outweighs its scheduling, small enough to share.
-        constexpr std::size_t kGrain = 4096;
-        auto chunk = [&](std::size_t c) {
-          k.host(c * kGrain, std::min(k.range, (c + 1) * kGrain));
-        };
-        parallel_chunks((k.range + kGrain - 1) / kGrain, chunk);
-        break;
-      }
-      case NodeKind::copy:
-        if (n.bytes != 0) std::memmove(n.dst, n.src, n.bytes);
-        break;
-      case NodeKind::memset:
-        if (n.bytes != 0) std::memset(n.dst, n.value, n.bytes);
-        break;
-      case NodeKind::host:
-        n.host();
-        break;
-      case NodeKind::child:
-        run_graph(*n.graphs[0]);
-        break;
-      case NodeKind::if_then:
-        if (condition(n)) {
-          run_graph(*n.graphs[0]);
-        } else if (n.graphs.size() > 1) {
-          run_graph(*n.graphs[1]);
-        }
-        break;
-      case NodeKind::while_loop:
-        while (condition(n)) run_graph(*n.graphs[0]);
-        break;
-      case NodeKind::captured:
-        for (const auto& op : static_cast<const Recording*>(n.payload.get())->ops) op();
-        break;
-      case NodeKind::event_record:
-        events->records[i]->fire();
-        break;
-      case NodeKind::event_wait:
-        if (const auto& p = events->waits[i]) {
-          p->synchronize();
-          if (p->failures) {
-            if (auto f = p->failures->at_or_before(p->seq)) {
-              throw Error(Errc::work_failed, "graph '" + g.name + "' node " + std::to_string(i) +
-                                                 " '" + n.name + "' waited for failed work ('" +
-                                                 f->operation + "': " + f->cause + ")");
+    // Kernels' ranges split into chunks of kGrain: big enough that a chunk outweighs its
+    // scheduling, small enough to share.
+    constexpr std::size_t kGrain = 4096;
+    std::visit(
+        [&](const auto& p) {
+          using P = std::decay_t<decltype(p)>;
+          if constexpr (std::is_same_v<P, ir::Kernel>) {
+            const auto& k = p.work;
+            auto chunk = [&](std::size_t c) {
+              k.host(c * kGrain, std::min(k.range, (c + 1) * kGrain));
+            };
+            parallel_chunks((k.range + kGrain - 1) / kGrain, chunk);
+          } else if constexpr (std::is_same_v<P, ir::Copy>) {
+            if (p.bytes != 0) std::memmove(p.dst, p.src, p.bytes);
+          } else if constexpr (std::is_same_v<P, ir::Memset>) {
+            if (p.bytes != 0) std::memset(p.dst, p.value, p.bytes);
+          } else if constexpr (std::is_same_v<P, ir::Host>) {
+            p.fn();
+          } else if constexpr (std::is_same_v<P, ir::Child>) {
+            run_graph(*p.graph);
+          } else if constexpr (std::is_same_v<P, ir::If>) {
+            if (p.cond.read()) {
+              run_graph(*p.then_graph);
+            } else if (p.else_graph) {
+              run_graph(*p.else_graph);
             }
+          } else if constexpr (std::is_same_v<P, ir::While>) {
+            while (p.cond.read()) run_graph(*p.body);
+          } else if constexpr (std::is_same_v<P, ir::Captured>) {
+            for (const auto& op : static_cast<const Recording*>(p.recording.get())->ops) op();
+          } else if constexpr (std::is_same_v<P, ir::EventRecord>) {
+            events->records[i]->fire();
+          } else if constexpr (std::is_same_v<P, ir::EventWait>) {
+            if (const auto& w = events->waits[i]) {
+              w->synchronize();
+              if (w->failures) {
+                if (auto f = w->failures->at_or_before(w->seq)) {
+                  throw Error(Errc::work_failed, "graph '" + g.name + "' node " +
+                                                     std::to_string(i) + " '" + n.name +
+                                                     "' waited for failed work ('" + f->operation +
+                                                     "': " + f->cause + ")");
+                }
+              }
+            }
+          } else {
+            static_assert(std::is_same_v<P, ir::Empty> || std::is_same_v<P, ir::Alloc> ||
+                              std::is_same_v<P, ir::Free>,
+                          "every node kind is run or known to do nothing");
           }
-        }
-        break;
-    }
+        },
+        n.params);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -149,13 +136,13 @@ void run_node(const GraphData& g, std::uint32_t i, LaunchEvents* events) {
   }
 }
 
-void run_graph(const GraphData& g, LaunchEvents* events) {
+void run_graph(const Graph& g, LaunchPoints* events) {
   const auto count = g.nodes.size();
   if (count == 0) return;
   // Conditional defaults are assigned as the graph starts, before any of its nodes (as CUDA's
   // cudaGraphCondAssignDefault).
   for (const auto& n : g.nodes) {
-    if (n.cond_default) assign_default(n);
+    if (const auto* c = ir::condition(n); c && c->initial) c->assign_initial();
   }
   std::vector<std::vector<std::uint32_t>> succ(count);
   std::vector<std::uint32_t> pending(count, 0);
@@ -229,42 +216,42 @@ void run_graph(const GraphData& g, LaunchEvents* events) {
   if (st.error) std::rethrow_exception(st.error);
 }
 
-void check(const GraphData& g) {
+void check(const Graph& g) {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const auto& n = g.nodes[i];
-    if (n.kind == NodeKind::kernel && !n.kernel.host) {
+    if (const auto* k = std::get_if<ir::Kernel>(&n.params); k && !k->work.host) {
       throw Error(Errc::unsupported,
                   "kernel node " + std::to_string(i) + " '" + n.name +
                       "' has no host function (only a cuda kernel); give it KernelWork::host to "
                       "run on the host backend");
     }
-    if (n.kind == NodeKind::captured && n.payload == nullptr) {
+    if (const auto* c = std::get_if<ir::Captured>(&n.params); c && c->recording == nullptr) {
       throw Error(Errc::unsupported, "captured node '" + n.name + "' has no recording");
     }
-    for (const auto& child : n.graphs) check(*child);
+    for (const auto& child : ir::nested(n)) check(*child);
   }
 }
 
 class HostGraph final : public GraphExecutable {
  public:
-  explicit HostGraph(std::shared_ptr<const GraphData> g) : graph_(std::move(g)) { check(*graph_); }
+  explicit HostGraph(ir::GraphPtr g) : graph_(std::move(g)) { check(*graph_); }
 
-  void launch(Stream& stream, const OpInfo& op,
-              const std::shared_ptr<FailureState>& failures) override {
+  void launch(Stream& stream, const OpInfo& op, const std::shared_ptr<FailureState>& failures,
+              ir::LaunchEvents& points) override {
     // The launch is one task of the context's queue; its nodes fan out on the shared pool. Each
-    // launch keeps the parameters it was issued with (updates make a new GraphData).
-    std::shared_ptr<LaunchEvents> events;
+    // launch keeps the parameters it was issued with (updates give a new graph).
+    std::shared_ptr<LaunchPoints> events;
     const auto& nodes = graph_->nodes;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const auto kind = nodes[i].kind;
-      if (kind != NodeKind::event_record && kind != NodeKind::event_wait) continue;
+      const bool record = std::holds_alternative<ir::EventRecord>(nodes[i].params);
+      if (!record && !std::holds_alternative<ir::EventWait>(nodes[i].params)) continue;
       if (!events) {
-        events = std::make_shared<LaunchEvents>();
+        events = std::make_shared<LaunchPoints>();
         events->records.resize(nodes.size());
         events->waits.resize(nodes.size());
       }
-      if (kind == NodeKind::event_wait) {
-        events->waits[i] = resolve_point(nodes[i].wait_event);
+      if (!record) {
+        events->waits[i] = points.waits.at(i);
         continue;
       }
       auto p = std::make_shared<NodePoint>();
@@ -276,19 +263,19 @@ class HostGraph final : public GraphExecutable {
     stream.host_task([g = graph_, events] { run_graph(*g, events.get()); }, op);
     if (events) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        if (events->records[i]) nodes[i].record_event->set(events->records[i]);
+        if (events->records[i]) points.records.at(i) = events->records[i];
       }
     }
   }
 
-  std::string update(const std::shared_ptr<const GraphData>& graph) override {
+  std::string update(const ir::GraphPtr& graph) override {
     check(*graph);
     graph_ = graph;
     return {};
   }
 
  private:
-  std::shared_ptr<const GraphData> graph_;
+  ir::GraphPtr graph_;
 };
 
 }  // namespace
@@ -299,8 +286,7 @@ std::shared_ptr<void> make_recording(std::vector<std::function<void()>> ops) {
   return r;
 }
 
-std::unique_ptr<GraphExecutable> instantiate_host_graph(
-    const std::shared_ptr<const GraphData>& graph) {
+std::unique_ptr<GraphExecutable> instantiate_host_graph(const ir::GraphPtr& graph) {
   return std::make_unique<HostGraph>(graph);
 }
 

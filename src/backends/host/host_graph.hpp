@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sluice/backend.hpp"
+#include "sluice/ext/graph_ir.hpp"
 
 namespace sluice::detail::host {
 
@@ -13,7 +14,6 @@ namespace sluice::detail::host {
 [[nodiscard]] std::shared_ptr<void> make_recording(std::vector<std::function<void()>> ops);
 
 /// Instantiates `graph` for the host device.
-[[nodiscard]] std::unique_ptr<GraphExecutable> instantiate_host_graph(
-    const std::shared_ptr<const GraphData>& graph);
+[[nodiscard]] std::unique_ptr<GraphExecutable> instantiate_host_graph(const ir::GraphPtr& graph);
 
 }  // namespace sluice::detail::host

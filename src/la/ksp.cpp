@@ -37,11 +37,25 @@ namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
+using detail::LaCgBlockArgs;
+using detail::LaDiag;
+using detail::LaEpilogue;
+using detail::LaFinalize;
+using detail::LaFusedArgs;
+using detail::LaFusedOp;
+using detail::LaKspState;
+using detail::LaMatvecArgs;
+using detail::LaOperator;
+using detail::LaScalar;
+using detail::LaSums;
+using detail::LaVecArgs;
+using detail::LaVecOp;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
 using detail::la::kernels;
-namespace logic = ksp_logic;
+namespace la_math = detail::la_math;
+namespace logic = detail::ksp_logic;
 
 namespace {
 /// Marks `v` as read for a fused step: LaFusedArgs' vector slots serve as inputs in some steps

@@ -25,18 +25,18 @@ void LaKernels::register_builtins() {
 #endif
 }
 
-void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
-  LaMatvecArgs direction;
-  LaFusedArgs update;
+void LaKernels::cg_block(Stream& stream, const detail::LaCgBlockArgs& args, const OpInfo& op) {
+  detail::LaMatvecArgs direction;
+  detail::LaFusedArgs update;
   for (std::int32_t k = 0; k < args.iterations; ++k) {
-    cg_block_step(args, k, direction, update);
+    detail::cg_block_step(args, k, direction, update);
     matvec(stream, direction, op);
     fused(stream, update, op);
   }
   if (args.running != nullptr) {
     running(stream, args.direction.sums.state, args.running, args.mirror, op);
   } else if (args.mirror != nullptr) {
-    stream.copy(args.mirror, args.direction.sums.state, sizeof(LaKspState), op);
+    stream.copy(args.mirror, args.direction.sums.state, sizeof(detail::LaKspState), op);
   }
 }
 

@@ -1,6 +1,6 @@
 // What a grid-wide barrier costs on the GPU, alone and with the block-order sum of the blocks'
 // partials that follows each of the CG block kernel's two barriers per iteration (see
-// docs/la.md, the cuda item of "Backends"). Manual time: the kernel's, kBarriers barriers;
+// docs/bench/la.md, the cuda item of "Backends"). Manual time: the kernel's, kBarriers barriers;
 // the counter us_per_barrier divides it by them.
 
 #include <benchmark/benchmark.h>

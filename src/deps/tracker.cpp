@@ -57,9 +57,12 @@ void Tracker::require_tracked(std::span<const Use> accesses, std::source_locatio
 Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
+    bool gone = false;
+    const auto name = describe(id, &gone);
     throw Error(Errc::invalid_argument,
-                "object " + std::to_string(id) +
-                    " is not tracked: it was never registered, or was destroyed or unregistered",
+                "the " + name +
+                    (gone ? " was destroyed (or unregistered) before this use"
+                          : " is not tracked: it was never registered"),
                 loc);
   }
   return it->second;
@@ -120,7 +123,7 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
   if (obj.host_writers > 0 || (obj.host_readers > 0 && a.mode != Access::read)) {
     throw Error(Errc::invalid_state,
                 "'" + std::string(what) + "' on " + ctx.name() + " would " +
-                    (a.mode == Access::read ? "read" : "write") + " object " + std::to_string(id) +
+                    (a.mode == Access::read ? "read" : "write") + " the " + describe(id) +
                     " while a host accessor " + (obj.host_writers > 0 ? "writes" : "reads") +
                     " it; destroy the accessor before issuing this work",
                 loc);
@@ -128,6 +131,10 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
 }
 
 std::shared_ptr<EventImpl> Tracker::event_for(Mark& m) {
+  if (m.event && m.event->capture_sink() == nullptr) {
+    // A point of a capture that ended before capture_ended() reached this mark: the real point.
+    if (auto real = m.event->captured_base()) m.event = std::move(real);
+  }
   auto c = m.ctx.lock();
   if (c && c->capturing()) {
     if (auto sink = c->capture(); sink && sink->active()) return sink->record_at(*c, m.seq);
@@ -193,7 +200,14 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
                      std::uint32_t node, std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
-  if (a.mode != Access::read && !obj.shared && node == 0) {
+  // An operation a capture recorded: its mark carries the capture's point, and becomes the
+  // capture's end point when the capture ends (capture_ended).
+  std::shared_ptr<CaptureSink> sink;
+  if (ctx.capturing()) {
+    sink = ctx.capture();
+    if (sink && !sink->active()) sink.reset();
+  }
+  if (a.mode != Access::read && !obj.shared && node == 0 && !sink) {
     // Fast path: a write over exactly one segment last written by this context alone, with no
     // readers: advance that mark in place (no allocation; nobody else holds it).
     auto it = obj.segments.find(lo);
@@ -204,7 +218,7 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
       return;
     }
   }
-  if (a.mode == Access::read && !obj.shared && node == 0) {
+  if (a.mode == Access::read && !obj.shared && node == 0 && !sink) {
     // Likewise for a read over exactly one segment whose only reader is this context's earlier
     // read: that mark moves forward (the latest read per timeline is all a segment keeps).
     auto it = obj.segments.find(lo);
@@ -219,7 +233,10 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
   }
   auto mark =
       std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
-  if (obj.shared) {
+  if (sink) {
+    mark->event = sink->record(ctx, loc);
+    captured_marks_[sink.get()].push_back(mark);
+  } else if (obj.shared) {
     mark->event = ctx.record(false, loc);
     ++stats_.events_recorded;
   }
@@ -305,6 +322,22 @@ void Tracker::end(ContextImpl& ctx, const Use& a, std::string_view what, std::so
   }
   record(ctx, obj, a, ctx.issued(), node, loc);
   ++stats_.marks;
+}
+
+void Tracker::capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
+                            const std::shared_ptr<EventImpl>& end) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = captured_marks_.find(sink);
+  if (it == captured_marks_.end()) return;
+  for (auto& weak : it->second) {
+    auto m = weak.lock();
+    if (!m) continue;
+    m->ctx = origin;
+    m->timeline = origin->timeline();
+    m->seq = end ? end->seq : 0;  // 0: complete (the host waited for the capture's streams)
+    m->event = end;
+  }
+  captured_marks_.erase(it);
 }
 
 }  // namespace sluice::detail

@@ -3,8 +3,10 @@
 
 #include "deps/tracker.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sluice::detail {
 
@@ -38,6 +40,29 @@ void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string
   std::vector<Mark*> deps;
   collect(object(id, loc), {id, mode, {}}, 0, deps, loc);
   refuse_if_captured(deps, what, loc);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId id, Access mode,
+                                                                      ByteRange range,
+                                                                      std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return out;
+  std::vector<Mark*> deps;
+  collect(it->second, {id, mode, range}, 0, deps, loc);
+  out.reserve(deps.size());
+  for (const Mark* m : deps) {
+    // A wait uses the mark's event, or one recorded then, which covers the context's later work.
+    std::uint64_t upto = m->seq;
+    if (m->event) {
+      upto = std::max(upto, m->event->seq);
+    } else if (auto c = m->ctx.lock()) {
+      upto = std::max(upto, c->issued());
+    }
+    out.emplace_back(m->timeline, upto);
+  }
+  return out;
 }
 
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
@@ -98,7 +123,10 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
   if (obj.host_readers > 0 || obj.host_writers > 0) return;  // inside an accessor
   for (auto& [start, s] : obj.segments) {
     if (!s.writer || complete(*s.writer)) continue;
-    if (s.writer->event && s.writer->event->query()) continue;
+    if (auto e = s.writer->event; e && e->capture_sink() == nullptr) {
+      if (auto real = e->captured_base()) e = std::move(real);
+      if (e->query()) continue;
+    }
     std::string writer = s.writer->node != 0 && s.writer->node <= nodes_.size()
                              ? nodes_[s.writer->node - 1].label
                              : "operation #" + std::to_string(s.writer->seq);
@@ -106,8 +134,8 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
       writer.replace(pos, 2, ", ");  // DOT line breaks in the label
     }
     throw Error(Errc::invalid_state,
-                "host access to object " + std::to_string(id) + " bytes [" + std::to_string(start) +
-                    "," + std::to_string(s.end) +
+                "host access to the " + describe(id) + ", bytes [" + std::to_string(start) + "," +
+                    std::to_string(s.end) +
                     ") outside an accessor while queued work still writes them (" + writer +
                     "); use the buffer's read()/write() accessor or synchronize first",
                 loc);

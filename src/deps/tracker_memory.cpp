@@ -1,5 +1,5 @@
 // What the dependency tracker tracks: objects, and registered memory regions that raw pointers
-// resolve to (deps/tracker.hpp).
+// resolve to, and how errors name them (deps/tracker.hpp).
 
 #include "deps/tracker.hpp"
 
@@ -7,6 +7,13 @@
 #include <utility>
 
 namespace sluice::detail {
+namespace {
+
+std::string where(std::source_location loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+}  // namespace
 
 ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
                                   const std::shared_ptr<ContextImpl>& producer,
@@ -27,8 +34,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
     --it;
     if (it->first + it->second.size > base) {
       throw Error(Errc::invalid_argument,
-                  "register_memory: the region overlaps registered object " +
-                      std::to_string(it->second.id) +
+                  "register_memory: the region overlaps the registered " + describe(it->second.id) +
                       "; use find_memory() to get the id of registered memory",
                   loc);
     }
@@ -38,6 +44,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
   Object& obj = objects_[id];
   obj.size = attr.size;
   obj.base = base;
+  obj.origin = {attr.size, attr.type, attr.device, loc};
   if (producer) {  // e.g. a stream-ordered allocation: others must wait for it
     auto m = std::make_shared<Mark>(Mark{producer, producer->timeline(), produced_at, nullptr, 0});
     obj.first_timeline = producer->timeline();
@@ -62,17 +69,61 @@ void Tracker::unregister(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
     throw Error(Errc::invalid_argument,
-                "unregister_memory: object " + std::to_string(id) + " is not registered", loc);
+                "unregister_memory: the " + describe(id) + " is not registered (any more)", loc);
   }
   if (it->second.base != 0) regions_.erase(it->second.base);
-  objects_.erase(it);
+  erase_object(it);
 }
 
-ObjectId Tracker::new_object() {
+ObjectId Tracker::new_object(std::source_location loc) {
   std::lock_guard lock(mutex_);
   const ObjectId id = next_id_++;
-  objects_[id];
+  objects_[id].origin.made = loc;
   return id;
+}
+
+namespace {
+const char* kind_name(MemoryType t) {
+  switch (t) {
+    case MemoryType::device:
+      return "device buffer";
+    case MemoryType::host:
+      return "host memory";
+    case MemoryType::pinned:
+      return "pinned host buffer";
+    case MemoryType::managed:
+      return "managed buffer";
+  }
+  return "buffer";
+}
+}  // namespace
+
+std::string Tracker::describe(ObjectId id, bool* gone) const {
+  const Origin* o = nullptr;
+  if (auto it = objects_.find(id); it != objects_.end()) {
+    o = &it->second.origin;
+  } else {
+    for (const auto& [erased, origin] : erased_) {
+      if (erased == id) o = &origin;
+    }
+    if (gone != nullptr) *gone = o != nullptr;
+  }
+  if (o == nullptr) return "tracked object #" + std::to_string(id);
+  std::string s;
+  if (o->type) {
+    s = std::string(kind_name(*o->type)) + " of " + std::to_string(o->size) + " bytes";
+    if (o->device && *o->type == MemoryType::device) s += " on " + o->device->to_string();
+  } else {
+    s = "tracked object #" + std::to_string(id);
+  }
+  if (o->made.line() != 0) s += " made at " + where(o->made);
+  return s;
+}
+
+void Tracker::erase_object(std::unordered_map<ObjectId, Object>::iterator it) {
+  erased_[erased_next_] = {it->first, it->second.origin};
+  erased_next_ = (erased_next_ + 1) % erased_.size();
+  objects_.erase(it);
 }
 
 void Tracker::resolve(const RawUse& a, AccessList& out) {
@@ -84,9 +135,8 @@ void Tracker::resolve(const RawUse& a, AccessList& out) {
   const std::size_t offset = p - it->first;
   if (a.bytes > it->second.size - offset) {
     throw Error(Errc::invalid_argument, std::to_string(a.bytes) + " bytes at offset " +
-                                            std::to_string(offset) + " overrun object " +
-                                            std::to_string(it->second.id) + " of " +
-                                            std::to_string(it->second.size) + " bytes");
+                                            std::to_string(offset) + " overrun the " +
+                                            describe(it->second.id));
   }
   out.add(it->second.id, {offset, a.bytes}, a.mode);
 }

@@ -3,6 +3,7 @@
 
 #include "deps/tracker.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace sluice::detail {
@@ -71,7 +72,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
     if (!deps.empty() && target->timeline() != home->timeline()) ++stats_.deferred_releases;
     wait_all(*target, deps, 0, std::source_location::current());
     if (it->second.base != 0) regions_.erase(it->second.base);
-    objects_.erase(it);
+    erase_object(it);
     lock.unlock();
     release(*target);
   } catch (...) {
@@ -82,7 +83,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
       std::lock_guard relock(mutex_);
       if (auto it = objects_.find(id); it != objects_.end()) {
         if (it->second.base != 0) regions_.erase(it->second.base);
-        objects_.erase(it);
+        erase_object(it);
       }
     }
     try {

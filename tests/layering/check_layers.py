@@ -44,7 +44,7 @@ PUBLIC = {
     "graph.hpp": "graph",
     "dataflow.hpp": "dataflow", "dataflow_cuda.cuh": "dataflow",
     "la.hpp": "la", "ext/la_kernels.hpp": "la",
-    "lazy.hpp": "lazy",
+    "lazy.hpp": "lazy", "ext/lazy_kernels.hpp": "lazy",
     "dist.hpp": "dist",
     "sluice.hpp": "dist",  # the umbrella header includes everything
 }

@@ -26,6 +26,12 @@ void task_wait_for(benchmark::State& state, const Device& device);
 void wait_for_redundant(benchmark::State& state, const Device& device);
 void context_create_destroy(benchmark::State& state, const Device& device);
 void buffer_alloc_free(benchmark::State& state, const Device& device);
+// An empty host task issued as Context::host_task issues it, with the observer hook's check as
+// the library compiles it, with the check compiled out, and with a do-nothing observer installed
+// (observer_hook.hpp): what the hook costs when off, and when on.
+void enqueue_hook_checked(benchmark::State& state, const Device& device);
+void enqueue_hook_compiled_out(benchmark::State& state, const Device& device);
+void enqueue_hook_observed(benchmark::State& state, const Device& device);
 
 // Raw host baselines: a std::function queue (mutex + deque + condition variable) drained by one
 // worker thread, the smallest thing that offers an ordered asynchronous queue.

@@ -32,6 +32,9 @@ const std::vector<Entry>& entries() {
       {"wait_for_redundant", b::wait_for_redundant, nullptr},
       {"context_create_destroy", b::context_create_destroy, b::raw_queue_create_destroy},
       {"buffer_alloc_free_4KiB", b::buffer_alloc_free, b::raw_alloc_free},
+      {"enqueue_hook_checked", b::enqueue_hook_checked, nullptr},
+      {"enqueue_hook_compiled_out", b::enqueue_hook_compiled_out, nullptr},
+      {"enqueue_hook_observed", b::enqueue_hook_observed, nullptr},
   };
   return all;
 }

@@ -2,7 +2,7 @@
 // the blocks' partials that follows each of the cooperative CG block kernel's two barriers per
 // iteration; and the small CG kernel's step end in one thread block or one thread-block cluster
 // (block or cluster barrier, unit sums published through distributed shared memory, warp 0's
-// total and a scalar read by every thread). See docs/la.md, the cuda item of "Backends". Manual
+// total and a scalar read by every thread). See docs/bench/la.md, the cuda item of "Backends". Manual
 // time: the kernel's; the counters us_per_barrier / us_per_step_end divide it by their count.
 
 #include <benchmark/benchmark.h>

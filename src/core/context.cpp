@@ -122,7 +122,7 @@ ContextImpl::~ContextImpl() {
   } catch (const std::exception& e) {
     lost = e.what();
   }
-  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
+  if (observers_installed()) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     lost = WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load()).what();
   }
@@ -233,7 +233,7 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
     if (event->failures && event->failures->may_fail()) failures_->set_may_fail();
     s.wait(event, op);
     issued = true;
-    if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_wait(*this, op.seq, *event);
+    if (observers_installed()) observed_wait(*this, op.seq, *event);
     if (it != clock_.end()) {
       it->second = event->seq;
     } else if (event->timeline != 0) {
@@ -258,7 +258,7 @@ void ContextImpl::note_completed(std::uint64_t seq) noexcept {
 }
 
 void ContextImpl::throw_failure() {
-  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
+  if (observers_installed()) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
   }

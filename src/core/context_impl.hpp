@@ -111,6 +111,10 @@ void set_host_tasks_note_completion(bool on) noexcept;
 class ContextImpl;
 /// Observers installed (sluice/observe.hpp); enqueue_eager checks it before anything else.
 extern std::atomic<int> g_observer_count;
+/// True while observers are installed: one relaxed load.
+inline bool observers_installed() noexcept {
+  return g_observer_count.load(std::memory_order_relaxed) != 0;
+}
 /// enqueue_eager's path while observers are installed: calls them around `run(state)`.
 void observed_enqueue(ContextImpl& ctx, Stream& stream, const OpInfo& op, void (*run)(void*),
                       void* state);
@@ -180,13 +184,15 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
     auto op = next_op(what, loc);
     IssuingScope scope(this, nullptr);
-    if (g_observer_count.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+#ifndef SLUICE_BENCH_NO_OBSERVER_HOOK  // only bench/core's A/B of this check compiles it out
+    if (observers_installed()) [[unlikely]] {
       auto run = [&] { f(*stream_, op); };
       observed_enqueue(
           *this, *stream_, op, [](void* p) { (*static_cast<decltype(run)*>(p))(); }, &run);
-    } else {
-      f(*stream_, op);
+      return op.seq;
     }
+#endif
+    f(*stream_, op);
     return op.seq;
   }
 
@@ -242,22 +248,42 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   void note_capture_uses(std::span<const Use> accesses);
   /// The accesses noted since the last captured operation (mutex_ held by the caller), until
   /// `clear_capture_uses` (which keeps the storage for the next operation).
-  [[nodiscard]] std::span<const Use> capture_uses() const noexcept { return capture_uses_; }
-  void clear_capture_uses() noexcept { capture_uses_.clear(); }
+  [[nodiscard]] std::span<const Use> capture_uses() const noexcept {
+    return capture_uses_;
+  }
+  void clear_capture_uses() noexcept {
+    capture_uses_.clear();
+  }
   /// Releases device memory in stream order. Never throws.
   void deallocate(void* ptr, std::size_t bytes) noexcept;
   /// Throws the carried failure once (used after the context drained).
   void throw_failure();
 
-  [[nodiscard]] Stream& stream() noexcept { return *stream_; }
-  [[nodiscard]] Backend& backend() noexcept { return *backend_; }
-  [[nodiscard]] const std::shared_ptr<Backend>& shared_backend() const noexcept { return backend_; }
-  [[nodiscard]] const std::shared_ptr<FailureState>& failures() const noexcept { return failures_; }
-  [[nodiscard]] const Device& device() const noexcept { return device_; }
-  [[nodiscard]] StreamKind kind() const noexcept { return kind_; }
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] Stream& stream() noexcept {
+    return *stream_;
+  }
+  [[nodiscard]] Backend& backend() noexcept {
+    return *backend_;
+  }
+  [[nodiscard]] const std::shared_ptr<Backend>& shared_backend() const noexcept {
+    return backend_;
+  }
+  [[nodiscard]] const std::shared_ptr<FailureState>& failures() const noexcept {
+    return failures_;
+  }
+  [[nodiscard]] const Device& device() const noexcept {
+    return device_;
+  }
+  [[nodiscard]] StreamKind kind() const noexcept {
+    return kind_;
+  }
+  [[nodiscard]] const std::string& name() const noexcept {
+    return name_;
+  }
   /// Unique id of this context's sequence of operations (never reused).
-  [[nodiscard]] std::uint64_t timeline() const noexcept { return timeline_; }
+  [[nodiscard]] std::uint64_t timeline() const noexcept {
+    return timeline_;
+  }
   /// Number of the last operation issued.
   [[nodiscard]] std::uint64_t issued() const noexcept {
     return seq_.load(std::memory_order_acquire);

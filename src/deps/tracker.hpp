@@ -2,6 +2,9 @@
 // The dependency tracker: per tracked object, an interval map from byte ranges to the last writer
 // and the readers since, and the waits that follow from it (DESIGN.md, "Keeping the tracker
 // cheap"). One mutex guards all state; lock order is tracker, then context.
+// Defined in tracker.cpp (ordering device work), tracker_memory.cpp (objects and registered
+// regions), tracker_host.cpp (host waits and accessors), tracker_retire.cpp (stream-ordered
+// release) and tracker_debug.cpp (the debug graph and counters).
 
 #include <array>
 #include <atomic>

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "sluice/detail/la_format.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 #if defined(__CUDACC__)
 #define SLUICE_HD __host__ __device__ __forceinline__
@@ -18,7 +18,7 @@
 #define SLUICE_HD inline
 #endif
 
-namespace sluice::la_math {
+namespace sluice::detail::la_math {
 
 /// Sums a kernel may produce (the most any operation needs).
 inline constexpr int kMaxSums = 3;
@@ -47,9 +47,13 @@ SLUICE_HD Combine combine_of(LaReduceOp op) {
       return Combine::max;
     case LaReduceOp::min:
       return Combine::min;
-    default:
+    case LaReduceOp::dot:
+    case LaReduceOp::norm1:
+    case LaReduceOp::norm2:
+    case LaReduceOp::sum:
       return Combine::sum;
   }
+  return Combine::sum;
 }
 
 SLUICE_HD double infinity() {
@@ -61,7 +65,15 @@ SLUICE_HD double infinity() {
 }
 
 SLUICE_HD double identity_of(Combine c) {
-  return c == Combine::max ? -infinity() : c == Combine::min ? infinity() : 0.0;
+  switch (c) {
+    case Combine::max:
+      return -infinity();
+    case Combine::min:
+      return infinity();
+    case Combine::sum:
+      return 0.0;
+  }
+  return 0.0;
 }
 
 SLUICE_HD double combine(Combine c, double a, double b) {
@@ -70,9 +82,10 @@ SLUICE_HD double combine(Combine c, double a, double b) {
       return a < b ? b : a;
     case Combine::min:
       return b < a ? b : a;
-    default:
+    case Combine::sum:
       return a + b;
   }
+  return a + b;
 }
 
 /// One element's contribution to a reduction.
@@ -86,9 +99,12 @@ SLUICE_HD double reduce_elem(const LaReduceArgs& a, std::size_t i) {
       return a.x[i] * a.x[i];
     case LaReduceOp::norminf:
       return abs(a.x[i]);
-    default:
+    case LaReduceOp::sum:
+    case LaReduceOp::max:
+    case LaReduceOp::min:
       return a.x[i];
   }
+  return a.x[i];
 }
 
 /// The reduction's result from the combined contributions.
@@ -298,9 +314,12 @@ SLUICE_HD constexpr int fused_sums(LaFusedOp op) {
       return 2;
     case LaFusedOp::tf_dx:
       return 1;
-    default:
+    case LaFusedOp::tf_qt:
+    case LaFusedOp::tf_uqp:
+    case LaFusedOp::unwind:
       return 0;
   }
+  return 0;
 }
 
 SLUICE_HD int matvec_sums(LaEpilogue e) {
@@ -432,4 +451,4 @@ inline decltype(auto) with_stencil_kind(LaStencilKind kind, Fn&& fn) {
   return with_value<K::d2p5, K::d2p9, K::d3p7, K::d3p27>(kind, static_cast<Fn&&>(fn));
 }
 
-}  // namespace sluice::la_math
+}  // namespace sluice::detail::la_math

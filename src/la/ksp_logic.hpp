@@ -12,9 +12,9 @@
 #include <cstdint>
 
 #include "la/kernel_math.hpp"
-#include "sluice/detail/la_format.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
-namespace sluice {
+namespace sluice::detail {
 
 /// One solve's scalars and progress. Trivially copyable: it travels between host and device.
 struct LaKspState {
@@ -313,4 +313,4 @@ SLUICE_HD int tf_steps(const LaKspState* st, int fallback) {
 }
 
 }  // namespace ksp_logic
-}  // namespace sluice
+}  // namespace sluice::detail

@@ -19,26 +19,26 @@ void LaKernels::register_builtins() {
   register_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
 }
 
-void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
+void LaKernels::cg_block(Stream& stream, const detail::LaCgBlockArgs& args, const OpInfo& op) {
   if (args.initial != nullptr) {
     set_state(stream, args.direction.sums.state, *args.initial, op);
     fused(stream, args.init, op);
   }
-  LaMatvecArgs direction;
-  LaFusedArgs update;
+  detail::LaMatvecArgs direction;
+  detail::LaFusedArgs update;
   for (std::int32_t k = 0; k < args.iterations; ++k) {
-    cg_block_step(args, k, direction, update);
+    detail::cg_block_step(args, k, direction, update);
     matvec(stream, direction, op);
     fused(stream, update, op);
   }
   if (args.running != nullptr) {
     running(stream, args.direction.sums.state, args.running, args.mirror, op);
   } else if (args.mirror != nullptr) {
-    stream.copy(args.mirror, args.direction.sums.state, sizeof(LaKspState), op);
+    stream.copy(args.mirror, args.direction.sums.state, sizeof(detail::LaKspState), op);
   }
 }
 
-void LaKernels::tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) {
+void LaKernels::tf_block(Stream& stream, const detail::LaTfBlockArgs& args, const OpInfo& op) {
   for (std::int32_t k = 0; k < args.iterations; ++k) {
     fused(stream, args.qt, op);
     matvec(stream, args.residual, op);
@@ -49,7 +49,7 @@ void LaKernels::tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo
   if (args.running != nullptr) {
     running(stream, args.v.sums.state, args.running, args.mirror, op);
   } else if (args.mirror != nullptr) {
-    stream.copy(args.mirror, args.v.sums.state, sizeof(LaKspState), op);
+    stream.copy(args.mirror, args.v.sums.state, sizeof(detail::LaKspState), op);
   }
 }
 

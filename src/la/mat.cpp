@@ -16,6 +16,10 @@ namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
+using detail::LaEpilogue;
+using detail::LaMatvecArgs;
+using detail::LaOperator;
+using detail::LaStencilKind;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
@@ -38,15 +42,16 @@ const Mat::Impl& impl_of(const Mat& A, std::string_view what, std::source_locati
 
 LaStencilKind la_kind(Stencil s) {
   switch (s) {
+    case Stencil::d2p5:
+      return LaStencilKind::d2p5;
     case Stencil::d2p9:
       return LaStencilKind::d2p9;
     case Stencil::d3p7:
       return LaStencilKind::d3p7;
     case Stencil::d3p27:
       return LaStencilKind::d3p27;
-    default:
-      return LaStencilKind::d2p5;
   }
+  return LaStencilKind::d2p5;
 }
 
 /// The neighbour offsets of a stencil (the centre excluded).

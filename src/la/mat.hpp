@@ -17,13 +17,13 @@ struct Mat::Impl {
   std::int64_t rows = 0, cols = 0, nnz = 0;
   bool is_stencil = false;
   Stencil kind = Stencil::d2p5;
-  LaStencil stencil;
+  detail::LaStencil stencil;
   DeviceBuffer<std::int32_t> row_ptr, col;
   DeviceBuffer<double> val;
   std::shared_ptr<void> prepared;  // the backend's data for this matrix (LaKernels::prepare)
 
   /// The operator for a kernel, its arrays marked as read in `acc`.
-  [[nodiscard]] LaOperator op(detail::AccessList& acc) const;
+  [[nodiscard]] detail::LaOperator op(detail::AccessList& acc) const;
 };
 
 }  // namespace la

@@ -124,6 +124,11 @@ namespace la {
 
 using detail::AccessList;
 using detail::issue_tracked;
+using detail::LaReduceArgs;
+using detail::LaReduceOp;
+using detail::LaScalar;
+using detail::LaVecArgs;
+using detail::LaVecOp;
 using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
@@ -281,11 +286,12 @@ LaReduceOp norm_op(NormType t) {
   switch (t) {
     case NormType::one:
       return LaReduceOp::norm1;
+    case NormType::two:
+      return LaReduceOp::norm2;
     case NormType::infinity:
       return LaReduceOp::norminf;
-    default:
-      return LaReduceOp::norm2;
   }
+  return LaReduceOp::norm2;
 }
 
 }  // namespace

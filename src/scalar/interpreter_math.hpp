@@ -18,7 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "sluice/detail/scalar_format.hpp"
+#include "sluice/ext/scalar_kernels.hpp"
 
 #if defined(__CUDACC__)
 #define SLUICE_SCALAR_HD __host__ __device__ __forceinline__
@@ -26,11 +26,42 @@
 #define SLUICE_SCALAR_HD inline
 #endif
 
-namespace sluice::scalar_math {
+namespace sluice::detail::scalar_math {
 
-/// The operations of one operand (convert ... imag); the others but load and constant take two.
+/// The operations of one operand; the others but load and constant take two.
 SLUICE_SCALAR_HD constexpr bool is_unary(ScalarOp op) {
-  return op >= ScalarOp::convert && op <= ScalarOp::imag;
+  switch (op) {
+    case ScalarOp::convert:
+    case ScalarOp::neg:
+    case ScalarOp::abs:
+    case ScalarOp::sqrt:
+    case ScalarOp::exp:
+    case ScalarOp::log:
+    case ScalarOp::sin:
+    case ScalarOp::cos:
+    case ScalarOp::tan:
+    case ScalarOp::conj:
+    case ScalarOp::real:
+    case ScalarOp::imag:
+      return true;
+    case ScalarOp::load:
+    case ScalarOp::constant:
+    case ScalarOp::add:
+    case ScalarOp::sub:
+    case ScalarOp::mul:
+    case ScalarOp::div:
+    case ScalarOp::pow:
+    case ScalarOp::min:
+    case ScalarOp::max:
+    case ScalarOp::eq:
+    case ScalarOp::ne:
+    case ScalarOp::lt:
+    case ScalarOp::le:
+    case ScalarOp::gt:
+    case ScalarOp::ge:
+      return false;
+  }
+  return false;
 }
 
 template <class T>
@@ -160,8 +191,13 @@ SLUICE_SCALAR_HD real_t<T> imag_part(const T& x) {
   }
 }
 
+// The switches below name every operation, so that a new one fails to compile (-Wswitch) until
+// each interpreter says what it computes. What an operation does not define for its operand
+// types is a zero value (the builder never emits it).
+
 template <class M, class T>
 SLUICE_SCALAR_HD ScalarValue unary(const ScalarInstr& in, const T& x) {
+  constexpr bool integral = std::is_integral_v<T>;
   switch (in.op) {
     case ScalarOp::convert:
       return convert<M>(in.kind, x);
@@ -173,31 +209,66 @@ SLUICE_SCALAR_HD ScalarValue unary(const ScalarInstr& in, const T& x) {
       return put(real_part(x));
     case ScalarOp::imag:
       return put(imag_part(x));
-    default:
+    case ScalarOp::abs:  // of a complex value, its modulus
+      if constexpr (integral) {
+        return put(x < 0 ? negate(x) : x);
+      } else {
+        return put(M::abs(x));
+      }
+    case ScalarOp::sqrt:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::sqrt(x));
+      }
+    case ScalarOp::exp:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::exp(x));
+      }
+    case ScalarOp::log:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::log(x));
+      }
+    case ScalarOp::sin:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::sin(x));
+      }
+    case ScalarOp::cos:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::cos(x));
+      }
+    case ScalarOp::tan:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::tan(x));
+      }
+    case ScalarOp::load:  // not unary
+    case ScalarOp::constant:
+    case ScalarOp::add:
+    case ScalarOp::sub:
+    case ScalarOp::mul:
+    case ScalarOp::div:
+    case ScalarOp::pow:
+    case ScalarOp::min:
+    case ScalarOp::max:
+    case ScalarOp::eq:
+    case ScalarOp::ne:
+    case ScalarOp::lt:
+    case ScalarOp::le:
+    case ScalarOp::gt:
+    case ScalarOp::ge:
       break;
   }
-  if constexpr (std::is_integral_v<T>) {
-    return in.op == ScalarOp::abs ? put(x < 0 ? negate(x) : x) : ScalarValue{};
-  } else {
-    switch (in.op) {
-      case ScalarOp::abs:
-        return put(M::abs(x));  // of a complex value, its modulus
-      case ScalarOp::sqrt:
-        return put(M::sqrt(x));
-      case ScalarOp::exp:
-        return put(M::exp(x));
-      case ScalarOp::log:
-        return put(M::log(x));
-      case ScalarOp::sin:
-        return put(M::sin(x));
-      case ScalarOp::cos:
-        return put(M::cos(x));
-      case ScalarOp::tan:
-        return put(M::tan(x));
-      default:
-        return ScalarValue{};
-    }
-  }
+  return ScalarValue{};
 }
 
 /// a == b as std::complex compares: a complex value equals a real one whose imaginary part is 0.
@@ -214,79 +285,115 @@ SLUICE_SCALAR_HD bool equal(const A& a, const B& b) {
   }
 }
 
-/// Wrapping arithmetic; x / 0 is 0 and MIN / -1 is MIN.
+/// The unsigned type of an integer, whose arithmetic wraps.
 template <class T>
-SLUICE_SCALAR_HD ScalarValue integer_arithmetic(ScalarOp op, T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-  switch (op) {
-    case ScalarOp::add:
-      return put(static_cast<T>(ua + ub));
-    case ScalarOp::sub:
-      return put(static_cast<T>(ua - ub));
-    case ScalarOp::mul:
-      return put(static_cast<T>(ua * ub));
-    case ScalarOp::div:
-      if (b == 0) return put(T(0));
-      if (b == T(-1)) return put(negate(a));  // wraps for MIN / -1
-      return put(static_cast<T>(a / b));
-    default:
-      return ScalarValue{};
-  }
+SLUICE_SCALAR_HD std::make_unsigned_t<T> wrapping(T x) {
+  return static_cast<std::make_unsigned_t<T>>(x);
 }
 
-// A and B form a pair_v.
+/// Integer division: x / 0 is 0 and MIN / -1 is MIN.
+template <class T>
+SLUICE_SCALAR_HD T integer_divide(T a, T b) {
+  if (b == 0) return T(0);
+  if (b == T(-1)) return negate(a);  // wraps for MIN / -1
+  return static_cast<T>(a / b);
+}
+
+// A and B form a pair_v; when neither is complex they are one type.
 template <class M, class A, class B>
 SLUICE_SCALAR_HD ScalarValue binary(ScalarOp op, const A& a, const B& b) {
+  constexpr bool integral = std::is_integral_v<A>;
+  constexpr bool ordered = !is_complex_v<A> && !is_complex_v<B>;
   switch (op) {
     case ScalarOp::eq:
       return boolean(equal(a, b));
     case ScalarOp::ne:
       return boolean(!equal(a, b));
-    default:
+    case ScalarOp::lt:
+      if constexpr (ordered) {
+        return boolean(a < b);
+      } else {
+        break;
+      }
+    case ScalarOp::le:
+      if constexpr (ordered) {
+        return boolean(a <= b);
+      } else {
+        break;
+      }
+    case ScalarOp::gt:
+      if constexpr (ordered) {
+        return boolean(a > b);
+      } else {
+        break;
+      }
+    case ScalarOp::ge:
+      if constexpr (ordered) {
+        return boolean(a >= b);
+      } else {
+        break;
+      }
+    case ScalarOp::min:
+      if constexpr (ordered) {
+        return put(b < a ? b : a);
+      } else {
+        break;
+      }
+    case ScalarOp::max:
+      if constexpr (ordered) {
+        return put(a < b ? b : a);
+      } else {
+        break;
+      }
+    case ScalarOp::add:
+      if constexpr (integral) {
+        return put(static_cast<A>(wrapping(a) + wrapping(b)));
+      } else {
+        return put(M::add(a, b));
+      }
+    case ScalarOp::sub:
+      if constexpr (integral) {
+        return put(static_cast<A>(wrapping(a) - wrapping(b)));
+      } else {
+        return put(M::sub(a, b));
+      }
+    case ScalarOp::mul:
+      if constexpr (integral) {
+        return put(static_cast<A>(wrapping(a) * wrapping(b)));
+      } else {
+        return put(M::mul(a, b));
+      }
+    case ScalarOp::div:
+      if constexpr (integral) {
+        return put(integer_divide(a, b));
+      } else {
+        return put(M::div(a, b));
+      }
+    case ScalarOp::pow:
+      if constexpr (integral) {
+        break;
+      } else {
+        return put(M::pow(a, b));
+      }
+    case ScalarOp::load:  // not binary
+    case ScalarOp::constant:
+    case ScalarOp::convert:
+    case ScalarOp::neg:
+    case ScalarOp::abs:
+    case ScalarOp::sqrt:
+    case ScalarOp::exp:
+    case ScalarOp::log:
+    case ScalarOp::sin:
+    case ScalarOp::cos:
+    case ScalarOp::tan:
+    case ScalarOp::conj:
+    case ScalarOp::real:
+    case ScalarOp::imag:
       break;
   }
-  if constexpr (!is_complex_v<A> && !is_complex_v<B>) {  // then A and B are one type
-    switch (op) {
-      case ScalarOp::lt:
-        return boolean(a < b);
-      case ScalarOp::le:
-        return boolean(a <= b);
-      case ScalarOp::gt:
-        return boolean(a > b);
-      case ScalarOp::ge:
-        return boolean(a >= b);
-      case ScalarOp::min:
-        return put(b < a ? b : a);
-      case ScalarOp::max:
-        return put(a < b ? b : a);
-      default:
-        break;
-    }
-  }
-  if constexpr (std::is_integral_v<A>) {
-    return integer_arithmetic(op, a, b);
-  } else {
-    switch (op) {
-      case ScalarOp::add:
-        return put(M::add(a, b));
-      case ScalarOp::sub:
-        return put(M::sub(a, b));
-      case ScalarOp::mul:
-        return put(M::mul(a, b));
-      case ScalarOp::div:
-        return put(M::div(a, b));
-      case ScalarOp::pow:
-        return put(M::pow(a, b));
-      default:
-        return ScalarValue{};
-    }
-  }
+  return ScalarValue{};
 }
 
-/// The result of instruction `in` applied to operand values `a` and `b` (`b` is ignored by unary
-/// operations). Load and constant read no operands: they give a zero value, as does an operand
-/// kind or pair the compiler never emits.
 template <class M>
 SLUICE_SCALAR_HD ScalarValue apply(const ScalarInstr& in, const ScalarValue& a,
                                    const ScalarValue& b) {
@@ -309,4 +416,4 @@ SLUICE_SCALAR_HD ScalarValue apply(const ScalarInstr& in, const ScalarValue& a,
   });
 }
 
-}  // namespace sluice::scalar_math
+}  // namespace sluice::detail::scalar_math

@@ -228,29 +228,105 @@ const ExpressionInfo& scalar_info(const ProgramPtr& program) {
   return program ? program->info : empty;
 }
 
+namespace {
+
+// Switches that name every enumerator: a new one fails to compile (-Wswitch) until it has a name.
+const char* op_name(ScalarOp op) noexcept {
+  switch (op) {
+    case ScalarOp::load:
+      return "load";
+    case ScalarOp::constant:
+      return "const";
+    case ScalarOp::convert:
+      return "convert";
+    case ScalarOp::neg:
+      return "neg";
+    case ScalarOp::abs:
+      return "abs";
+    case ScalarOp::sqrt:
+      return "sqrt";
+    case ScalarOp::exp:
+      return "exp";
+    case ScalarOp::log:
+      return "log";
+    case ScalarOp::sin:
+      return "sin";
+    case ScalarOp::cos:
+      return "cos";
+    case ScalarOp::tan:
+      return "tan";
+    case ScalarOp::conj:
+      return "conj";
+    case ScalarOp::real:
+      return "real";
+    case ScalarOp::imag:
+      return "imag";
+    case ScalarOp::add:
+      return "add";
+    case ScalarOp::sub:
+      return "sub";
+    case ScalarOp::mul:
+      return "mul";
+    case ScalarOp::div:
+      return "div";
+    case ScalarOp::pow:
+      return "pow";
+    case ScalarOp::min:
+      return "min";
+    case ScalarOp::max:
+      return "max";
+    case ScalarOp::eq:
+      return "eq";
+    case ScalarOp::ne:
+      return "ne";
+    case ScalarOp::lt:
+      return "lt";
+    case ScalarOp::le:
+      return "le";
+    case ScalarOp::gt:
+      return "gt";
+    case ScalarOp::ge:
+      return "ge";
+  }
+  return "?";
+}
+
+const char* kind_name(ScalarKind kind) noexcept {
+  switch (kind) {
+    case ScalarKind::i32:
+      return "i32";
+    case ScalarKind::i64:
+      return "i64";
+    case ScalarKind::f32:
+      return "f32";
+    case ScalarKind::f64:
+      return "f64";
+    case ScalarKind::c32:
+      return "c32";
+    case ScalarKind::c64:
+      return "c64";
+  }
+  return "?";
+}
+
+}  // namespace
+
 std::string scalar_disassemble(const ProgramPtr& program) {
-  static constexpr const char* ops[] = {"load", "const", "convert", "neg", "abs",  "sqrt", "exp",
-                                        "log",  "sin",   "cos",     "tan", "conj", "real", "imag",
-                                        "add",  "sub",   "mul",     "div", "pow",  "min",  "max",
-                                        "eq",   "ne",    "lt",      "le",  "gt",   "ge"};
-  static constexpr const char* kinds[] = {"i32", "i64", "f32", "f64", "c32", "c64"};
   if (!program) return "(empty)\n";
   std::string out;
   for (std::size_t i = 0; i < program->code.size(); ++i) {
     const ScalarInstr& in = program->code[i];
-    out += "%" + std::to_string(i) + " = " + ops[static_cast<int>(in.op)] + " " +
-           kinds[static_cast<int>(in.kind)] + " ";
+    out += "%" + std::to_string(i) + " = " + op_name(in.op) + " " + kind_name(in.kind) + " ";
     if (in.op == ScalarOp::load) {
       out += "in" + std::to_string(in.a);
     } else if (in.op == ScalarOp::constant) {
       out += "#" + std::to_string(in.a);
     } else if (scalar_math::is_unary(in.op)) {
-      out += std::string(kinds[static_cast<int>(in.ka)]) + " %" + std::to_string(in.a);
+      out += std::string(kind_name(in.ka)) + " %" + std::to_string(in.a);
     } else {
       out += "%" + std::to_string(in.a) + ", %" + std::to_string(in.b);
       if (in.ka != in.kb) {
-        out += " (" + std::string(kinds[static_cast<int>(in.ka)]) + ", " +
-               kinds[static_cast<int>(in.kb)] + ")";
+        out += " (" + std::string(kind_name(in.ka)) + ", " + kind_name(in.kb) + ")";
       }
     }
     out += "\n";

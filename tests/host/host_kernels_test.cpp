@@ -16,7 +16,9 @@
 namespace sluice::test {
 namespace {
 
-namespace m = la_math;
+namespace m = detail::la_math;
+using detail::LaFusedArgs;
+using detail::LaFusedOp;
 namespace h = detail::host;
 
 std::vector<h::HostIsa> isas() {

@@ -17,7 +17,11 @@
 namespace sluice::test {
 namespace {
 
-namespace m = la_math;
+namespace m = detail::la_math;
+using detail::LaEpilogue;
+using detail::LaMatvecArgs;
+using detail::LaStencil;
+using detail::LaStencilKind;
 
 /// Row by row through MatvecInput and stencil_row, the sum in the host's lanes (row k of the
 /// chunk [lo, hi) in lane k % 4; lanes.hpp).

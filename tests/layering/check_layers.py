@@ -29,7 +29,8 @@ RANK = {
     "dist": 9,
 }
 
-# Public headers of include/sluice/ by layer (dataflow/ is the dataflow layer's folder).
+# Public headers of include/sluice/ by layer (dataflow/ and scalar/ are their layers' folders;
+# private ones, detail/<layer>_*.hpp, belong to the layer their name starts with).
 PUBLIC = {
     "error.hpp": "contract", "platform.hpp": "contract", "backend.hpp": "contract",
     "host.hpp": "contract", "ext/plugin.hpp": "contract", "ext/graph_ir.hpp": "contract",
@@ -39,12 +40,12 @@ PUBLIC = {
     "extension.hpp": "core", "observe.hpp": "core",
     "deps.hpp": "deps",
     "memory.hpp": "memory", "ext/fill.hpp": "memory",
-    "scalar.hpp": "scalar", "detail/scalar_format.hpp": "scalar", "ext/scalar_kernels.hpp": "scalar",
+    "scalar.hpp": "scalar", "ext/scalar_kernels.hpp": "scalar",
     "kernel.hpp": "kernel", "canned.hpp": "kernel", "blas.hpp": "kernel", "rng.hpp": "kernel",
     "fft.hpp": "kernel", "ext/canned.hpp": "kernel", "ext/kernel_loader.hpp": "kernel",
     "graph.hpp": "graph",
     "dataflow.hpp": "dataflow", "dataflow_cuda.cuh": "dataflow",
-    "la.hpp": "la", "detail/la_format.hpp": "la", "ext/la_kernels.hpp": "la",
+    "la.hpp": "la", "ext/la_kernels.hpp": "la",
     "lazy.hpp": "lazy", "ext/lazy_kernels.hpp": "lazy",
     "dist.hpp": "dist",
     "sluice.hpp": "dist",  # the umbrella header includes everything
@@ -69,9 +70,12 @@ def public_layer(rel):
     """Layer of a header under include/sluice/, given relative to it."""
     if rel in PUBLIC:
         return PUBLIC[rel]
-    first = rel.split("/", 1)[0]
-    if first in ("dataflow",):
-        return "dataflow"
+    first, _, rest = rel.partition("/")
+    if first in ("dataflow", "scalar"):
+        return first
+    if first == "detail":
+        layer = rest.split("_", 1)[0]
+        return layer if layer in RANK else None
     return None
 
 

@@ -8,10 +8,17 @@
 /// Every pointer here is a device address (pinned host memory where a comment says so); the
 /// kernels never dereference one on the issuing thread.
 
+// Private: only sluice's public headers include this file (they define
+// SLUICE_IMPL_PUBLIC_INCLUDE around the include, as Kokkos does for its internals).
+#ifndef SLUICE_IMPL_PUBLIC_INCLUDE
+#error \
+    "sluice/detail/la_format.hpp is internal to sluice and may change without notice: include <sluice/ext/la_kernels.hpp> (backend authors) instead"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 
-namespace sluice {
+namespace sluice::detail {
 
 /// A scalar operand of a kernel: `factor * (num ? *num : value) / (den ? *den : 1)`, evaluated
 /// by the kernel when it runs. A host value travels inside the launch; a device value (a
@@ -243,4 +250,4 @@ inline void cg_block_step(const LaCgBlockArgs& a, std::int32_t k, LaMatvecArgs& 
   update.p = direction.x_out;
 }
 
-}  // namespace sluice
+}  // namespace sluice::detail

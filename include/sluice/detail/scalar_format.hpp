@@ -7,10 +7,17 @@
 ///
 /// Plain C++17 with no dependency on the rest of sluice, so that nvcc compiles it in any mode.
 
+// Private: only sluice's public headers include this file (they define
+// SLUICE_IMPL_PUBLIC_INCLUDE around the include, as Kokkos does for its internals).
+#ifndef SLUICE_IMPL_PUBLIC_INCLUDE
+#error \
+    "sluice/detail/scalar_format.hpp is internal to sluice and may change without notice: include <sluice/scalar.hpp>, or <sluice/ext/scalar_kernels.hpp> (backend authors) instead"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 
-namespace sluice {
+namespace sluice::detail {
 
 /// The value types of the interpreter.
 enum class ScalarKind : std::uint8_t {
@@ -100,4 +107,4 @@ inline constexpr std::uint32_t kScalarMaxInstructions = 128;
 inline constexpr std::uint32_t kScalarMaxConstants = 64;
 inline constexpr std::uint32_t kScalarMaxInputs = 32;
 
-}  // namespace sluice
+}  // namespace sluice::detail

@@ -8,7 +8,16 @@
 #include <string_view>
 
 #include "sluice/backend.hpp"
+
+#ifndef SLUICE_IMPL_PUBLIC_INCLUDE
+#define SLUICE_IMPL_PUBLIC_INCLUDE
+#define SLUICE_IMPL_PUBLIC_INCLUDE_NOTDEFINED_SCALAR_KERNELS
+#endif
 #include "sluice/detail/scalar_format.hpp"
+#ifdef SLUICE_IMPL_PUBLIC_INCLUDE_NOTDEFINED_SCALAR_KERNELS
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
+#undef SLUICE_IMPL_PUBLIC_INCLUDE_NOTDEFINED_SCALAR_KERNELS
+#endif
 
 namespace sluice {
 
@@ -16,9 +25,9 @@ namespace sluice {
 /// the device addresses of its inputs, and where its result goes (a value of the last
 /// instruction's kind).
 struct ScalarProgramView {
-  const ScalarInstr* code = nullptr;  ///< owned by `keep_alive`
+  const detail::ScalarInstr* code = nullptr;  ///< owned by `keep_alive`
   std::uint32_t size = 0;
-  const ScalarValue* constants = nullptr;  ///< owned by `keep_alive`
+  const detail::ScalarValue* constants = nullptr;  ///< owned by `keep_alive`
   std::uint32_t constant_count = 0;
   void* const* inputs = nullptr;  ///< valid during `ScalarKernels::run` only: copy what you keep
   std::uint32_t input_count = 0;

@@ -159,9 +159,10 @@ PointerInfo classify(const void* p) {
       return {MemoryKind::device, a.device};
     case cudaMemoryTypeHost:
       return {MemoryKind::pinned, -1};
-    default:
+    case cudaMemoryTypeUnregistered:
       return {};
   }
+  return {};
 }
 
 void prepare_peer_copy(int dst_device, int src_device) {

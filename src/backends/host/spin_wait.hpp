@@ -4,7 +4,7 @@
 // sleep and wake-up takes several (tens on a virtual machine, whose idle vCPU must be woken by
 // the hypervisor). The la layer hands every kernel to a context's worker and from there to the
 // pool, and sync solves wait for each reduction, so these hand-offs set the speed of small
-// solves (docs/la.md, "host"). The spin is bounded so that a waiter whose work is long gives
+// solves (docs/bench/la.md, "host"). The spin is bounded so that a waiter whose work is long gives
 // its core back to the threads doing that work.
 
 #include <algorithm>

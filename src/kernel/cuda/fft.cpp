@@ -40,9 +40,11 @@ cufftType type_of(Precision p, FftKind k) {
       return f ? CUFFT_R2C : CUFFT_D2Z;
     case FftKind::c2r:
       return f ? CUFFT_C2R : CUFFT_Z2D;
-    default:
+    case FftKind::c2c_forward:
+    case FftKind::c2c_inverse:
       return f ? CUFFT_C2C : CUFFT_Z2Z;
   }
+  return f ? CUFFT_C2C : CUFFT_Z2Z;
 }
 
 cufftHandle plan_for(std::shared_ptr<void>& slot, int device, const FftArgs& a, const OpInfo& op) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sluice/backend.hpp"
-#include "sluice/detail/la_format.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 struct CUstream_st;
 

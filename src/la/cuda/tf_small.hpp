@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "sluice/backend.hpp"
-#include "sluice/detail/la_format.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 struct CUstream_st;
 

@@ -140,11 +140,14 @@ __device__ std::size_t size_of(ScalarKind k) {
     case ScalarKind::i32:
     case ScalarKind::f32:
       return 4;
+    case ScalarKind::i64:
+    case ScalarKind::f64:
+    case ScalarKind::c32:
+      return 8;
     case ScalarKind::c64:
       return 16;
-    default:
-      return 8;
   }
+  return 8;
 }
 
 __device__ void copy_value(void* dst, const void* src, std::size_t bytes) {

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "la/ksp_logic.hpp"
+#include "la/ksp_parallel.hpp"
 #include "la/mat.hpp"
 #include "sluice/event.hpp"
 #include "sluice/graph.hpp"
@@ -41,6 +42,8 @@ using detail::la::check_device;
 using detail::la::check_sizes;
 using detail::la::check_vec;
 using detail::la::kernels;
+using detail::la::KspParallel;
+using detail::la::MatvecInputs;
 namespace logic = ksp_logic;
 
 namespace {
@@ -163,10 +166,6 @@ namespace {
 /// History entries kept at most (8 MiB); norms past them are counted but not stored.
 constexpr std::size_t kMaxHistory = std::size_t{1} << 20;
 
-void ensure(Vec& v, const Context& ctx, std::size_t n, std::source_location loc) {
-  if (v.size() != n || v.empty() || v.device() != ctx.device()) v = Vec(ctx, n, loc);
-}
-
 /// KspOptions::check_every, or where it is 0 the interval chosen for the solver and operator.
 int check_interval(const KspOptions& o, bool matrix_free) {
   if (o.check_every > 0) return o.check_every;
@@ -177,8 +176,9 @@ int check_interval(const KspOptions& o, bool matrix_free) {
 class Run {
  public:
   Run(const Mat::Impl& A, const KspOptions& o, Ksp::Work& work, const Vec& b, Vec& x,
-      const Context& ctx, std::source_location loc)
-      : A_(A),
+      const Context& ctx, KspParallel* par, std::source_location loc)
+      : par_(par),
+        A_(A),
         o_(o),
         w_(work),
         b_(b),
@@ -199,7 +199,12 @@ class Run {
     if (o_.type == KspType::cg) {
       cg_setup();
       if (async_) {
-        run_async([this](int n, int slot) { return cg_iterations(n, slot); });
+        run_async([this](int n, int slot) {
+          if (par_ == nullptr) return cg_iterations(n, slot);
+          // Across ranks every step ends in a reduction: the iterations one by one.
+          for (int i = 0; i < n; ++i) cg_iteration();
+          return false;
+        });
       } else {
         while (st_.stop == 0 && cg_iteration()) {
         }
@@ -223,22 +228,28 @@ class Run {
  private:
   // ---- set-up ----
 
+  /// v as a work vector of n elements on ctx_ (with the room a distributed product needs).
+  void ensure(Vec& v, std::size_t n) const {
+    if (v.size() == n && !v.empty() && v.device() == ctx_.device()) return;
+    v = par_ != nullptr ? par_->make_vec(ctx_, n, loc_) : Vec(ctx_, n, loc_);
+  }
+
   void prepare() {
     const auto n = static_cast<std::size_t>(A_.rows);
     const bool cg = o_.type == KspType::cg;
     const std::vector<Vec*> vecs =
         cg ? std::vector<Vec*>{&w_.r, &w_.p, &w_.p2, &w_.w}
            : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
-    for (Vec* v : vecs) ensure(*v, ctx_, n, loc_);
+    for (Vec* v : vecs) ensure(*v, n);
     // CG stores z only where the preconditioner is a vector (see cg_stores_z).
-    if (cg && o_.pc == PcType::jacobi && !A_.is_stencil) ensure(w_.z, ctx_, n, loc_);
+    if (cg && o_.pc == PcType::jacobi && !A_.is_stencil) ensure(w_.z, n);
     // Preconditioner: a constant for a stencil (its diagonal is), a vector for CSR.
     if (o_.pc == PcType::jacobi) {
       if (A_.is_stencil) {
         pc_ = {nullptr, 1.0 / A_.stencil.center};
       } else {
         if (!w_.invdiag_ready || w_.invdiag.size() != n || w_.invdiag.device() != ctx_.device()) {
-          ensure(w_.invdiag, ctx_, n, loc_);
+          ensure(w_.invdiag, n);
           diagonal_into(w_.invdiag);
           LaVecArgs r;
           r.op = LaVecOp::reciprocal_or_one;
@@ -258,7 +269,7 @@ class Run {
     // TFQMR applies the preconditioner on the left for the preconditioned norm, on the right
     // for the unpreconditioned one (PETSc's supported norms of KSPTFQMR).
     right_ = !cg && o_.pc != PcType::none && o_.norm_type == KspNormType::unpreconditioned;
-    if (right_) ensure(w_.y, ctx_, n, loc_);
+    if (right_) ensure(w_.y, n);
     left_pc_ = right_ ? LaDiag{} : pc_;
     right_pc_ = right_ ? pc_ : LaDiag{};
 
@@ -352,9 +363,16 @@ class Run {
     if (pc_.v != nullptr) (void)acc.read(w_.invdiag);
   }
 
-  /// The sums of a solver step, and the accesses that go with them in this mode.
+  /// The sums of a solver step, and the accesses that go with them in this mode. Across ranks
+  /// (par_) the kernel leaves them in the partial sums and guards itself by the state only.
   LaSums sums_for(LaFinalize fin, AccessList& acc) const {
     LaSums s;
+    if (par_ != nullptr) {
+      // (A backend may store the state back unchanged after a kernel that read it.)
+      if (async_) s.state = acc.read_write(w_.state);
+      if (fin != LaFinalize::none) s.out = par_->partial_sums(acc, 0);
+      return s;
+    }
     if (async_) {
       s.state = acc.read_write(w_.state);
       s.finalize = fin;
@@ -365,12 +383,26 @@ class Run {
     return s;
   }
 
-  /// Sync mode: waits for the sums of the step just issued and runs its logic on the host.
-  void conclude(LaFinalize fin) {
-    if (async_ || fin == LaFinalize::none) return;
-    wait_for_host_access(w_.sums.object_id(), Access::read, {}, loc_);
+  /// After a step: sync mode waits for its sums and runs its logic on the host. Across ranks
+  /// (par_), the `parts` parts of partial sums are combined first (async: and the logic runs on
+  /// the device state).
+  void conclude(LaFinalize fin, int parts = 1, bool tf_dx = false, const char* what = "") {
+    if (fin == LaFinalize::none) return;
     double sums[la_math::kMaxSums];
-    std::memcpy(sums, w_.sums.data(), sizeof sums);
+    if (par_ != nullptr) {
+      AccessList state_acc;
+      LaKspState* state = nullptr;
+      if (async_) {
+        state = state_acc.read_write(w_.state);
+        (void)state_acc.read_write(w_.hist);
+      }
+      par_->reduce(ctx_, parts, fin, state, state_acc, tf_dx, sums, what, loc_);
+      if (async_) return;
+    } else {
+      if (async_) return;
+      wait_for_host_access(w_.sums.object_id(), Access::read, {}, loc_);
+      std::memcpy(sums, w_.sums.data(), sizeof sums);
+    }
     const auto before = st_.nhist;
     logic::finalize(fin, st_, sums);
     if (st_.nhist != before) monitor_sync(before);
@@ -380,16 +412,33 @@ class Run {
     f.sums = sums_for(fin, acc);
     issue_tracked(ctx_.impl(), acc, what, loc_,
                   [&](Stream& s, const OpInfo& op) { k_.fused(s, f, op); });
-    conclude(fin);
+    conclude(fin, 1, f.op == LaFusedOp::tf_dx, what);
   }
 
-  void matvec(LaMatvecArgs m, AccessList& acc, LaFinalize fin, const char* what) {
+  /// A product whose inputs are `in`'s vectors (m's pointers to them already set); `acc` holds
+  /// the accesses of everything else.
+  void matvec(LaMatvecArgs m, const MatvecInputs& in, AccessList& acc, LaFinalize fin,
+              const char* what) {
+    if (par_ != nullptr) {
+      AccessList guard;
+      if (async_) m.sums.state = guard.read_write(w_.state);
+      for (const auto& u : guard.uses()) acc.add(u);
+      const int parts = par_->matvec(ctx_, m, in, acc, what, loc_);
+      conclude(fin, parts, false, what);
+      return;
+    }
+    for (const Vec* v : {in.x, in.x2, in.right}) {
+      if (v != nullptr) (void)acc.read(*v);
+    }
     m.A = A_.op(acc);
     m.sums = sums_for(fin, acc);
     issue_tracked(ctx_.impl(), acc, what, loc_,
                   [&](Stream& s, const OpInfo& op) { k_.matvec(s, m, op); });
     conclude(fin);
   }
+
+  /// The vector of the right scaling, if a vector (the Jacobi preconditioner of a CSR matrix).
+  [[nodiscard]] const Vec* right_vec() const { return right_pc_.v != nullptr ? &w_.invdiag : nullptr; }
 
   void vector(LaVecOp op, Vec& y, const Vec* x, double alpha, const char* what) {
     LaVecArgs v;
@@ -412,11 +461,11 @@ class Run {
     }
     LaMatvecArgs m;
     AccessList acc;
-    m.x = acc.read(x_);
+    m.x = x_.data();
     m.epilogue = LaEpilogue::sub;
     m.y = acc.write(r);
     m.z = acc.read(b_);
-    matvec(m, acc, LaFinalize::none, "KSP r = b - A x");
+    matvec(m, {&x_}, acc, LaFinalize::none, "KSP r = b - A x");
     if (o_.fixed_iterations || o_.norm_type == KspNormType::none) return;
     LaFusedArgs f = fused_args(LaFusedOp::rhs_norm);
     AccessList a2;
@@ -456,13 +505,16 @@ class Run {
   }
 
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
-  /// with p'w (z = c r formed here when not stored), and its accesses.
-  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc) const {
+  /// with p'w (z = c r formed here when not stored), and its accesses but its inputs' (z or r,
+  /// and p_old: `in`).
+  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc,
+                            MatvecInputs& in) const {
     LaMatvecArgs m;
     const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
-    m.x = acc.read(z);
+    m.x = z.data();
     m.x_scale = cg_stores_z() ? 1.0 : pc_.c;
-    m.x2 = acc.read(p_old);
+    m.x2 = p_old.data();
+    in = {&z, &p_old, nullptr};
     m.x2_scale = scalar(&LaKspState::b);
     m.x_out = acc.write(p_new);
     m.epilogue = LaEpilogue::store_dot;
@@ -497,8 +549,9 @@ class Run {
     cur_ = 1 - cur_;
     {
       AccessList acc;
-      const LaMatvecArgs m = cg_direction(p_old, p_new, acc);
-      matvec(m, acc, LaFinalize::cg_dpi, "KSPSolve_CG p = z + b p, w = A p, p'w");
+      MatvecInputs in;
+      const LaMatvecArgs m = cg_direction(p_old, p_new, acc, in);
+      matvec(m, in, acc, LaFinalize::cg_dpi, "KSPSolve_CG p = z + b p, w = A p, p'w");
       if (st_.stop != 0) return false;
     }
     {
@@ -520,7 +573,9 @@ class Run {
     if (n % 2 != 0) cur_ = 1 - cur_;
     LaCgBlockArgs a;
     AccessList acc;  // the steps' accesses, and both directions read and written over the block
-    a.direction = cg_direction(p_old, p_new, acc);
+    MatvecInputs in;
+    a.direction = cg_direction(p_old, p_new, acc, in);
+    (void)acc.read(*in.x);
     a.direction.A = A_.op(acc);
     a.update = cg_update(p_new, acc);
     a.p[0] = acc.read_write(p_old);
@@ -565,14 +620,15 @@ class Run {
   void tf_v() {
     LaMatvecArgs m;
     AccessList acc;
-    m.x = acc.read(w_.p);
+    m.x = w_.p.data();
     m.left = left_pc_;
     m.right = right_pc_;
     m.epilogue = LaEpilogue::store_dot;
     m.y = acc.write(w_.v);
     m.z = acc.read(w_.rp);
     read_pc(acc);
-    matvec(m, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
+    matvec(m, {&w_.p, nullptr, right_vec()}, acc, LaFinalize::tf_s,
+           "KSPSolve_TFQMR v = K p, v'rp");
   }
 
   bool tf_iteration() {
@@ -589,14 +645,15 @@ class Run {
     {
       LaMatvecArgs m;
       AccessList acc;
-      m.x = acc.read(w_.t);
+      m.x = w_.t.data();
       m.left = left_pc_;
       m.right = right_pc_;
       m.epilogue = LaEpilogue::residual;
       m.y = acc.read_write(w_.r);
       m.a = scalar(&LaKspState::a);
       read_pc(acc);
-      matvec(m, acc, LaFinalize::tf_m, "KSPSolve_TFQMR r -= a K t, r'r");
+      matvec(m, {&w_.t, nullptr, right_vec()}, acc, LaFinalize::tf_m,
+             "KSPSolve_TFQMR r -= a K t, r'r");
       if (st_.stop == 2) return false;
     }
     {
@@ -756,6 +813,7 @@ class Run {
     add(o_.fixed_iterations);
     add(o_.initial_guess_nonzero);
     add(graph_block());
+    if (par_ != nullptr) par_->add_key(key);
     return key;
   }
 
@@ -790,10 +848,13 @@ class Run {
       running();
     });
     Graph body = record(name + " iterations", [&] {
-      if (cg) {  // the block sets the flag and slot 0 itself
+      if (cg && par_ == nullptr) {  // the block sets the flag and slot 0 itself
         graph_flag_ = flag;
         cg_iterations(k, 0);
         graph_flag_ = nullptr;
+      } else if (cg) {
+        for (int i = 0; i < k; ++i) cg_iteration();
+        running();
       } else {
         for (int i = 0; i < k; ++i) tf_iteration();
         running();
@@ -889,6 +950,7 @@ class Run {
     return r;
   }
 
+  KspParallel* par_;  // a rank's block of a distributed solve (the dist layer), else null
   const Mat::Impl& A_;
   const KspOptions& o_;
   Ksp::Work& w_;
@@ -960,6 +1022,16 @@ KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
 }
 
 KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, std::source_location loc) {
+  return solve_on(b, x, ctx, nullptr, loc);
+}
+
+KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, detail::la::KspParallel& par,
+                     std::source_location loc) {
+  return solve_on(b, x, ctx, &par, loc);
+}
+
+KspResult Ksp::solve_on(const Vec& b, Vec& x, const Context& ctx, detail::la::KspParallel* par,
+                        std::source_location loc) {
   check_vec(b, "KSPSolve", loc);
   check_vec(x, "KSPSolve", loc);
   check_device(ctx, A_.device(), "KSPSolve (the matrix)", loc);
@@ -972,7 +1044,7 @@ KspResult Ksp::solve(const Vec& b, Vec& x, const Context& ctx, std::source_locat
   }
   validate(options_, loc);
   if (A_.rows() == 0) return {};
-  return Run(*A_.impl(), options_, *work_, b, x, ctx, loc).solve();
+  return Run(*A_.impl(), options_, *work_, b, x, ctx, par, loc).solve();
 }
 
 }  // namespace la

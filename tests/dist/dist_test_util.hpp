@@ -1,0 +1,39 @@
+#pragma once
+// What the dist tests share: communicators with one or several ranks per process, and
+// deterministic data every process can compute for every rank.
+
+#include <cstdint>
+#include <vector>
+
+#include "sluice/dist.hpp"
+#include "sluice/la.hpp"
+
+namespace sluice::dist::test {
+
+/// A communicator over every process with `local` ranks each, on the host backend.
+inline Comm host_comm(int local, const char* name = "test") {
+  std::vector<Context> ctxs;
+  for (int i = 0; i < local; ++i) {
+    ctxs.emplace_back(ContextOptions{.device = Device{"host", 0},
+                                     .name = std::string(name) + " rank " + std::to_string(i)});
+  }
+  return Comm(CommOptions{.contexts = ctxs, .name = name});
+}
+
+/// Values 1..n scattered: a deterministic vector with no two entries equal.
+inline std::vector<double> pattern(std::size_t n, double seed) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = seed + 0.5 * static_cast<double>((i * 7919 + 13) % 1009) / 1009.0 +
+           static_cast<double>(i % 3);
+  }
+  return v;
+}
+
+/// The process's numbers of local ranks the tests run with: 1 and 2 (and 3 when alone).
+inline std::vector<int> local_counts() {
+  if (Environment::process_count() == 1) return {1, 2, 3};
+  return {1, 2};
+}
+
+}  // namespace sluice::dist::test

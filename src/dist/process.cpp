@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -255,8 +256,10 @@ void start_notices() {
 }
 
 /// Waits for `requests` (MPI locked per test), failing on a notice, an error or the deadline.
+/// `explain(k, code)` may say better than MPI what request k's error means.
 void wait_all(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
-              std::string_view what) {
+              std::string_view what,
+              const std::function<std::string(std::size_t, int)>& explain = {}) {
   const double limit = timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
   for (unsigned round = 0;; ++round) {
@@ -270,8 +273,16 @@ void wait_all(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
     }
     if (code != MPI_SUCCESS) {
       // Testall reports the failing request's error in its status.
-      for (const auto& s : statuses) {
-        if (s.MPI_ERROR != MPI_SUCCESS && s.MPI_ERROR != MPI_ERR_PENDING) code = s.MPI_ERROR;
+      for (std::size_t k = 0; k < statuses.size(); ++k) {
+        const int e = statuses[k].MPI_ERROR;
+        if (e == MPI_SUCCESS || e == MPI_ERR_PENDING) continue;
+        if (explain) {
+          if (std::string text = explain(k, e); !text.empty()) {
+            fail_process(text, true);
+            throw Error(Errc::invalid_argument, text);
+          }
+        }
+        code = e;
       }
       check(code, what);
     }
@@ -338,8 +349,9 @@ void mpi_finalize() noexcept {
   m.finalized = true;
   poll_notices_locked();
   if (failure_state().failed.load()) {
-    // Let the notices go out, then end the job: a process blocked in a collective with this one
-    // would otherwise wait for ever, and MPI_Finalize with it.
+    // Let the notices go out and the others report, then leave MPI as it is: MPI_Finalize would
+    // wait for operations and processes that never complete. The process exits on its own; mpirun
+    // then ends the job, reporting a process that exited without finalizing.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while (!m.sent_notices.empty() && std::chrono::steady_clock::now() < until) {
       int done = 0;
@@ -348,8 +360,7 @@ void mpi_finalize() noexcept {
       if (done != 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return;
   }
   if (m.notice_request != MPI_REQUEST_NULL) {
@@ -640,7 +651,14 @@ void ProcComm::exchange(std::span<const Message> sends, std::span<const Message>
             what);
     }
   }
-  wait_all(requests, statuses, what);
+  wait_all(requests, statuses, what, [&](std::size_t k, int code) -> std::string {
+    int cls = code;
+    MPI_Error_class(code, &cls);
+    if (k >= recvs.size() || cls != MPI_ERR_TRUNCATE) return {};
+    return std::string(what) + ": process " + std::to_string(recvs[k].process) +
+           " sent more than the " + std::to_string(recvs[k].count) + " elements process " +
+           std::to_string(rank_) + " expected";
+  });
   for (std::size_t k = 0; k < recvs.size(); ++k) {
     int got = 0;
     MPI_Get_count(&statuses[k], t, &got);

@@ -55,10 +55,17 @@ const la::Vec* padded_input(const MatImpl& A, const MatBlock& b, int slot, const
   return &s.padded;
 }
 
+/// Makes the rank's exchange context follow `ctx` into the graph `ctx` is capturing, if it is:
+/// an exchange whose data was written by an earlier capture (a solve's set-up) would otherwise
+/// run at once instead of in the graph.
+void join_capture(const MatBlock& b, const Context& ctx, std::source_location loc) {
+  if (ctx.impl().capturing()) b.exchange_ctx.wait_for(ctx, loc);
+}
+
 /// Fills v's ghost planes from the neighbour ranks (and sends them v's boundary planes), on the
 /// rank's exchange context.
 void exchange_planes(const MatImpl& A, int local, const MatBlock& b, const la::Vec& v,
-                     std::source_location loc) {
+                     const Context& ctx, std::source_location loc) {
   const CommState& st = A.state();
   const auto P = static_cast<std::size_t>(A.plane);
   const std::size_t off = v.offset(), n = v.size();
@@ -72,6 +79,7 @@ void exchange_planes(const MatImpl& A, int local, const MatBlock& b, const la::V
     recvs.push_back({b.hi, off + n, P});
   }
   if (sends.empty()) return;
+  join_capture(b, ctx, loc);
   AccessList acc;
   for (const auto& s : sends) acc.read(v.object_id(), {s.offset * kDouble, s.count * kDouble});
   for (const auto& r : recvs) acc.write(v.object_id(), {r.offset * kDouble, r.count * kDouble});
@@ -97,7 +105,7 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   if (x != nullptr) m.x = x->data();
   if (x2 != nullptr) m.x2 = x2->data();
   for (const la::Vec* v : {x, x2}) {
-    if (v != nullptr) exchange_planes(A, local, b, *v, loc);
+    if (v != nullptr) exchange_planes(A, local, b, *v, ctx, loc);
   }
   const LaStencil base = b.diag.impl()->stencil;
   const bool three = base.kind == LaStencilKind::d3p7 || base.kind == LaStencilKind::d3p27;
@@ -163,6 +171,7 @@ const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const M
     issue_tracked(ctx.impl(), acc, "dist pack ghost values", loc,
                   [&](Stream& stream, const OpInfo& op) { k.gather(stream, dst, src, index, packed, op); });
   }
+  join_capture(b, ctx, loc);
   AccessList acc;
   for (const auto& seg : b.sends) {
     acc.read(s.packed.object_id(), {seg.offset * kDouble, seg.count * kDouble});

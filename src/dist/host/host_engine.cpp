@@ -210,6 +210,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
         run_process_part(slot.parts, checked, what);
       } catch (const std::exception& e) {
         error = e.what();
+        // Thrown again below as this rank's own: one "sluice: " prefix is enough.
+        if (error.rfind("sluice: ", 0) == 0) error.erase(0, 8);
       }
       lock.lock();
       slot.error = error;

@@ -133,13 +133,21 @@ enum class ReduceOp : std::uint8_t { sum, max, min };
 /// its node (MPI's shared-memory split) modulo the backend's device count. With `local_ranks`
 /// ranks per process, rank i of the process uses device (place * local_ranks + i) modulo the
 /// count (on the host, host:0 for every rank).
-[[nodiscard]] Device pick_device(int local_rank = 0, int local_ranks = 1);
+/// `backend` picks another backend than the default device's ("host", "cuda").
+[[nodiscard]] Device pick_device(int local_rank = 0, int local_ranks = 1,
+                                 std::string_view backend = {});
+
+/// True if this process was started by an MPI launcher (mpirun, mpiexec, srun): its environment
+/// names its rank. Lets a program that also runs alone initialize MPI only when launched so.
+[[nodiscard]] bool launched_by_mpirun() noexcept;
 
 struct CommOptions {
   /// This process's ranks, one per context, in order. Empty: `local_ranks` new contexts on the
   /// devices pick_device gives.
   std::vector<Context> contexts;
   int local_ranks = 1;
+  /// The backend of the contexts made for `local_ranks` (empty: the default device's).
+  std::string backend;
   std::string name = "comm";
 };
 

@@ -1,6 +1,7 @@
 // Environment, Comm and Rank (sluice/dist.hpp): making a communicator (its ranks, their devices,
 // the backend's engine) and issuing its communication as tracked operations.
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -58,8 +59,17 @@ void Environment::fail(std::string_view message) noexcept {
 
 // ---- devices ------------------------------------------------------------------------------------
 
-Device pick_device(int local_rank, int local_ranks) {
-  const Device preferred = default_device();
+bool launched_by_mpirun() noexcept {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
+                          "SLURM_PROCID"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  return false;
+}
+
+Device pick_device(int local_rank, int local_ranks, std::string_view backend) {
+  const Device preferred =
+      backend.empty() ? default_device() : Device{std::string(backend), 0};
   if (preferred.backend == "host") return preferred;
   std::size_t count = 0;
   for (const auto& b : backends()) {
@@ -161,7 +171,7 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
                   loc);
     }
     for (int i = 0; i < o.local_ranks; ++i) {
-      o.contexts.emplace_back(ContextOptions{.device = pick_device(i, o.local_ranks),
+      o.contexts.emplace_back(ContextOptions{.device = pick_device(i, o.local_ranks, o.backend),
                                              .name = st->name + " rank context " +
                                                      std::to_string(i)});
     }

@@ -95,6 +95,7 @@ void fail_process(const std::string& message, bool) noexcept {
   } catch (...) {
   }
 }
+void poll_failure_notices() noexcept {}
 
 struct ProcComm::Impl {};
 
@@ -383,6 +384,15 @@ int world_size() {
   int s = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+void poll_failure_notices() noexcept {
+  try {
+    if (!mpi_running()) return;
+    MpiLock lock;
+    poll_notices_locked();
+  } catch (...) {
+  }
 }
 
 void fail_process(const std::string& message, bool notify) noexcept {

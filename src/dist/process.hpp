@@ -47,6 +47,9 @@ void mpi_finalize() noexcept;
 /// Records a failure of this process (the first one wins) and, if `notify`, sends its text to
 /// every other process. Never throws.
 void fail_process(const std::string& message, bool notify) noexcept;
+/// Tests for a notice of another process's failure (recording it): for threads that wait on
+/// something else than MPI (the NCCL engine's watchdog). Never throws.
+void poll_failure_notices() noexcept;
 /// Throws Error(work_failed) if this process's communication has failed.
 void throw_if_failed(std::string_view what);
 /// Seconds a wait for other ranks may take before it fails the process (SLUICE_DIST_TIMEOUT;

@@ -6,6 +6,9 @@
 //   dist_fail vector     process 1 makes a vector of another size
 //   dist_fail exchange   process 1 receives fewer elements than process 0 sends it
 //   dist_fail local      one process, two ranks: rank 1 allreduces one element more
+//
+// A second argument names the backend of the processes' ranks (default host; cuda on a GPU
+// machine: scripts/gpu-dist).
 
 #include <cstdio>
 #include <stdexcept>
@@ -40,9 +43,9 @@ int run_local() {
   return failed == 2 ? 1 : 0;
 }
 
-int run(const std::string& mode) {
+int run(const std::string& mode, const std::string& backend) {
   if (mode == "local") return run_local();
-  dist::Comm world(dist::CommOptions{.contexts = {sluice::Context(sluice::Device{"host", 0})}});
+  dist::Comm world(dist::CommOptions{.backend = backend});
   const sluice::Context& ctx = world.context();
   const int me = world.rank();
   if (mode == "vector") {
@@ -73,11 +76,12 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "throw";
+  const std::string backend = argc > 2 ? argv[2] : "host";
   int status = 0;
   try {
     dist::Environment env(argc, argv);
     try {
-      status = run(mode);
+      status = run(mode, backend);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "process %d failed: %s\n", dist::Environment::process_rank(), e.what());
       dist::Environment::fail(e.what());

@@ -3,16 +3,16 @@
 # status is not 0), each must print what failed (the patterns below, process by process), and the
 # whole must end well before the timeout (a hang is status 124).
 #
-#   fail_test.sh MPIRUN... -- DIST_FAIL MODE     (no MPIRUN: one process, mode local)
+#   fail_test.sh MPIRUN... -- DIST_FAIL MODE [BACKEND]   (no MPIRUN: one process, mode local)
 set -uo pipefail
 mpirun=()
 while [[ $1 != -- ]]; do mpirun+=("$1"); shift; done
 shift
-program=$1 mode=$2
+program=$1 mode=$2 backend=${3:-host}
 if [[ ${#mpirun[@]} -gt 0 ]]; then
-  out=$(timeout 60 "${mpirun[@]}" -np 2 "$program" "$mode" 2>&1)
+  out=$(timeout 60 "${mpirun[@]}" -np 2 "$program" "$mode" "$backend" 2>&1)
 else
-  out=$(timeout 60 "$program" "$mode" 2>&1)
+  out=$(timeout 60 "$program" "$mode" "$backend" 2>&1)
 fi
 status=$?
 echo "$out"

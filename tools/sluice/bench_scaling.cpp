@@ -74,7 +74,8 @@ int run_scaling(const ScalingOptions& o) {
         std::string cmd;
         if (o.launch == "mpirun") {
           cmd = std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
-                (geteuid() == 0 ? " --allow-run-as-root" : "") + " --oversubscribe '" + self + "' solve";
+                (geteuid() == 0 ? " --allow-run-as-root" : "") + " --oversubscribe --bind-to none '" +
+                self + "' solve";
         } else {
           cmd = "'" + self + "' solve --local-ranks " + std::to_string(r);
         }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -70,7 +72,26 @@ double slowest(const dist::Comm& comm, double seconds) {
 
 }  // namespace
 
+/// Under mpirun, each process's share of this node's cores for the host backend's pool (unless
+/// SLUICE_HOST_THREADS says otherwise): with more threads than cores, a rank's parallel loop
+/// waits for chunks whose threads the other ranks keep from running.
+void share_cores() {
+  if (std::getenv("SLUICE_HOST_THREADS") != nullptr) return;
+  int per_node = 0;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(var); v != nullptr) {
+      per_node = std::atoi(v);
+      break;
+    }
+  }
+  if (per_node <= 1) return;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto share = std::max(1u, cores / static_cast<unsigned>(per_node));
+  setenv("SLUICE_HOST_THREADS", std::to_string(share).c_str(), 0);
+}
+
 int run_dist_solve(const SolveOptions& o) {
+  share_cores();  // before any host work creates the pool
   dist::Environment env;
   dist::CommOptions co;
   co.local_ranks = o.local_ranks;

@@ -83,6 +83,9 @@ class Context {
   /// The effective priority after clamping to the device's range.
   [[nodiscard]] int priority() const noexcept;
   [[nodiscard]] const std::string& name() const noexcept;
+  /// A number unique to this context in the process, never reused: the `timeline` observers
+  /// (sluice/observe.hpp) and traces name it by.
+  [[nodiscard]] std::uint64_t id() const noexcept;
 
   /// Makes work issued on this context from now on wait for all work issued on `other` so far.
   /// Does not block the host.

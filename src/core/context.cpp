@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <list>
+#include <mutex>
 #include <utility>
 
 #include "core/context_impl.hpp"
-#include "sluice/deps.hpp"
+#ifdef SLUICE_HAVE_CUDA
+#include "core/cuda/nvtx_observer.hpp"
+#endif
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -73,6 +77,31 @@ std::shared_ptr<detail::ContextImpl> make_impl(const ContextOptions& o, void* na
 
 namespace detail {
 
+namespace {
+// The tracker's debug mode sets it; SLUICE_DEBUG_DEPS=1 turns that mode on from the start.
+std::atomic<bool> g_host_tasks_note_completion{[] {
+  const char* env = std::getenv("SLUICE_DEBUG_DEPS");
+  return env != nullptr && *env == '1';
+}()};
+}  // namespace
+
+void observers_from_environment() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    trace_from_environment();
+#ifdef SLUICE_HAVE_CUDA
+    cuda::install_nvtx_observer_if_requested();
+#endif
+  });
+}
+
+bool host_tasks_note_completion() noexcept {
+  return g_host_tasks_note_completion.load(std::memory_order_relaxed);
+}
+void set_host_tasks_note_completion(bool on) noexcept {
+  g_host_tasks_note_completion.store(on, std::memory_order_relaxed);
+}
+
 ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, StreamKind kind,
                          int priority, std::string name, void* wrap_native)
     : backend_(std::move(backend)),
@@ -81,6 +110,7 @@ ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, Stream
       name_(std::move(name)),
       failures_(std::make_shared<FailureState>()),
       timeline_(timeline_counter.fetch_add(1) + 1) {
+  observers_from_environment();
   StreamConfig config{device_.index, priority, failures_};
   stream_ = wrap_native != nullptr ? backend_->wrap_stream(config, wrap_native)
                                    : backend_->create_stream(config);
@@ -94,6 +124,7 @@ ContextImpl::~ContextImpl() {
   } catch (const std::exception& e) {
     lost = e.what();
   }
+  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     lost = WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load()).what();
   }
@@ -203,6 +234,7 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
     if (event->failures && event->failures->may_fail()) failures_->set_may_fail();
     s.wait(event, op);
     issued = true;
+    if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_wait(*this, op.seq, *event);
     if (it != clock_.end()) {
       it->second = event->seq;
     } else if (event->timeline != 0) {
@@ -227,6 +259,7 @@ void ContextImpl::note_completed(std::uint64_t seq) noexcept {
 }
 
 void ContextImpl::throw_failure() {
+  if (g_observer_count.load(std::memory_order_relaxed) != 0) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {
     throw WorkFailed(f->operation, f->issued_at, f->cause, f->skipped.load());
   }
@@ -364,6 +397,10 @@ int Context::priority() const noexcept {
 const std::string& Context::name() const noexcept {
   return impl_->name();
 }
+
+std::uint64_t Context::id() const noexcept {
+  return impl_->timeline();
+}
 void* Context::native_handle() const noexcept {
   return impl_->stream().native_handle();
 }
@@ -419,7 +456,7 @@ void Context::host_task(std::function<void()> fn, std::string_view what,
   if (!fn) throw Error(Errc::invalid_argument, "host_task: empty function", loc);
   impl_->failures()->set_may_fail();
   impl_->issue(what, loc, [&](Stream& s, const OpInfo& op) {
-    if (detail::deps_debug()) {
+    if (detail::host_tasks_note_completion()) {
       // Debug mode checks host access against completed work: everything before this task is.
       fn = [inner = std::move(fn), impl = impl_.get(), before = op.seq - 1] {
         impl->note_completed(before);

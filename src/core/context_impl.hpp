@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/access.hpp"
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
-#include "sluice/deps.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
@@ -59,6 +59,27 @@ struct DeferredPoint {
   std::uint64_t seq = 0;
   std::shared_ptr<EventImpl> event;  // written under the context's mutex
 };
+
+/// Whether host tasks note the completion of the work before them (the tracker's debug mode,
+/// which checks host access against completed work, sets it).
+[[nodiscard]] bool host_tasks_note_completion() noexcept;
+void set_host_tasks_note_completion(bool on) noexcept;
+
+class ContextImpl;
+/// Observers installed (sluice/observe.hpp); enqueue_eager checks it before anything else.
+extern std::atomic<int> g_observer_count;
+/// enqueue_eager's path while observers are installed: calls them around `run(state)`.
+void observed_enqueue(ContextImpl& ctx, Stream& stream, const OpInfo& op, void (*run)(void*),
+                      void* state);
+/// A wait `ctx` issued as its operation `seq` for `waited`'s point.
+void observed_wait(const ContextImpl& ctx, std::uint64_t seq, const EventImpl& waited);
+/// A context is being destroyed (its work completed).
+void observed_destroy(std::uint64_t timeline) noexcept;
+/// Starts the trace SLUICE_TRACE names (src/core/trace.cpp).
+void trace_from_environment();
+/// The observers the environment asks for (SLUICE_TRACE, SLUICE_NVTX), installed once per
+/// process, when the first context is made.
+void observers_from_environment();
 
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:
@@ -106,7 +127,13 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     std::lock_guard lock(mutex_);
     for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
     auto op = next_op(what, loc);
-    f(*stream_, op);
+    if (g_observer_count.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      auto run = [&] { f(*stream_, op); };
+      observed_enqueue(
+          *this, *stream_, op, [](void* p) { (*static_cast<decltype(run)*>(p))(); }, &run);
+    } else {
+      f(*stream_, op);
+    }
     return op.seq;
   }
 

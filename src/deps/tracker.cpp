@@ -636,6 +636,7 @@ std::shared_ptr<ContextImpl> Tracker::release_target(const std::shared_ptr<Conte
 
 void Tracker::set_debug(bool on) {
   debug_.store(on);
+  set_host_tasks_note_completion(on);
 }
 
 void Tracker::write_dot(std::ostream& out) {

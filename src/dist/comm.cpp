@@ -76,7 +76,7 @@ Device pick_device(int local_rank, int local_ranks, std::string_view backend) {
     if (b.name == preferred.backend) count = b.device_count;
   }
   if (count == 0) return preferred;
-  const int place = p::ProcComm::world()->node_rank();
+  const int place = p::ProcComm::world_node_rank();
   const auto index = static_cast<std::size_t>(place * local_ranks + local_rank) % count;
   return Device{preferred.backend, static_cast<int>(index)};
 }

@@ -196,6 +196,10 @@ la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
   }
   const auto& st = A_.impl()->state();
   check_same_solve(st, A_.rows(), options_, loc);
+  if (st.size() == 1) {
+    // One rank: la's solve as it is (on a GPU, CG's iterations in blocks of one kernel).
+    return work_->ksps.front().solve(b.local(0), x.local(0), x.local(0).context(), loc);
+  }
   std::vector<la::KspResult> results(static_cast<std::size_t>(st.locals()));
   // Each local rank's loop waits on the host for its reductions (and so for the other ranks):
   // one thread per local rank.

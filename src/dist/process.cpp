@@ -100,8 +100,11 @@ void poll_failure_notices() noexcept {}
 struct ProcComm::Impl {};
 
 std::shared_ptr<ProcComm> ProcComm::world() {
-  static const std::shared_ptr<ProcComm> w(new ProcComm(std::make_unique<Impl>()));
-  return w;
+  return std::make_shared<ProcComm>(std::make_unique<Impl>());
+}
+
+int ProcComm::world_node_rank() {
+  return 0;
 }
 
 std::shared_ptr<ProcComm> ProcComm::from_handle(const void*, std::size_t) {
@@ -453,13 +456,25 @@ ProcComm::~ProcComm() = default;
 
 std::shared_ptr<ProcComm> ProcComm::world() {
   mpi_init(nullptr, nullptr, false);
-  static std::mutex mutex;
-  static std::weak_ptr<ProcComm> cached;
-  std::lock_guard lock(mutex);
-  if (auto w = cached.lock()) return w;
-  auto w = make_comm(MPI_COMM_WORLD);
-  cached = w;
-  return w;
+  return make_comm(MPI_COMM_WORLD);
+}
+
+int ProcComm::world_node_rank() {
+  // The launcher says it (no collective call needed); else MPI's shared-memory split does.
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  mpi_init(nullptr, nullptr, false);
+  static const int place = [] {
+    int world = 0, place = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &place);
+    MPI_Comm_free(&node);
+    return place;
+  }();
+  return place;
 }
 
 std::shared_ptr<ProcComm> ProcComm::from_handle(const void* handle, std::size_t bytes) {

@@ -74,8 +74,13 @@ struct RankMap {
 class ProcComm {
  public:
   struct Impl;
-  /// MPI_COMM_WORLD (initializing MPI if needed), or the one process.
+  /// A communicator of its own over MPI_COMM_WORLD (initializing MPI if needed), or the one
+  /// process. Collective: every communicator (dist::Comm) makes its own, so that the traffic of
+  /// two never matches across them.
   [[nodiscard]] static std::shared_ptr<ProcComm> world();
+  /// This process's index among the processes of its node in MPI_COMM_WORLD (0 alone): from
+  /// the launcher's environment, else (collective, on the first call) MPI's shared-memory split.
+  [[nodiscard]] static int world_node_rank();
   /// The user's MPI communicator, given as the bytes of its handle (sluice/dist_mpi.hpp).
   [[nodiscard]] static std::shared_ptr<ProcComm> from_handle(const void* handle,
                                                              std::size_t bytes);

@@ -200,6 +200,25 @@ TEST(DistComm, RingExchangeAndPairedSendRecv) {
   }
 }
 
+TEST(DistComm, TwoCommunicatorsNeverCross) {
+  // Collectives of two communicators on unordered contexts: each meets its own kind, whatever
+  // order the processes run them in (each communicator has MPI communicators of its own).
+  Comm a = host_comm(1, "a"), b = host_comm(1, "b");
+  const double n = a.size();
+  for (int round = 0; round < 20; ++round) {
+    Managed<double> va(1.0 + a.rank(), a.context()), vb(100.0 * (1 + b.rank()), b.context());
+    if (round % 2 == 0) {
+      a.allreduce(va, ReduceOp::sum);
+      b.allreduce(vb, ReduceOp::sum);
+    } else {
+      b.allreduce(vb, ReduceOp::sum);
+      a.allreduce(va, ReduceOp::sum);
+    }
+    EXPECT_EQ(va.value(), n * (n + 1) / 2);
+    EXPECT_EQ(vb.value(), 100.0 * n * (n + 1) / 2);
+  }
+}
+
 TEST(DistComm, MisuseIsRefusedAtTheCall) {
   Comm c = host_comm(1);
   const Context& ctx = c.context();

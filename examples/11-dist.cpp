@@ -12,13 +12,16 @@ int main(int argc, char** argv) {
   namespace dist = sluice::dist;
   dist::Environment env(argc, argv);  // MPI, when this build has it
   // One rank per process; alone, two ranks of this process (two contexts of its device).
-  dist::Comm world(dist::CommOptions{.local_ranks = dist::Environment::process_count() > 1 ? 1 : 2});
+  dist::Comm world(
+      dist::CommOptions{.local_ranks = dist::Environment::process_count() > 1 ? 1 : 2});
 
   // Each rank's value, reduced where it lies: the allreduce is ordered after the write on its
   // context, and the host waits only when it reads the result.
   std::vector<sluice::Managed<double>> v;
-  for (int i = 0; i < world.local_size(); ++i) v.emplace_back(1.0 + world.rank(i), world.context(i));
-  world.for_each_local([&](const dist::Rank& r) { r.allreduce(v[r.local_index()], dist::ReduceOp::sum); });
+  for (int i = 0; i < world.local_size(); ++i)
+    v.emplace_back(1.0 + world.rank(i), world.context(i));
+  world.for_each_local(
+      [&](const dist::Rank& r) { r.allreduce(v[r.local_index()], dist::ReduceOp::sum); });
   const double n = world.size();
   if (v.front().value() != n * (n + 1) / 2) return 1;
 

@@ -168,23 +168,28 @@ class Rank {
 
   /// Elementwise reduction of every rank's `data` into every rank's `data`.
   template <class T>
-  void allreduce(DeviceBuffer<T>& data, ReduceOp op, std::source_location loc = std::source_location::current()) const {
+  void allreduce(DeviceBuffer<T>& data, ReduceOp op,
+                 std::source_location loc = std::source_location::current()) const {
     allreduce(data, op, context(), loc);
   }
   template <class T>
   void allreduce(DeviceBuffer<T>& data, ReduceOp op, const Context& ctx,
                  std::source_location loc = std::source_location::current()) const {
-    issue_allreduce(detail::ref(data), detail::ref(data), detail::dist_type_of<T>(), op, ctx, true, loc);
+    issue_allreduce(detail::ref(data), detail::ref(data), detail::dist_type_of<T>(), op, ctx, true,
+                    loc);
   }
   /// recv = the reduction of every rank's send (recv and send of equal sizes).
   template <class T>
   void allreduce(const DeviceBuffer<T>& send, DeviceBuffer<T>& recv, ReduceOp op,
-                 const Context& ctx, std::source_location loc = std::source_location::current()) const {
-    issue_allreduce(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), op, ctx, true, loc);
+                 const Context& ctx,
+                 std::source_location loc = std::source_location::current()) const {
+    issue_allreduce(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), op, ctx, true,
+                    loc);
   }
   /// A device value reduced across ranks where it lies: no host round trip.
   template <class T>
-  void allreduce(Managed<T>& value, ReduceOp op, std::source_location loc = std::source_location::current()) const {
+  void allreduce(Managed<T>& value, ReduceOp op,
+                 std::source_location loc = std::source_location::current()) const {
     allreduce(value, op, context(), loc);
   }
   template <class T>
@@ -196,8 +201,10 @@ class Rank {
   /// recv on rank `root` = the reduction of every rank's send (recv is not touched elsewhere).
   template <class T>
   void reduce(const DeviceBuffer<T>& send, DeviceBuffer<T>& recv, ReduceOp op, int root,
-              const Context& ctx, std::source_location loc = std::source_location::current()) const {
-    issue_reduce(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), op, root, ctx, loc);
+              const Context& ctx,
+              std::source_location loc = std::source_location::current()) const {
+    issue_reduce(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), op, root, ctx,
+                 loc);
   }
   /// Every rank's `data` = rank `root`'s.
   template <class T>
@@ -214,7 +221,8 @@ class Rank {
   template <class T>
   void allgather(const DeviceBuffer<T>& send, DeviceBuffer<T>& recv, const Context& ctx,
                  std::source_location loc = std::source_location::current()) const {
-    issue_allgather(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), ctx, true, loc);
+    issue_allgather(detail::ref(send), detail::ref(recv), detail::dist_type_of<T>(), ctx, true,
+                    loc);
   }
   /// Sends `data` to rank `dest`. Completes (in stream order) once `dest` received it: pair a
   /// send with a receive issued before the peer's own send, or use `exchange`.
@@ -236,10 +244,11 @@ class Rank {
   /// ranges and writes exactly the received ones, so work on other parts of the buffers
   /// overlaps it.
   template <class T>
-  void exchange(const DeviceBuffer<T>& send, std::span<const DistSegment> sends, DeviceBuffer<T>& recv,
-                std::span<const DistSegment> recvs, const Context& ctx,
+  void exchange(const DeviceBuffer<T>& send, std::span<const DistSegment> sends,
+                DeviceBuffer<T>& recv, std::span<const DistSegment> recvs, const Context& ctx,
                 std::source_location loc = std::source_location::current()) const {
-    issue_exchange(detail::ref(send), sends, detail::ref(recv), recvs, detail::dist_type_of<T>(), ctx, loc);
+    issue_exchange(detail::ref(send), sends, detail::ref(recv), recvs, detail::dist_type_of<T>(),
+                   ctx, loc);
   }
 
   // Untyped forms (the dist layer's own objects call these with checked = false).
@@ -260,7 +269,8 @@ class Rank {
 
  private:
   friend class Comm;
-  Rank(std::shared_ptr<detail::CommState> state, int local) : state_(std::move(state)), local_(local) {}
+  Rank(std::shared_ptr<detail::CommState> state, int local)
+      : state_(std::move(state)), local_(local) {}
   template <class T>
   static detail::BufferRef managed_ref(Managed<T>& m, const Context& ctx, std::source_location loc,
                                        bool write_only = false) {
@@ -308,15 +318,18 @@ class Comm {
   void for_each_local(const std::function<void(const Rank&)>& fn) const;
 
   template <class T>
-  void allreduce(DeviceBuffer<T>& data, ReduceOp op, std::source_location loc = std::source_location::current()) const {
+  void allreduce(DeviceBuffer<T>& data, ReduceOp op,
+                 std::source_location loc = std::source_location::current()) const {
     single(loc).allreduce(data, op, loc);
   }
   template <class T>
-  void allreduce(Managed<T>& value, ReduceOp op, std::source_location loc = std::source_location::current()) const {
+  void allreduce(Managed<T>& value, ReduceOp op,
+                 std::source_location loc = std::source_location::current()) const {
     single(loc).allreduce(value, op, loc);
   }
   template <class T>
-  void broadcast(DeviceBuffer<T>& data, int root, std::source_location loc = std::source_location::current()) const {
+  void broadcast(DeviceBuffer<T>& data, int root,
+                 std::source_location loc = std::source_location::current()) const {
     const Rank r = single(loc);
     r.broadcast(data, root, r.context(), loc);
   }
@@ -350,9 +363,15 @@ class Layout {
   [[nodiscard]] static Layout from_starts(std::vector<std::int64_t> starts, std::size_t halo = 0);
 
   [[nodiscard]] std::int64_t size() const noexcept { return starts_.empty() ? 0 : starts_.back(); }
-  [[nodiscard]] int ranks() const noexcept { return starts_.empty() ? 0 : static_cast<int>(starts_.size()) - 1; }
-  [[nodiscard]] std::int64_t start(int rank) const { return starts_.at(static_cast<std::size_t>(rank)); }
-  [[nodiscard]] std::int64_t end(int rank) const { return starts_.at(static_cast<std::size_t>(rank) + 1); }
+  [[nodiscard]] int ranks() const noexcept {
+    return starts_.empty() ? 0 : static_cast<int>(starts_.size()) - 1;
+  }
+  [[nodiscard]] std::int64_t start(int rank) const {
+    return starts_.at(static_cast<std::size_t>(rank));
+  }
+  [[nodiscard]] std::int64_t end(int rank) const {
+    return starts_.at(static_cast<std::size_t>(rank) + 1);
+  }
   [[nodiscard]] std::int64_t local_size(int rank) const { return end(rank) - start(rank); }
   /// The rank that owns global row `row`.
   [[nodiscard]] int owner(std::int64_t row) const;
@@ -360,7 +379,9 @@ class Layout {
   [[nodiscard]] std::size_t halo() const noexcept { return halo_; }
   [[nodiscard]] const std::vector<std::int64_t>& starts() const noexcept { return starts_; }
   /// Same rows (the halo may differ).
-  [[nodiscard]] bool same_rows(const Layout& other) const noexcept { return starts_ == other.starts_; }
+  [[nodiscard]] bool same_rows(const Layout& other) const noexcept {
+    return starts_ == other.starts_;
+  }
   friend bool operator==(const Layout&, const Layout&) = default;
 
  private:
@@ -376,7 +397,8 @@ class Vec {
   Vec() = default;
   /// `global` rows split as Layout::split does. Collective: throws on every rank if the ranks
   /// were given different sizes.
-  Vec(const Comm& comm, std::int64_t global, std::source_location loc = std::source_location::current());
+  Vec(const Comm& comm, std::int64_t global,
+      std::source_location loc = std::source_location::current());
   Vec(const Comm& comm, Layout layout, std::source_location loc = std::source_location::current());
   Vec(Vec&&) noexcept = default;
   Vec& operator=(Vec&&) noexcept = default;
@@ -388,7 +410,9 @@ class Vec {
   [[nodiscard]] bool valid() const noexcept { return comm_ != nullptr; }
   /// Local rank i's block.
   [[nodiscard]] la::Vec& local(int i = 0) { return locals_.at(static_cast<std::size_t>(i)); }
-  [[nodiscard]] const la::Vec& local(int i = 0) const { return locals_.at(static_cast<std::size_t>(i)); }
+  [[nodiscard]] const la::Vec& local(int i = 0) const {
+    return locals_.at(static_cast<std::size_t>(i));
+  }
   [[nodiscard]] int local_count() const noexcept { return static_cast<int>(locals_.size()); }
 
   [[nodiscard]] Vec duplicate(std::source_location loc = std::source_location::current()) const;
@@ -396,7 +420,8 @@ class Vec {
   void assign(std::span<const double> global_values,
               std::source_location loc = std::source_location::current());
   /// The whole vector on every process (an allgather of the blocks; waits for it).
-  [[nodiscard]] std::vector<double> to_vector(std::source_location loc = std::source_location::current()) const;
+  [[nodiscard]] std::vector<double> to_vector(
+      std::source_location loc = std::source_location::current()) const;
 
  private:
   std::shared_ptr<Comm> comm_;
@@ -408,8 +433,10 @@ class Vec {
 void set(Vec& x, double alpha, std::source_location loc = std::source_location::current());
 void copy(const Vec& x, Vec& y, std::source_location loc = std::source_location::current());
 void scale(Vec& x, double alpha, std::source_location loc = std::source_location::current());
-void axpy(Vec& y, double alpha, const Vec& x, std::source_location loc = std::source_location::current());
-void aypx(Vec& y, double beta, const Vec& x, std::source_location loc = std::source_location::current());
+void axpy(Vec& y, double alpha, const Vec& x,
+          std::source_location loc = std::source_location::current());
+void aypx(Vec& y, double beta, const Vec& x,
+          std::source_location loc = std::source_location::current());
 void axpby(Vec& y, double alpha, double beta, const Vec& x,
            std::source_location loc = std::source_location::current());
 void waxpy(Vec& w, double alpha, const Vec& x, const Vec& y,
@@ -427,7 +454,8 @@ void scale(Vec& x, std::span<const Managed<double>> alpha,
 // Reductions across ranks. The synchronous forms wait for their result; the asynchronous ones
 // leave it on every local rank's device (`out[i]` for local rank i, out.size() == local_count),
 // nothing waiting on the host.
-[[nodiscard]] double dot(const Vec& x, const Vec& y, std::source_location loc = std::source_location::current());
+[[nodiscard]] double dot(const Vec& x, const Vec& y,
+                         std::source_location loc = std::source_location::current());
 [[nodiscard]] double norm(const Vec& x, la::NormType type = la::NormType::two,
                           std::source_location loc = std::source_location::current());
 [[nodiscard]] double sum(const Vec& x, std::source_location loc = std::source_location::current());
@@ -437,7 +465,8 @@ void dot(const Vec& x, const Vec& y, std::span<Managed<double>> out,
          std::source_location loc = std::source_location::current());
 void norm(const Vec& x, la::NormType type, std::span<Managed<double>> out,
           std::source_location loc = std::source_location::current());
-void sum(const Vec& x, std::span<Managed<double>> out, std::source_location loc = std::source_location::current());
+void sum(const Vec& x, std::span<Managed<double>> out,
+         std::source_location loc = std::source_location::current());
 
 // ---- distributed matrices -----------------------------------------------------------------------
 
@@ -456,8 +485,8 @@ void sum(const Vec& x, std::span<Managed<double>> out, std::source_location loc 
 class Mat {
  public:
   Mat() = default;
-  [[nodiscard]] static Mat stencil(const Comm& comm, la::Stencil kind, std::int64_t nx, std::int64_t ny,
-                                   std::int64_t nz = 1,
+  [[nodiscard]] static Mat stencil(const Comm& comm, la::Stencil kind, std::int64_t nx,
+                                   std::int64_t ny, std::int64_t nz = 1,
                                    std::source_location loc = std::source_location::current());
   /// The same operator assembled (MPIAIJ), rows split as Layout::split does.
   [[nodiscard]] static Mat stencil_csr(const Comm& comm, la::Stencil kind, std::int64_t nx,
@@ -465,20 +494,23 @@ class Mat {
                                        std::source_location loc = std::source_location::current());
   /// MPIAIJ from a generator of this process's rows (`g(row, add)`, called once per owned row,
   /// in order), rows split as Layout::split does (or as `layout` says).
-  [[nodiscard]] static Mat from_rows(const Comm& comm, std::int64_t rows,
-                                     const std::function<void(std::int64_t row, const la::RowAdder&)>& g,
-                                     std::source_location loc = std::source_location::current());
-  [[nodiscard]] static Mat from_rows(const Comm& comm, Layout layout,
-                                     const std::function<void(std::int64_t row, const la::RowAdder&)>& g,
-                                     std::source_location loc = std::source_location::current());
+  [[nodiscard]] static Mat from_rows(
+      const Comm& comm, std::int64_t rows,
+      const std::function<void(std::int64_t row, const la::RowAdder&)>& g,
+      std::source_location loc = std::source_location::current());
+  [[nodiscard]] static Mat from_rows(
+      const Comm& comm, Layout layout,
+      const std::function<void(std::int64_t row, const la::RowAdder&)>& g,
+      std::source_location loc = std::source_location::current());
   /// MPIAIJ from (row, col, value) entries that any process may give for any row (sent to the
   /// owners; duplicates summed).
-  [[nodiscard]] static Mat from_triplets(const Comm& comm, std::int64_t rows,
-                                         std::span<const la::Triplet> entries,
-                                         std::source_location loc = std::source_location::current());
+  [[nodiscard]] static Mat from_triplets(
+      const Comm& comm, std::int64_t rows, std::span<const la::Triplet> entries,
+      std::source_location loc = std::source_location::current());
   /// A square Matrix Market file, read by process 0 and sent to the owners of its rows.
-  [[nodiscard]] static Mat read_matrix_market(const Comm& comm, const std::string& path,
-                                              std::source_location loc = std::source_location::current());
+  [[nodiscard]] static Mat read_matrix_market(
+      const Comm& comm, const std::string& path,
+      std::source_location loc = std::source_location::current());
 
   [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
   [[nodiscard]] std::int64_t rows() const;
@@ -496,7 +528,9 @@ class Mat {
   /// Local rank i's off-diagonal block (assembled only; an empty Mat where it has none).
   [[nodiscard]] const la::Mat& off_diagonal_block(int i = 0) const;
 
-  [[nodiscard]] const std::shared_ptr<const detail::MatImpl>& impl() const noexcept { return impl_; }
+  [[nodiscard]] const std::shared_ptr<const detail::MatImpl>& impl() const noexcept {
+    return impl_;
+  }
 
  private:
   explicit Mat(std::shared_ptr<const detail::MatImpl> impl) : impl_(std::move(impl)) {}
@@ -504,7 +538,8 @@ class Mat {
 };
 
 /// y = A x (collective; x and y of A's rows).
-void mult(const Mat& A, const Vec& x, Vec& y, std::source_location loc = std::source_location::current());
+void mult(const Mat& A, const Vec& x, Vec& y,
+          std::source_location loc = std::source_location::current());
 
 // ---- Krylov solvers -----------------------------------------------------------------------------
 
@@ -526,7 +561,8 @@ class Ksp {
   [[nodiscard]] int check_interval() const noexcept;
 
   /// Solves A x = b (collective). Every rank returns the same result.
-  la::KspResult solve(const Vec& b, Vec& x, std::source_location loc = std::source_location::current());
+  la::KspResult solve(const Vec& b, Vec& x,
+                      std::source_location loc = std::source_location::current());
 
  private:
   Mat A_;

@@ -50,9 +50,8 @@ int Environment::process_count() {
 
 void Environment::fail(std::string_view message) noexcept {
   try {
-    p::fail_process("process " + std::to_string(p::world_rank()) + " failed: " +
-                        std::string(message),
-                    true);
+    p::fail_process(
+        "process " + std::to_string(p::world_rank()) + " failed: " + std::string(message), true);
   } catch (...) {
   }
 }
@@ -60,16 +59,15 @@ void Environment::fail(std::string_view message) noexcept {
 // ---- devices ------------------------------------------------------------------------------------
 
 bool launched_by_mpirun() noexcept {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
-                          "SLURM_PROCID"}) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_PROCID"}) {
     if (std::getenv(var) != nullptr) return true;
   }
   return false;
 }
 
 Device pick_device(int local_rank, int local_ranks, std::string_view backend) {
-  const Device preferred =
-      backend.empty() ? default_device() : Device{std::string(backend), 0};
+  const Device preferred = backend.empty() ? default_device() : Device{std::string(backend), 0};
   if (preferred.backend == "host") return preferred;
   std::size_t count = 0;
   for (const auto& b : backends()) {
@@ -98,12 +96,12 @@ void CommState::check_context(int local, const Context& ctx, std::string_view wh
                               std::source_location loc) const {
   const Device& d = contexts[static_cast<std::size_t>(local)].device();
   if (ctx.device() != d) {
-    throw Error(Errc::invalid_argument,
-                std::string(what) + ": rank " + std::to_string(ranks[static_cast<std::size_t>(local)]) +
-                    " lives on " + d.to_string() + " but the operation was issued on " +
-                    ctx.name() + " (" + ctx.device().to_string() +
-                    "); issue a rank's communication on a context of its device",
-                loc);
+    throw Error(
+        Errc::invalid_argument,
+        std::string(what) + ": rank " + std::to_string(ranks[static_cast<std::size_t>(local)]) +
+            " lives on " + d.to_string() + " but the operation was issued on " + ctx.name() + " (" +
+            ctx.device().to_string() + "); issue a rank's communication on a context of its device",
+        loc);
   }
 }
 
@@ -166,14 +164,14 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   st->procs = std::move(procs);
   if (o.contexts.empty()) {
     if (o.local_ranks < 1) {
-      throw Error(Errc::invalid_argument,
-                  "dist::Comm: local_ranks must be at least 1, got " + std::to_string(o.local_ranks),
-                  loc);
+      throw Error(
+          Errc::invalid_argument,
+          "dist::Comm: local_ranks must be at least 1, got " + std::to_string(o.local_ranks), loc);
     }
     for (int i = 0; i < o.local_ranks; ++i) {
-      o.contexts.emplace_back(ContextOptions{.device = pick_device(i, o.local_ranks, o.backend),
-                                             .name = st->name + " rank context " +
-                                                     std::to_string(i)});
+      o.contexts.emplace_back(
+          ContextOptions{.device = pick_device(i, o.local_ranks, o.backend),
+                         .name = st->name + " rank context " + std::to_string(i)});
     }
   }
   const std::string backend = o.contexts.front().device().backend;
@@ -449,8 +447,8 @@ void Rank::issue_allgather(detail::BufferRef send, detail::BufferRef recv, DistT
 }
 
 void Rank::issue_exchange(detail::BufferRef send, std::span<const DistSegment> sends,
-                          detail::BufferRef recv, std::span<const DistSegment> recvs,
-                          DistType type, const Context& ctx, std::source_location loc) const {
+                          detail::BufferRef recv, std::span<const DistSegment> recvs, DistType type,
+                          const Context& ctx, std::source_location loc) const {
   const auto& st = *state_;
   const std::string_view what =
       recvs.empty() ? "dist send" : (sends.empty() ? "dist recv" : "dist exchange");

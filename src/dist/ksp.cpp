@@ -45,9 +45,8 @@ class RankSolve final : public sluice::detail::la::KspParallel {
     return acc.write(b_.partial, {at * sizeof(double), kSlot * sizeof(double)}) + at;
   }
 
-  int matvec(const Context& ctx, const LaMatvecArgs& m,
-             const sluice::detail::la::MatvecInputs& in, const AccessList& acc,
-             std::string_view what, std::source_location loc) override {
+  int matvec(const Context& ctx, const LaMatvecArgs& m, const sluice::detail::la::MatvecInputs& in,
+             const AccessList& acc, std::string_view what, std::source_location loc) override {
     return product(
         A_, local_, ctx, m, in, acc,
         [this](AccessList& a, int part) { return partial_sums(a, part); }, what, loc);
@@ -62,7 +61,8 @@ class RankSolve final : public sluice::detail::la::KspParallel {
     if (ranks > 1) {
       AccessList acc;
       const double* send = acc.read(b_.partial, {0, count * sizeof(double)});
-      double* recv = acc.write(b_.gathered, {0, count * static_cast<std::size_t>(ranks) * sizeof(double)});
+      double* recv =
+          acc.write(b_.gathered, {0, count * static_cast<std::size_t>(ranks) * sizeof(double)});
       st_.issue(local_, ctx, acc, "dist allgather of partial sums", loc,
                 [&](Stream& s, const OpInfo& op) {
                   st_.engine->allgather(s, local_, send, recv, count, DistType::f64, false, op);
@@ -80,9 +80,8 @@ class RankSolve final : public sluice::detail::la::KspParallel {
       a.finalize = fin;
       a.tf_dx = tf_dx;
       DistKernels& k = *st_.kernels;
-      sluice::detail::issue_tracked(ctx.impl(), acc, what, loc, [&](Stream& s, const OpInfo& op) {
-        k.finalize(s, a, op);
-      });
+      sluice::detail::issue_tracked(ctx.impl(), acc, what, loc,
+                                    [&](Stream& s, const OpInfo& op) { k.finalize(s, a, op); });
       return;
     }
     sluice::detail::copy_bytes(ctx, b_.host.data(), source->data(), bytes, loc);
@@ -125,8 +124,10 @@ Ksp::Ksp(Mat A, la::KspOptions options)
     const Context& ctx = st.contexts[static_cast<std::size_t>(l)];
     detail::RankBuffers b;
     b.partial = DeviceBuffer<double>(ctx, detail::kParts * detail::kSlot);
-    b.gathered = DeviceBuffer<double>(ctx, detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
-    b.host = PinnedBuffer<double>(ctx.device(), detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+    b.gathered = DeviceBuffer<double>(
+        ctx, detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+    b.host = PinnedBuffer<double>(
+        ctx.device(), detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
     work_->buffers.push_back(std::move(b));
   }
 }
@@ -162,9 +163,17 @@ void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::
                                 std::bit_cast<std::uint64_t>(o.dtol),
                                 static_cast<std::uint64_t>(o.fixed_iterations),
                                 static_cast<std::uint64_t>(o.initial_guess_nonzero)};
-  static constexpr const char* kNames[] = {"the vectors' rows", "type", "preconditioner",
-                                           "norm type", "mode", "max_it", "check_every",
-                                           "rtol", "atol", "dtol", "fixed_iterations",
+  static constexpr const char* kNames[] = {"the vectors' rows",
+                                           "type",
+                                           "preconditioner",
+                                           "norm type",
+                                           "mode",
+                                           "max_it",
+                                           "check_every",
+                                           "rtol",
+                                           "atol",
+                                           "dtol",
+                                           "fixed_iterations",
                                            "initial_guess_nonzero"};
   constexpr std::size_t n = std::size(mine);
   std::vector<std::uint64_t> all(n * static_cast<std::size_t>(st.procs->size()));
@@ -184,11 +193,10 @@ void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::
 
 la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
   if (!b.valid() || !x.valid()) {
-    throw Error(Errc::invalid_state, "dist::Ksp::solve: b or x is a default-constructed Vec",
-                loc);
+    throw Error(Errc::invalid_state, "dist::Ksp::solve: b or x is a default-constructed Vec", loc);
   }
-  if (!(b.comm() == A_.comm()) || !(x.comm() == A_.comm()) ||
-      !b.layout().same_rows(A_.layout()) || !x.layout().same_rows(A_.layout())) {
+  if (!(b.comm() == A_.comm()) || !(x.comm() == A_.comm()) || !b.layout().same_rows(A_.layout()) ||
+      !x.layout().same_rows(A_.layout())) {
     throw Error(Errc::invalid_argument,
                 "dist::Ksp::solve: b and x must split their rows as the matrix does; make them "
                 "with A.create_vec()",

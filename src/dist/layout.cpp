@@ -17,7 +17,8 @@ Layout Layout::split(int ranks, std::int64_t global, std::size_t halo) {
   std::vector<std::int64_t> starts(static_cast<std::size_t>(ranks) + 1, 0);
   const std::int64_t each = global / ranks, extra = global % ranks;
   for (int r = 0; r < ranks; ++r) {
-    starts[static_cast<std::size_t>(r) + 1] = starts[static_cast<std::size_t>(r)] + each + (r < extra ? 1 : 0);
+    starts[static_cast<std::size_t>(r) + 1] =
+        starts[static_cast<std::size_t>(r)] + each + (r < extra ? 1 : 0);
   }
   return from_starts(std::move(starts), halo);
 }

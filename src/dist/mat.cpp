@@ -276,9 +276,9 @@ Mat Mat::stencil(const Comm& comm, la::Stencil kind, std::int64_t nx, std::int64
     block->hi = r + 1 < size ? r + 1 : -1;
     auto impl = std::make_shared<la::Mat::Impl>(ctx);
     impl->rows = impl->cols = block->planes * P;
-    impl->nnz = la::Mat::stencil(ctx, kind, nx, three ? ny : block->planes,
-                                 three ? block->planes : 1, loc)
-                    .nnz();
+    impl->nnz =
+        la::Mat::stencil(ctx, kind, nx, three ? ny : block->planes, three ? block->planes : 1, loc)
+            .nnz();
     impl->is_stencil = true;
     impl->kind = kind;
     impl->stencil.kind = detail::la_kind(kind);
@@ -369,8 +369,8 @@ Mat Mat::from_triplets(const Comm& comm, std::int64_t rows, std::span<const la::
     if (t.row < 0 || t.row >= rows || t.col < 0 || t.col >= rows) {
       throw Error(Errc::invalid_argument,
                   "dist::Mat::from_triplets: entry (" + std::to_string(t.row) + ", " +
-                      std::to_string(t.col) + ") lies outside the " + std::to_string(rows) +
-                      " x " + std::to_string(rows) + " matrix",
+                      std::to_string(t.col) + ") lies outside the " + std::to_string(rows) + " x " +
+                      std::to_string(rows) + " matrix",
                   loc);
     }
     auto& w = out[static_cast<std::size_t>(st.map.process_of(layout.owner(t.row)))];
@@ -429,8 +429,8 @@ Mat Mat::read_matrix_market(const Comm& comm, const std::string& path, std::sour
     st.procs->broadcast(&len, sizeof len, 0);
     error.resize(len);
     st.procs->broadcast(error.data(), len, 0);
-    throw Error(Errc::invalid_argument, "dist::Mat::read_matrix_market (read by process 0): " + error,
-                loc);
+    throw Error(Errc::invalid_argument,
+                "dist::Mat::read_matrix_market (read by process 0): " + error, loc);
   }
   if (shape[1] != shape[2]) {
     throw Error(Errc::invalid_argument,

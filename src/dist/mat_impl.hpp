@@ -24,8 +24,8 @@ inline constexpr int kParts = 3;
 
 /// One local rank's share of a distributed matrix.
 struct MatBlock {
-  la::Mat diag;  // a stencil: the rank's planes, open where a neighbour rank lies; else A_d
-  la::Mat off;   // assembled: A_o over the ghost columns (empty if none)
+  la::Mat diag;          // a stencil: the rank's planes, open where a neighbour rank lies; else A_d
+  la::Mat off;           // assembled: A_o over the ghost columns (empty if none)
   Context exchange_ctx;  // where this rank's ghost exchanges run, beside the products
   // Stencil: the neighbour ranks along the slowest dimension (-1: none).
   int lo = -1, hi = -1;

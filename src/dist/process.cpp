@@ -131,13 +131,13 @@ void ProcComm::allreduce(const void* send, void* recv, std::size_t count, DistTy
                          std::string_view) const {
   if (send != recv) std::memmove(recv, send, count * dist_type_size(type));
 }
-void ProcComm::reduce(const void* send, void* recv, std::size_t count, DistType type, DistOp,
-                      int, std::string_view) const {
+void ProcComm::reduce(const void* send, void* recv, std::size_t count, DistType type, DistOp, int,
+                      std::string_view) const {
   if (send != recv) std::memmove(recv, send, count * dist_type_size(type));
 }
 void ProcComm::broadcast(void*, std::size_t, DistType, int, std::string_view) const {}
-void ProcComm::allgatherv(const void* send, void* recv, std::span<const int> counts,
-                          DistType type, std::string_view) const {
+void ProcComm::allgatherv(const void* send, void* recv, std::span<const int> counts, DistType type,
+                          std::string_view) const {
   if (send != recv) {
     std::memmove(recv, send, static_cast<std::size_t>(counts[0]) * dist_type_size(type));
   }
@@ -198,8 +198,8 @@ std::string mpi_error_text(int code) {
 /// Throws (after failing the process) if an MPI call returned an error.
 void check(int code, std::string_view what) {
   if (code == MPI_SUCCESS) return;
-  const std::string message =
-      "process " + std::to_string(world_rank()) + ": " + std::string(what) + ": " + mpi_error_text(code);
+  const std::string message = "process " + std::to_string(world_rank()) + ": " + std::string(what) +
+                              ": " + mpi_error_text(code);
   fail_process(message, true);
   throw Error(Errc::backend_failure, message);
 }
@@ -414,8 +414,8 @@ void fail_process(const std::string& message, bool notify) noexcept {
       m.notice_texts.push_back(message.substr(0, sizeof m.notice - 1));
       const auto& text = m.notice_texts.back();
       MPI_Request r = MPI_REQUEST_NULL;
-      MPI_Isend(text.c_str(), static_cast<int>(text.size() + 1), MPI_CHAR, p, kNoticeTag,
-                m.notices, &r);
+      MPI_Isend(text.c_str(), static_cast<int>(text.size() + 1), MPI_CHAR, p, kNoticeTag, m.notices,
+                &r);
       m.sent_notices.push_back(r);
     }
   } catch (...) {
@@ -545,8 +545,8 @@ std::vector<std::vector<std::byte>> ProcComm::alltoallv(
   MPI_Request r;
   {
     MpiLock lock;
-    check(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT,
-                        impl_->ctl, &r),
+    check(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, impl_->ctl,
+                        &r),
           "MPI_Ialltoall");
   }
   wait_one(r, "dist set-up (alltoall)");
@@ -558,10 +558,10 @@ std::vector<std::vector<std::byte>> ProcComm::alltoallv(
   std::vector<std::byte> recvbuf(static_cast<std::size_t>(total));
   {
     MpiLock lock;
-    check(MPI_Ialltoallv(sendbuf.data(), send_counts.data(), sdispls.data(), MPI_BYTE,
-                         recvbuf.data(), recv_counts.data(), rdispls.data(), MPI_BYTE, impl_->ctl,
-                         &r),
-          "MPI_Ialltoallv");
+    check(
+        MPI_Ialltoallv(sendbuf.data(), send_counts.data(), sdispls.data(), MPI_BYTE, recvbuf.data(),
+                       recv_counts.data(), rdispls.data(), MPI_BYTE, impl_->ctl, &r),
+        "MPI_Ialltoallv");
   }
   wait_one(r, "dist set-up (alltoallv)");
   std::vector<std::vector<std::byte>> out(n);
@@ -571,8 +571,8 @@ std::vector<std::vector<std::byte>> ProcComm::alltoallv(
   return out;
 }
 
-void ProcComm::allreduce(const void* send, void* recv, std::size_t count, DistType type,
-                         DistOp op, std::string_view what) const {
+void ProcComm::allreduce(const void* send, void* recv, std::size_t count, DistType type, DistOp op,
+                         std::string_view what) const {
   MPI_Request r;
   {
     MpiLock lock;
@@ -589,8 +589,8 @@ void ProcComm::reduce(const void* send, void* recv, std::size_t count, DistType 
   {
     MpiLock lock;
     const bool in_place = rank_ == root && send == recv;
-    check(MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
-                      mpi_type(type), mpi_op(op), root, impl_->coll, &r),
+    check(MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(type),
+                      mpi_op(op), root, impl_->coll, &r),
           what);
   }
   wait_one(r, what);
@@ -606,8 +606,8 @@ void ProcComm::broadcast(void* data, std::size_t count, DistType type, int root,
   wait_one(r, what);
 }
 
-void ProcComm::allgatherv(const void* send, void* recv, std::span<const int> counts,
-                          DistType type, std::string_view what) const {
+void ProcComm::allgatherv(const void* send, void* recv, std::span<const int> counts, DistType type,
+                          std::string_view what) const {
   std::vector<int> displs(counts.size());
   int total = 0;
   for (std::size_t p = 0; p < counts.size(); ++p) {
@@ -625,11 +625,10 @@ void ProcComm::allgatherv(const void* send, void* recv, std::span<const int> cou
 }
 
 void ProcComm::check_signature(const DistSignature& sig, std::string_view what) const {
-  const std::uint64_t mine[5] = {static_cast<std::uint64_t>(sig.call),
-                                 static_cast<std::uint64_t>(sig.type),
-                                 static_cast<std::uint64_t>(sig.op),
-                                 static_cast<std::uint64_t>(static_cast<std::uint32_t>(sig.root)),
-                                 sig.count};
+  const std::uint64_t mine[5] = {
+      static_cast<std::uint64_t>(sig.call), static_cast<std::uint64_t>(sig.type),
+      static_cast<std::uint64_t>(sig.op),
+      static_cast<std::uint64_t>(static_cast<std::uint32_t>(sig.root)), sig.count};
   std::vector<std::uint64_t> all(5 * static_cast<std::size_t>(size_));
   MPI_Request r;
   {
@@ -688,11 +687,10 @@ void ProcComm::exchange(std::span<const Message> sends, std::span<const Message>
     int got = 0;
     MPI_Get_count(&statuses[k], t, &got);
     if (static_cast<std::size_t>(got) != recvs[k].count) {
-      const std::string message = std::string(what) + ": process " +
-                                  std::to_string(recvs[k].process) + " sent " +
-                                  std::to_string(got) + " elements where process " +
-                                  std::to_string(rank_) + " expected " +
-                                  std::to_string(recvs[k].count);
+      const std::string message =
+          std::string(what) + ": process " + std::to_string(recvs[k].process) + " sent " +
+          std::to_string(got) + " elements where process " + std::to_string(rank_) + " expected " +
+          std::to_string(recvs[k].count);
       fail_process(message, true);
       throw Error(Errc::invalid_argument, message);
     }

@@ -65,9 +65,13 @@ struct RankMap {
   std::vector<int> offset;
   std::vector<int> count;
   int max_local = 1;
-  [[nodiscard]] int size() const noexcept { return offset.empty() ? 0 : offset.back() + count.back(); }
+  [[nodiscard]] int size() const noexcept {
+    return offset.empty() ? 0 : offset.back() + count.back();
+  }
   [[nodiscard]] int process_of(int rank) const;
-  [[nodiscard]] int local_of(int rank) const { return rank - offset[static_cast<std::size_t>(process_of(rank))]; }
+  [[nodiscard]] int local_of(int rank) const {
+    return rank - offset[static_cast<std::size_t>(process_of(rank))];
+  }
 };
 
 /// A communicator between processes.
@@ -82,8 +86,7 @@ class ProcComm {
   /// the launcher's environment, else (collective, on the first call) MPI's shared-memory split.
   [[nodiscard]] static int world_node_rank();
   /// The user's MPI communicator, given as the bytes of its handle (sluice/dist_mpi.hpp).
-  [[nodiscard]] static std::shared_ptr<ProcComm> from_handle(const void* handle,
-                                                             std::size_t bytes);
+  [[nodiscard]] static std::shared_ptr<ProcComm> from_handle(const void* handle, std::size_t bytes);
   ~ProcComm();
 
   [[nodiscard]] int rank() const noexcept { return rank_; }
@@ -105,8 +108,8 @@ class ProcComm {
   // ---- the host engine: its caller waits (polling) until the operation completed ----
   void allreduce(const void* send, void* recv, std::size_t count, DistType type, DistOp op,
                  std::string_view what) const;
-  void reduce(const void* send, void* recv, std::size_t count, DistType type, DistOp op,
-              int root, std::string_view what) const;
+  void reduce(const void* send, void* recv, std::size_t count, DistType type, DistOp op, int root,
+              std::string_view what) const;
   void broadcast(void* data, std::size_t count, DistType type, int root,
                  std::string_view what) const;
   /// Process p contributes counts[p] elements at `send`; `recv` gets them in process order.

@@ -84,10 +84,9 @@ void exchange_planes(const MatImpl& A, int local, const MatBlock& b, const la::V
   for (const auto& s : sends) acc.read(v.object_id(), {s.offset * kDouble, s.count * kDouble});
   for (const auto& r : recvs) acc.write(v.object_id(), {r.offset * kDouble, r.count * kDouble});
   double* base = v.buffer().data();
-  st.issue(local, b.exchange_ctx, acc, "dist ghost planes", loc,
-           [&](Stream& s, const OpInfo& op) {
-             st.engine->exchange(s, local, base, sends, base, recvs, DistType::f64, op);
-           });
+  st.issue(local, b.exchange_ctx, acc, "dist ghost planes", loc, [&](Stream& s, const OpInfo& op) {
+    st.engine->exchange(s, local, base, sends, base, recvs, DistType::f64, op);
+  });
 }
 
 int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
@@ -95,9 +94,10 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
                     std::string_view what, std::source_location loc) {
   const MatBlock& b = *A.blocks[static_cast<std::size_t>(local)];
   if (in.right != nullptr) {
-    throw Error(Errc::invalid_state, std::string(what) +
-                                         ": a stencil's product takes no vector scaling "
-                                         "(its Jacobi preconditioner is a constant)",
+    throw Error(Errc::invalid_state,
+                std::string(what) +
+                    ": a stencil's product takes no vector scaling "
+                    "(its Jacobi preconditioner is a constant)",
                 loc);
   }
   const la::Vec* x = padded_input(A, b, 0, in.x, ctx, loc);
@@ -132,12 +132,14 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
     for (const la::Vec* v : {x, x2}) {
       if (v == nullptr) continue;
       const auto lo = static_cast<std::int64_t>(v->offset()) + first * P - (open_lo ? P : 0);
-      const auto hi = static_cast<std::int64_t>(v->offset()) + (first + count) * P + (open_hi ? P : 0);
-      a.read(v->object_id(), {static_cast<std::size_t>(lo) * kDouble,
-                              static_cast<std::size_t>(hi - lo) * kDouble});
+      const auto hi =
+          static_cast<std::int64_t>(v->offset()) + (first + count) * P + (open_hi ? P : 0);
+      a.read(v->object_id(),
+             {static_cast<std::size_t>(lo) * kDouble, static_cast<std::size_t>(hi - lo) * kDouble});
     }
     if (nsums > 0) p.sums.out = sums(a, part);
-    issue_tracked(ctx.impl(), a, what, loc, [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
   };
   if (!A.split) {
     pass(0, b.planes, b.lo >= 0, b.hi >= 0, 0);
@@ -168,8 +170,9 @@ const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const M
     const std::int32_t* index = acc.read(b.send_index);
     double* dst = acc.write(s.packed);
     DistKernels& k = *st.kernels;
-    issue_tracked(ctx.impl(), acc, "dist pack ghost values", loc,
-                  [&](Stream& stream, const OpInfo& op) { k.gather(stream, dst, src, index, packed, op); });
+    issue_tracked(
+        ctx.impl(), acc, "dist pack ghost values", loc,
+        [&](Stream& stream, const OpInfo& op) { k.gather(stream, dst, src, index, packed, op); });
   }
   join_capture(b, ctx, loc);
   AccessList acc;
@@ -179,10 +182,11 @@ const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const M
   for (const auto& seg : b.recvs) {
     acc.write(s.ghost.object_id(), {seg.offset * kDouble, seg.count * kDouble});
   }
-  st.issue(local, b.exchange_ctx, acc, "dist ghost values", loc, [&](Stream& stream, const OpInfo& op) {
-    st.engine->exchange(stream, local, s.packed.data(), b.sends, s.ghost.data(), b.recvs,
-                        DistType::f64, op);
-  });
+  st.issue(local, b.exchange_ctx, acc, "dist ghost values", loc,
+           [&](Stream& stream, const OpInfo& op) {
+             st.engine->exchange(stream, local, s.packed.data(), b.sends, s.ghost.data(), b.recvs,
+                                 DistType::f64, op);
+           });
   return s.ghost;
 }
 
@@ -199,13 +203,15 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
     }
   };
   auto issue = [&](AccessList& a, const LaMatvecArgs& p) {
-    issue_tracked(ctx.impl(), a, what, loc, [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
   };
   // The ghosts first: their exchange runs while the diagonal block's product does.
   const DeviceBuffer<double>* ghost[3] = {nullptr, nullptr, nullptr};
   if (!b.sends.empty() || b.ghosts > 0) {
     for (int slot = 0; slot < 3; ++slot) {
-      if (inputs[slot] != nullptr) ghost[slot] = &exchange_ghosts(A, local, b, slot, *inputs[slot], ctx, loc);
+      if (inputs[slot] != nullptr)
+        ghost[slot] = &exchange_ghosts(A, local, b, slot, *inputs[slot], ctx, loc);
     }
   }
   if (b.ghosts == 0) {  // this rank's rows read no other rank's values
@@ -259,16 +265,17 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
     r.y = m.z;
     AccessList a = acc;
     r.out = sums(a, 0);
-    issue_tracked(ctx.impl(), a, what, loc, [&](Stream& s, const OpInfo& op) { k.reduce(s, r, op); });
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.reduce(s, r, op); });
   }
   return nsums > 0 ? 1 : 0;
 }
 
 }  // namespace
 
-int product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
-            const MatvecInputs& in, const AccessList& acc, const PartialSums& sums,
-            std::string_view what, std::source_location loc) {
+int product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m, const MatvecInputs& in,
+            const AccessList& acc, const PartialSums& sums, std::string_view what,
+            std::source_location loc) {
   return A.matrix_free ? stencil_product(A, local, ctx, m, in, acc, sums, what, loc)
                        : csr_product(A, local, ctx, m, in, acc, sums, what, loc);
 }

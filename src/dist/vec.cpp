@@ -91,8 +91,8 @@ Vec::Vec(const Comm& comm, Layout layout, std::source_location loc)
     const auto size = all[2 * static_cast<std::size_t>(p)];
     if (size != all[0]) {
       throw Error(Errc::invalid_argument,
-                  "dist::Vec: process " + std::to_string(p) + " asked for " +
-                      std::to_string(size) + " rows and process 0 for " + std::to_string(all[0]) +
+                  "dist::Vec: process " + std::to_string(p) + " asked for " + std::to_string(size) +
+                      " rows and process 0 for " + std::to_string(all[0]) +
                       "; every process must make the same vector",
                   loc);
     }
@@ -147,9 +147,8 @@ std::vector<double> Vec::to_vector(std::source_location loc) const {
     const auto v = l.to_vector(loc);
     mine.insert(mine.end(), v.begin(), v.end());
   }
-  const auto bytes = st.procs->allgatherv(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(mine.data()),
-                                 mine.size() * sizeof(double)));
+  const auto bytes = st.procs->allgatherv(std::span<const std::byte>(
+      reinterpret_cast<const std::byte*>(mine.data()), mine.size() * sizeof(double)));
   std::vector<double> all(bytes.size() / sizeof(double));
   std::memcpy(all.data(), bytes.data(), bytes.size());
   return all;
@@ -184,7 +183,8 @@ void axpby(Vec& y, double alpha, double beta, const Vec& x, std::source_location
 void waxpy(Vec& w, double alpha, const Vec& x, const Vec& y, std::source_location loc) {
   check_pair(x, y, "dist::waxpy", loc);
   check_pair(x, w, "dist::waxpy", loc);
-  for (int l = 0; l < x.local_count(); ++l) la::waxpy(w.local(l), alpha, x.local(l), y.local(l), loc);
+  for (int l = 0; l < x.local_count(); ++l)
+    la::waxpy(w.local(l), alpha, x.local(l), y.local(l), loc);
 }
 void pointwise_mult(Vec& w, const Vec& x, const Vec& y, std::source_location loc) {
   check_pair(x, y, "dist::pointwise_mult", loc);
@@ -234,7 +234,9 @@ void dot(const Vec& x, const Vec& y, std::span<Managed<double>> out, std::source
   check_pair(x, y, "dist::dot", loc);
   reduce_values(
       x, out, DistOp::sum,
-      [&](int l, Managed<double>& v, const Context& ctx) { la::dot(x.local(l), y.local(l), v, ctx, loc); },
+      [&](int l, Managed<double>& v, const Context& ctx) {
+        la::dot(x.local(l), y.local(l), v, ctx, loc);
+      },
       "dist::dot", loc);
 }
 
@@ -255,7 +257,9 @@ void norm(const Vec& x, la::NormType type, std::span<Managed<double>> out,
   }
   reduce_values(
       x, out, type == la::NormType::one ? DistOp::sum : DistOp::max,
-      [&](int l, Managed<double>& v, const Context& ctx) { la::norm(x.local(l), type, v, ctx, loc); },
+      [&](int l, Managed<double>& v, const Context& ctx) {
+        la::norm(x.local(l), type, v, ctx, loc);
+      },
       "dist::norm", loc);
 }
 

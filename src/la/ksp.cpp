@@ -438,7 +438,9 @@ class Run {
   }
 
   /// The vector of the right scaling, if a vector (the Jacobi preconditioner of a CSR matrix).
-  [[nodiscard]] const Vec* right_vec() const { return right_pc_.v != nullptr ? &w_.invdiag : nullptr; }
+  [[nodiscard]] const Vec* right_vec() const {
+    return right_pc_.v != nullptr ? &w_.invdiag : nullptr;
+  }
 
   void vector(LaVecOp op, Vec& y, const Vec* x, double alpha, const char* what) {
     LaVecArgs v;
@@ -507,8 +509,7 @@ class Run {
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
   /// with p'w (z = c r formed here when not stored), and its accesses but its inputs' (z or r,
   /// and p_old: `in`).
-  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc,
-                            MatvecInputs& in) const {
+  LaMatvecArgs cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc, MatvecInputs& in) const {
     LaMatvecArgs m;
     const Vec& z = cg_stores_z() ? w_.z : w_.r;  // z, or r with z = c r formed here
     m.x = z.data();
@@ -627,8 +628,7 @@ class Run {
     m.y = acc.write(w_.v);
     m.z = acc.read(w_.rp);
     read_pc(acc);
-    matvec(m, {&w_.p, nullptr, right_vec()}, acc, LaFinalize::tf_s,
-           "KSPSolve_TFQMR v = K p, v'rp");
+    matvec(m, {&w_.p, nullptr, right_vec()}, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
   }
 
   bool tf_iteration() {

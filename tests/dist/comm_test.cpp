@@ -66,8 +66,9 @@ TEST(DistComm, AllreduceSumMaxMin) {
           double want = op == ReduceOp::sum ? 0 : op == ReduceOp::max ? -1e300 : 1e300;
           for (int r = 0; r < n; ++r) {
             const double x = contribution(r, 9)[k];
-            want = op == ReduceOp::sum ? want + x : op == ReduceOp::max ? std::max(want, x)
-                                                                        : std::min(want, x);
+            want = op == ReduceOp::sum   ? want + x
+                   : op == ReduceOp::max ? std::max(want, x)
+                                         : std::min(want, x);
           }
           EXPECT_EQ(got[k], want) << "L=" << L << " k=" << k;
         }
@@ -224,12 +225,12 @@ TEST(DistComm, MisuseIsRefusedAtTheCall) {
   const Context& ctx = c.context();
   DeviceBuffer<double> a(ctx, 4), b(ctx, 5), g(ctx, 3);
   const Rank r = c.local();
-  EXPECT_THROW(r.allreduce(a, b, ReduceOp::sum, ctx), Error);           // sizes differ
-  EXPECT_THROW(r.allgather(a, g, ctx), Error);                          // too small
-  EXPECT_THROW(r.broadcast(a, c.size(), ctx), Error);                   // no such root
+  EXPECT_THROW(r.allreduce(a, b, ReduceOp::sum, ctx), Error);  // sizes differ
+  EXPECT_THROW(r.allgather(a, g, ctx), Error);                 // too small
+  EXPECT_THROW(r.broadcast(a, c.size(), ctx), Error);          // no such root
   const DistSegment beyond[] = {{0, 3, 4}};
-  EXPECT_THROW(r.exchange(a, beyond, a, {}, ctx), Error);               // past the end
-  EXPECT_THROW((void)c.local(1), Error);                                // one local rank
+  EXPECT_THROW(r.exchange(a, beyond, a, {}, ctx), Error);  // past the end
+  EXPECT_THROW((void)c.local(1), Error);                   // one local rank
   try {
     r.allreduce(a, b, ReduceOp::sum, ctx);
   } catch (const Error& e) {
@@ -258,14 +259,16 @@ void random_interleaving(int L, unsigned seed) {
   std::vector<Local> locals(static_cast<std::size_t>(L));
   std::vector<std::vector<std::vector<double>>> model(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
-    for (int k = 0; k < kBufs; ++k) model[static_cast<std::size_t>(r)].push_back(test::pattern(kLen, r + 0.25 * k));
+    for (int k = 0; k < kBufs; ++k)
+      model[static_cast<std::size_t>(r)].push_back(test::pattern(kLen, r + 0.25 * k));
   }
   for (int i = 0; i < L; ++i) {
     auto& lc = locals[static_cast<std::size_t>(i)];
     lc.ctxs.push_back(c.context(i));
     for (auto& f : c.context(i).fork(2)) lc.ctxs.push_back(f);
     for (int k = 0; k < kBufs; ++k) {
-      lc.bufs.emplace_back(lc.ctxs[0], model[static_cast<std::size_t>(c.rank(i))][static_cast<std::size_t>(k)]);
+      lc.bufs.emplace_back(lc.ctxs[0],
+                           model[static_cast<std::size_t>(c.rank(i))][static_cast<std::size_t>(k)]);
     }
   }
   std::mt19937 rng(seed);  // the same sequence on every process
@@ -275,17 +278,19 @@ void random_interleaving(int L, unsigned seed) {
     const int a = pick(kBufs), b = (a + 1 + pick(kBufs - 1)) % kBufs;
     const double s = 0.5 + 0.125 * pick(8);
     switch (kind) {
-      case 0:  // local: scale, on a random context
+      case 0:    // local: scale, on a random context
       case 1: {  // local: axpy
         std::vector<int> ctx_of(static_cast<std::size_t>(n));
         for (auto& x : ctx_of) x = pick(3);
         for (int i = 0; i < L; ++i) {
           auto& lc = locals[static_cast<std::size_t>(i)];
-          const Context& ctx = lc.ctxs[static_cast<std::size_t>(ctx_of[static_cast<std::size_t>(c.rank(i))])];
+          const Context& ctx =
+              lc.ctxs[static_cast<std::size_t>(ctx_of[static_cast<std::size_t>(c.rank(i))])];
           if (kind == 0) {
             la::scale(lc.bufs[static_cast<std::size_t>(a)], s, ctx);
           } else {
-            la::axpy(lc.bufs[static_cast<std::size_t>(a)], s, lc.bufs[static_cast<std::size_t>(b)], ctx);
+            la::axpy(lc.bufs[static_cast<std::size_t>(a)], s, lc.bufs[static_cast<std::size_t>(b)],
+                     ctx);
           }
         }
         for (auto& m : model) {
@@ -310,7 +315,8 @@ void random_interleaving(int L, unsigned seed) {
           for (std::size_t e = 0; e < kLen; ++e) total[e] += m[static_cast<std::size_t>(a)][e];
         }
         for (auto& m : model) {
-          for (std::size_t e = 0; e < kLen; ++e) m[static_cast<std::size_t>(a)][e] = total[e] * (1.0 / n);
+          for (std::size_t e = 0; e < kLen; ++e)
+            m[static_cast<std::size_t>(a)][e] = total[e] * (1.0 / n);
         }
         break;
       }
@@ -318,11 +324,13 @@ void random_interleaving(int L, unsigned seed) {
         const int root = pick(n);
         for (int i = 0; i < L; ++i) {
           auto& lc = locals[static_cast<std::size_t>(i)];
-          c.local(i).issue_broadcast(detail::ref(lc.bufs[static_cast<std::size_t>(a)]), DistType::f64,
-                                     root, lc.ctxs[static_cast<std::size_t>(pick(3))],
-                                     std::source_location::current());
+          c.local(i).issue_broadcast(
+              detail::ref(lc.bufs[static_cast<std::size_t>(a)]), DistType::f64, root,
+              lc.ctxs[static_cast<std::size_t>(pick(3))], std::source_location::current());
         }
-        for (auto& m : model) m[static_cast<std::size_t>(a)] = model[static_cast<std::size_t>(root)][static_cast<std::size_t>(a)];
+        for (auto& m : model)
+          m[static_cast<std::size_t>(a)] =
+              model[static_cast<std::size_t>(root)][static_cast<std::size_t>(a)];
         break;
       }
       case 4: {  // halo exchange: the ends of buffer a to the neighbours' buffer b
@@ -363,13 +371,16 @@ void random_interleaving(int L, unsigned seed) {
           auto& lc = locals[static_cast<std::size_t>(i)];
           const Context& ctx = lc.ctxs[static_cast<std::size_t>(pick(3))];
           Managed<double> d;
-          la::dot(lc.bufs[static_cast<std::size_t>(a)], lc.bufs[static_cast<std::size_t>(b)], d, ctx);
+          la::dot(lc.bufs[static_cast<std::size_t>(a)], lc.bufs[static_cast<std::size_t>(b)], d,
+                  ctx);
           c.local(i).allreduce(d, ReduceOp::sum, ctx);
-          la::scale(lc.bufs[static_cast<std::size_t>(b)], 1.0 / (1.0 + d * d), lc.ctxs[static_cast<std::size_t>(pick(3))]);
+          la::scale(lc.bufs[static_cast<std::size_t>(b)], 1.0 / (1.0 + d * d),
+                    lc.ctxs[static_cast<std::size_t>(pick(3))]);
         }
         double d = 0;
         for (auto& m : model) {
-          for (std::size_t e = 0; e < kLen; ++e) d += m[static_cast<std::size_t>(a)][e] * m[static_cast<std::size_t>(b)][e];
+          for (std::size_t e = 0; e < kLen; ++e)
+            d += m[static_cast<std::size_t>(a)][e] * m[static_cast<std::size_t>(b)][e];
         }
         const double f = 1.0 / (1.0 + d * d);
         for (auto& m : model) {
@@ -386,7 +397,8 @@ void random_interleaving(int L, unsigned seed) {
       const auto& want = model[static_cast<std::size_t>(c.rank(i))][static_cast<std::size_t>(k)];
       for (std::size_t e = 0; e < kLen; ++e) {
         ASSERT_NEAR(got[e], want[e], 1e-12 * (1 + std::abs(want[e])))
-            << "rank " << c.rank(i) << " buffer " << k << " element " << e << " (seed " << seed << ")";
+            << "rank " << c.rank(i) << " buffer " << k << " element " << e << " (seed " << seed
+            << ")";
       }
     }
   }

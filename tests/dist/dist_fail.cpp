@@ -30,7 +30,8 @@ int run_local() {
     b.emplace_back(ctxs[static_cast<std::size_t>(i)], static_cast<std::size_t>(4 + i));
     sluice::memset(ctxs[static_cast<std::size_t>(i)], b.back(), 0);
   }
-  for (int i = 0; i < 2; ++i) comm.local(i).allreduce(b[static_cast<std::size_t>(i)], dist::ReduceOp::sum);
+  for (int i = 0; i < 2; ++i)
+    comm.local(i).allreduce(b[static_cast<std::size_t>(i)], dist::ReduceOp::sum);
   int failed = 0;
   for (int i = 0; i < 2; ++i) {
     try {
@@ -68,7 +69,8 @@ int run(const std::string& mode, const std::string& backend) {
   const std::size_t n = mode == "count" && me == 1 ? 5 : 4;
   sluice::DeviceBuffer<double> b(ctx, n);
   sluice::memset(ctx, b, 0);
-  if (mode == "throw" && me == 1) throw std::runtime_error("process 1 gave up before its allreduce");
+  if (mode == "throw" && me == 1)
+    throw std::runtime_error("process 1 gave up before its allreduce");
   world.allreduce(b, dist::ReduceOp::sum);
   ctx.synchronize();
   return 0;

@@ -86,7 +86,7 @@ void collectives(const Comm& c) {
     c.context(l).synchronize();
     const int me = c.rank(l), left = (me + n - 1) % n, right = (me + 1) % n;
     EXPECT_EQ(h, (std::vector<double>{me * 10.0, me * 10.0 + 1, left * 10.0, left * 10.0 + 1,
-                                       right * 10.0, right * 10.0 + 1}));
+                                      right * 10.0, right * 10.0 + 1}));
   }
 }
 
@@ -115,7 +115,8 @@ void solves_match_host(const Comm& c) {
     const la::Mat H = la::Mat::stencil(host, la::Stencil::d3p7, 24, 20, nz);
     for (auto type : {la::KspType::cg, la::KspType::tfqmr}) {
       la::KspOptions o{.type = type, .rtol = 1e-9, .mode = la::SolveMode::sync, .history = true};
-      la::Vec hb(host, static_cast<std::size_t>(H.rows())), hx = hb.duplicate(), one = hb.duplicate();
+      la::Vec hb(host, static_cast<std::size_t>(H.rows())), hx = hb.duplicate(),
+                                                            one = hb.duplicate();
       la::set(one, 1.0);
       la::mult(H, one, hb);
       const auto want = la::Ksp(H, o).solve(hb, hx);

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "dist_test_util.hpp"
 #include "la_reference.hpp"
@@ -58,7 +58,8 @@ Solved solve_whole(const la::Mat& A, const la::KspOptions& o, const Comm& c, con
   Solved s;
   s.result = ksp.solve(b, x);
   const auto all = x.to_vector();
-  s.x.assign(all.begin() + layout.start(c.rank(0)), all.begin() + layout.end(c.rank(c.local_size() - 1)));
+  s.x.assign(all.begin() + layout.start(c.rank(0)),
+             all.begin() + layout.end(c.rank(c.local_size() - 1)));
   return s;
 }
 
@@ -80,11 +81,12 @@ TEST(DistKsp, StencilSolvesMatchOneContext) {
       for (la::KspOptions o : {la::KspOptions{.type = la::KspType::cg, .rtol = 1e-10},
                                la::KspOptions{.type = la::KspType::tfqmr, .rtol = 1e-10},
                                la::KspOptions{.type = la::KspType::tfqmr,
-                                              .norm_type = la::KspNormType::unpreconditioned,
-                                              .rtol = 1e-10}}) {
+                               .norm_type = la::KspNormType::unpreconditioned,
+                               .rtol = 1e-10}}) {
         for (auto mode : {la::SolveMode::sync, la::SolveMode::async, la::SolveMode::graph}) {
           o.mode = mode;
-          SCOPED_TRACE(std::string(la::to_string(kind)) + " " + describe(o) + " L=" + std::to_string(L));
+          SCOPED_TRACE(std::string(la::to_string(kind)) + " " + describe(o) +
+                       " L=" + std::to_string(L));
           const Solved d = solve_dist(A, o);
           const Solved w = solve_whole(whole, o, c, A.layout());
           EXPECT_TRUE(d.result.converged());
@@ -157,8 +159,10 @@ struct PetscCounts {
   // (matrix, ksp, pc, norm) -> counts by ranks (1, 2, 3)
   std::map<std::string, std::map<int, int>> counts;
   static std::string key(const std::string& m, const la::KspOptions& o) {
-    std::string norm = o.norm_type == la::KspNormType::preconditioned ? "PRECONDITIONED" : "UNPRECONDITIONED";
-    return m + ".mtx " + std::string(la::to_string(o.type)) + " " + std::string(la::to_string(o.pc)) + " " + norm;
+    std::string norm =
+        o.norm_type == la::KspNormType::preconditioned ? "PRECONDITIONED" : "UNPRECONDITIONED";
+    return m + ".mtx " + std::string(la::to_string(o.type)) + " " +
+           std::string(la::to_string(o.pc)) + " " + norm;
   }
 };
 
@@ -188,7 +192,8 @@ struct Envelope {
 Envelope envelope(const la::Mat& whole, const la::KspOptions& o, const std::map<int, int>& petsc,
                   int one_context) {
   const auto csr = sluice::test::ref::from_mat(whole);
-  const auto b = sluice::test::ref::mult(csr, std::vector<double>(static_cast<std::size_t>(whole.rows()), 1.0));
+  const auto b = sluice::test::ref::mult(
+      csr, std::vector<double>(static_cast<std::size_t>(whole.rows()), 1.0));
   sluice::test::ref::Options ro;
   ro.jacobi = o.pc == la::PcType::jacobi;
   ro.norm = o.norm_type;
@@ -199,7 +204,8 @@ Envelope envelope(const la::Mat& whole, const la::KspOptions& o, const std::map<
     for (auto dot : sluice::test::ref::kSumOrders) {
       ro.row_order = row;
       ro.dot_order = dot;
-      const auto r = o.type == la::KspType::cg ? sluice::test::ref::cg(csr, b, ro) : sluice::test::ref::tfqmr(csr, b, ro);
+      const auto r = o.type == la::KspType::cg ? sluice::test::ref::cg(csr, b, ro)
+                                               : sluice::test::ref::tfqmr(csr, b, ro);
       e.lo = std::min(e.lo, r.its);
       e.hi = std::max(e.hi, r.its);
       e.may_converge = e.may_converge || r.reason > la::ConvergedReason::iterating;
@@ -233,22 +239,26 @@ void check_real(const std::vector<std::string>& names, int cap) {
     for (const Comm& c : comms) mats.push_back(Mat::read_matrix_market(c, path));
     for (la::KspOptions o :
          {la::KspOptions{.rtol = 1e-8, .max_it = cap},
-          la::KspOptions{.pc = la::PcType::none, .norm_type = la::KspNormType::unpreconditioned,
-                         .rtol = 1e-8, .max_it = cap},
+          la::KspOptions{.pc = la::PcType::none,
+          .norm_type = la::KspNormType::unpreconditioned,
+          .rtol = 1e-8,
+          .max_it = cap},
           la::KspOptions{.type = la::KspType::tfqmr, .rtol = 1e-8, .max_it = cap},
           la::KspOptions{.type = la::KspType::tfqmr,
-                         .norm_type = la::KspNormType::unpreconditioned, .rtol = 1e-8,
-                         .max_it = cap}}) {
+          .norm_type = la::KspNormType::unpreconditioned,
+          .rtol = 1e-8,
+          .max_it = cap}}) {
       const auto& by_ranks = petsc.counts.at(PetscCounts::key(name, o));
-      const Solved w = solve_whole(whole, o, comms[0], Layout::split(comms[0].size(), whole.rows()));
+      const Solved w =
+          solve_whole(whole, o, comms[0], Layout::split(comms[0].size(), whole.rows()));
       std::optional<Envelope> e;  // computed only where needed: 16 reference solves
       for (const Mat& A : mats) {
         const int ranks = A.comm().size();
         const Solved d = solve_dist(A, o);
         const int its = d.result.iterations;
         const auto p = by_ranks.find(ranks);
-        std::string what = name + " " + describe(o) + " on " + std::to_string(ranks) + " ranks: " +
-                           std::to_string(its) + " iterations; one context " +
+        std::string what = name + " " + describe(o) + " on " + std::to_string(ranks) +
+                           " ranks: " + std::to_string(its) + " iterations; one context " +
                            std::to_string(w.result.iterations);
         if (p != by_ranks.end()) what += ", PETSc with as many ranks " + std::to_string(p->second);
         ++checked;
@@ -259,7 +269,8 @@ void check_real(const std::vector<std::string>& names, int cap) {
           continue;
         }
         if (!e) e = envelope(whole, o, by_ranks, w.result.iterations);
-        what += "; summation orders and PETSc [" + std::to_string(e->lo) + ", " + std::to_string(e->hi) + "]";
+        what += "; summation orders and PETSc [" + std::to_string(e->lo) + ", " +
+                std::to_string(e->hi) + "]";
         EXPECT_GE(its, e->lo - 1) << what;
         EXPECT_LE(its, e->hi + 1) << what;
         if (!e->may_converge) {
@@ -272,9 +283,15 @@ void check_real(const std::vector<std::string>& names, int cap) {
   ::testing::Test::RecordProperty("within_one", within_one);
 }
 
-TEST(DistKsp, RealMatricesSmall) { check_real({"bcsstk01", "nos4", "bcsstk03", "mesh2e1"}, 600); }
-TEST(DistKsp, RealMatricesMedium) { check_real({"gr_30_30", "nos3", "plat362", "1138_bus"}, 600); }
-TEST(DistKsp, RealMatricesBcsstk15) { check_real({"bcsstk15"}, 250); }
+TEST(DistKsp, RealMatricesSmall) {
+  check_real({"bcsstk01", "nos4", "bcsstk03", "mesh2e1"}, 600);
+}
+TEST(DistKsp, RealMatricesMedium) {
+  check_real({"gr_30_30", "nos3", "plat362", "1138_bus"}, 600);
+}
+TEST(DistKsp, RealMatricesBcsstk15) {
+  check_real({"bcsstk15"}, 250);
+}
 
 // ---- misuse -------------------------------------------------------------------------------------
 

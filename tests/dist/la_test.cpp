@@ -137,9 +137,10 @@ TEST(DistMat, StencilProductsEqualOneContextsBitForBit) {
       la::Stencil s;
       std::int64_t nx, ny, nz;
     };
-    for (const Case& k : {Case{la::Stencil::d2p5, 9, planes, 1}, Case{la::Stencil::d2p9, 7, planes, 1},
-                          Case{la::Stencil::d3p7, 6, 5, planes}, Case{la::Stencil::d3p27, 5, 4, planes},
-                          Case{la::Stencil::d3p7, 4, 3, c.size()}}) {  // one plane each
+    for (const Case& k :
+         {Case{la::Stencil::d2p5, 9, planes, 1}, Case{la::Stencil::d2p9, 7, planes, 1},
+          Case{la::Stencil::d3p7, 6, 5, planes}, Case{la::Stencil::d3p27, 5, 4, planes},
+          Case{la::Stencil::d3p7, 4, 3, c.size()}}) {  // one plane each
       SCOPED_TRACE(std::string(la::to_string(k.s)) + " L=" + std::to_string(L));
       const Mat A = Mat::stencil(c, k.s, k.nx, k.ny, k.nz);
       EXPECT_TRUE(A.is_matrix_free());

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "backend_param.hpp"
-#include "la_reference.hpp"
 #include "la/mat.hpp"
+#include "la_reference.hpp"
 #include "sluice/la.hpp"
 
 namespace sluice::test {
@@ -274,8 +274,8 @@ TEST_P(MatTest, OpenStencilEndsReadThePlanesBeside) {
     mult(whole, x, y);
     const auto want = y.to_vector();
     // Blocks [first, first + count) of planes: open where planes lie beyond them.
-    for (auto [first, count] : {std::pair<std::int64_t, std::int64_t>{1, planes - 2},
-                                {0, 1}, {planes - 1, 1}, {2, 3}}) {
+    for (auto [first, count] :
+         {std::pair<std::int64_t, std::int64_t>{1, planes - 2}, {0, 1}, {planes - 1, 1}, {2, 3}}) {
       const bool lo = first > 0, hi = first + count < planes;
       auto impl = std::make_shared<Mat::Impl>(ctx);
       const Mat::Impl& base = *whole.impl();
@@ -287,8 +287,10 @@ TEST_P(MatTest, OpenStencilEndsReadThePlanesBeside) {
       impl->stencil.open_hi = hi;
       (three ? impl->stencil.nz : impl->stencil.ny) = count;
       const Mat block(std::move(impl));
-      const auto rows = static_cast<std::size_t>(count * P), at = static_cast<std::size_t>(first * P);
-      const std::size_t before = lo ? static_cast<std::size_t>(P) : 0, after = hi ? static_cast<std::size_t>(P) : 0;
+      const auto rows = static_cast<std::size_t>(count * P),
+                 at = static_cast<std::size_t>(first * P);
+      const std::size_t before = lo ? static_cast<std::size_t>(P) : 0,
+                        after = hi ? static_cast<std::size_t>(P) : 0;
       // The block's input with the planes around it, as a distributed vector keeps them.
       Vec xb(ctx, rows, before, after), yb(ctx, rows);
       sluice::copy(ctx, std::span<double>(xb.buffer().data(), rows + before + after),
@@ -296,7 +298,8 @@ TEST_P(MatTest, OpenStencilEndsReadThePlanesBeside) {
       mult(block, xb, yb);
       const auto got = yb.to_vector();
       for (std::size_t i = 0; i < rows; ++i) {
-        ASSERT_EQ(got[i], want[at + i]) << "planes [" << first << ", " << first + count << ") row " << i;
+        ASSERT_EQ(got[i], want[at + i])
+            << "planes [" << first << ", " << first + count << ") row " << i;
       }
     }
   }

@@ -25,8 +25,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "commands.hpp"
 #include "bench_scaling.hpp"
+#include "commands.hpp"
 #include "la_problem.hpp"
 #include "options.hpp"
 #include "sluice/context.hpp"
@@ -584,7 +584,9 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--scaling", sc.kind,
                   "weak or strong: time one stencil against ranks (sluice solve --dist runs) "
                   "instead of sizes");
-  app->add_option("--ranks", sc.ranks, "Scaling: rank counts")->delimiter(',')->capture_default_str();
+  app->add_option("--ranks", sc.ranks, "Scaling: rank counts")
+      ->delimiter(',')
+      ->capture_default_str();
   app->add_option("--launch", sc.launch,
                   "Scaling: mpirun (a process per rank) or local (one process, --local-ranks)")
       ->capture_default_str();

@@ -5,13 +5,13 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unistd.h>
 
 #include "bench_scaling.hpp"
 #include "sluice/error.hpp"
@@ -49,10 +49,12 @@ std::string capture(const std::string& command) {
 
 int run_scaling(const ScalingOptions& o) {
   if (o.kind != "weak" && o.kind != "strong") {
-    throw Error(Errc::invalid_argument, "sluice bench: --scaling is weak or strong, not '" + o.kind + "'");
+    throw Error(Errc::invalid_argument,
+                "sluice bench: --scaling is weak or strong, not '" + o.kind + "'");
   }
   if (o.launch != "mpirun" && o.launch != "local") {
-    throw Error(Errc::invalid_argument, "sluice bench: --launch is mpirun or local, not '" + o.launch + "'");
+    throw Error(Errc::invalid_argument,
+                "sluice bench: --launch is mpirun or local, not '" + o.launch + "'");
   }
   const std::string self = self_path();
   nlohmann::ordered_json out;
@@ -74,19 +76,21 @@ int run_scaling(const ScalingOptions& o) {
         std::string cmd;
         if (o.launch == "mpirun") {
           cmd = std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
-                (geteuid() == 0 ? " --allow-run-as-root" : "") + " --oversubscribe --bind-to none '" +
-                self + "' solve";
+                (geteuid() == 0 ? " --allow-run-as-root" : "") +
+                " --oversubscribe --bind-to none '" + self + "' solve";
         } else {
           cmd = "'" + self + "' solve --local-ranks " + std::to_string(r);
         }
-        cmd += " --dist --stencil " + o.stencil + " --grid " + g + " --ksp " + ksp + " --mode " + mode +
-               " --fixed --max-it " + std::to_string(o.iterations) + " --repeat " +
+        cmd += " --dist --stencil " + o.stencil + " --grid " + g + " --ksp " + ksp + " --mode " +
+               mode + " --fixed --max-it " + std::to_string(o.iterations) + " --repeat " +
                std::to_string(o.repeat) + " --json";
         if (!o.backend.empty()) cmd += " --backend " + o.backend;
-        if (!o.quiet) fmt::print(stderr, "sluice bench: {} {} on {} ranks ({}) ...\n", ksp, mode, r, o.launch);
+        if (!o.quiet)
+          fmt::print(stderr, "sluice bench: {} {} on {} ranks ({}) ...\n", ksp, mode, r, o.launch);
         const std::string text = capture(cmd);
         const auto brace = text.find('{');
-        if (brace == std::string::npos) throw Error(Errc::backend_failure, "sluice bench: no JSON from: " + cmd);
+        if (brace == std::string::npos)
+          throw Error(Errc::backend_failure, "sluice bench: no JSON from: " + cmd);
         auto j = nlohmann::ordered_json::parse(text.substr(brace));
         const double t = j["time_s"].get<double>();
         if (r == o.ranks.front()) base = t * r / o.ranks.front();
@@ -104,7 +108,8 @@ int run_scaling(const ScalingOptions& o) {
         row["device_name"] = j["device_name"];
         row["iterations"] = j["iterations"];
         if (!o.quiet) {
-          fmt::print(stderr, "  {:.3f} ms, efficiency {:.3f}\n", t * 1e3, row["efficiency"].get<double>());
+          fmt::print(stderr, "  {:.3f} ms, efficiency {:.3f}\n", t * 1e3,
+                     row["efficiency"].get<double>());
         }
         runs.push_back(std::move(row));
       }

@@ -14,12 +14,12 @@
 #include "commands.hpp"
 #include "la_problem.hpp"
 #include "options.hpp"
-#include "solve.hpp"
+#include "sluice/context.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
-#include "sluice/context.hpp"
 #include "sluice/la.hpp"
 #include "sluice/platform.hpp"
+#include "solve.hpp"
 
 namespace sluice::cli {
 using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
@@ -29,7 +29,8 @@ int run(const SolveOptions& o) {
   // Across ranks when launched by mpirun, asked for several ranks in this process, or --dist.
   if (o.dist || o.local_ranks > 1 || dist::launched_by_mpirun()) return run_dist_solve(o);
   if (!o.grid.empty()) {
-    throw sluice::Error(Errc::invalid_argument, "sluice solve: --grid is for distributed solves (--dist)");
+    throw sluice::Error(Errc::invalid_argument,
+                        "sluice solve: --grid is for distributed solves (--dist)");
   }
   Device device = default_device();
   if (!o.device.empty()) {

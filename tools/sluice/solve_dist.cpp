@@ -8,16 +8,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "la_problem.hpp"
-#include "solve.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
+#include "solve.hpp"
 
 namespace sluice::cli {
 namespace {
@@ -78,7 +78,8 @@ double slowest(const dist::Comm& comm, double seconds) {
 void share_cores() {
   if (std::getenv("SLUICE_HOST_THREADS") != nullptr) return;
   int per_node = 0;
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
     if (const char* v = std::getenv(var); v != nullptr) {
       per_node = std::atoi(v);
       break;
@@ -159,7 +160,8 @@ int run_dist_solve(const SolveOptions& o) {
   if (!root) return result.converged() ? 0 : 3;
 
   std::vector<std::string> devices;
-  for (int l = 0; l < comm.local_size(); ++l) devices.push_back(comm.context(l).device().to_string());
+  for (int l = 0; l < comm.local_size(); ++l)
+    devices.push_back(comm.context(l).device().to_string());
   if (o.json) {
     nlohmann::ordered_json j;
     j["problem"] = problem.description;
@@ -196,10 +198,11 @@ int run_dist_solve(const SolveOptions& o) {
         fmt::print("{:>4} KSP Residual norm {:.12e}\n", i, result.history[i]);
       }
     }
-    fmt::print("problem:    {} ({} rows, {} nonzeros) on {} ranks ({} processes, engine {}; "
-               "process 0 on {})\n",
-               problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(),
-               comm.engine(), fmt::join(devices, ", "));
+    fmt::print(
+        "problem:    {} ({} rows, {} nonzeros) on {} ranks ({} processes, engine {}; "
+        "process 0 on {})\n",
+        problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(), comm.engine(),
+        fmt::join(devices, ", "));
     fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode\n", o.ksp, o.pc,
                o.norm_type, o.mode);
     fmt::print("iterations: {}\n", result.iterations);

@@ -76,23 +76,21 @@ class DistEngine {
   /// "mpi", "local" (one process, no MPI) or "nccl".
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
 
-  virtual void allreduce(Stream& stream, int local, const void* send, void* recv,
-                         std::size_t count, DistType type, DistOp op, bool checked,
-                         const OpInfo& info) = 0;
+  virtual void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                         DistType type, DistOp op, bool checked, const OpInfo& info) = 0;
   /// `recv` is written on the root only (it may be null elsewhere).
   virtual void reduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
                       DistType type, DistOp op, int root, bool checked, const OpInfo& info) = 0;
   virtual void broadcast(Stream& stream, int local, void* data, std::size_t count, DistType type,
                          int root, bool checked, const OpInfo& info) = 0;
   /// `recv` holds `count` elements of every rank, in rank order.
-  virtual void allgather(Stream& stream, int local, const void* send, void* recv,
-                         std::size_t count, DistType type, bool checked, const OpInfo& info) = 0;
+  virtual void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                         DistType type, bool checked, const OpInfo& info) = 0;
   /// Sends and receives the given segments (point-to-point; send and recv are exchanges of one
   /// segment). A mismatch of counts between a send and its receive fails both ranks.
   virtual void exchange(Stream& stream, int local, const void* send,
                         std::span<const DistSegment> sends, void* recv,
-                        std::span<const DistSegment> recvs, DistType type,
-                        const OpInfo& info) = 0;
+                        std::span<const DistSegment> recvs, DistType type, const OpInfo& info) = 0;
 };
 
 /// What an engine is made from: one communicator's ranks of this process.

@@ -57,7 +57,8 @@ class CudaDistKernels final : public DistKernels {
     if (n == 0) return;
     run_on(stream, op, [&](cudaStream_t s) {
       constexpr unsigned kThreads = 256;
-      const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
+      const auto blocks =
+          static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
       gather_kernel<<<blocks, kThreads, 0, s>>>(dst, src, index, n);
       check_launch(op);
     });

@@ -143,9 +143,8 @@ class NcclEngine final : public DistEngine {
   void reduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
               DistType type, DistOp op, int root, bool, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
-      check_nccl(
-          ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm(local), s),
-          "ncclReduce", comm(local), info.where);
+      check_nccl(ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm(local), s),
+                 "ncclReduce", comm(local), info.where);
     });
   }
 
@@ -160,8 +159,8 @@ class NcclEngine final : public DistEngine {
   void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
                  DistType type, bool, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
-      check_nccl(ncclAllGather(send, recv, count, nccl_type(type), comm(local), s),
-                 "ncclAllGather", comm(local), info.where);
+      check_nccl(ncclAllGather(send, recv, count, nccl_type(type), comm(local), s), "ncclAllGather",
+                 comm(local), info.where);
     });
   }
 
@@ -222,8 +221,8 @@ class NcclEngine final : public DistEngine {
         }
         // The aborted kernels end without an error of the stream's: the contexts carry the
         // failure, so that their next synchronize reports it.
-        const std::string why = "dist: NCCL communication aborted: " +
-                                process_failure().value_or("an NCCL error");
+        const std::string why =
+            "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
         for (auto& c : contexts_) {
           auto& impl = c.impl();
           impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);

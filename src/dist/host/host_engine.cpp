@@ -108,9 +108,7 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
         locals_(static_cast<int>(config.ranks.size())),
         next_(config.ranks.size(), 0) {}
 
-  std::string_view name() const noexcept override {
-    return procs_->size() > 1 ? "mpi" : "local";
-  }
+  std::string_view name() const noexcept override { return procs_->size() > 1 ? "mpi" : "local"; }
 
   void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
                  DistType type, DistOp op, bool checked, const OpInfo& info) override {
@@ -124,8 +122,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   }
   void broadcast(Stream& stream, int local, void* data, std::size_t count, DistType type, int root,
                  bool checked, const OpInfo& info) override {
-    collective(stream, local,
-               {{DistCall::broadcast, type, DistOp::sum, root, count}, data, data}, checked, info);
+    collective(stream, local, {{DistCall::broadcast, type, DistOp::sum, root, count}, data, data},
+               checked, info);
   }
   void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
                  DistType type, bool checked, const OpInfo& info) override {
@@ -163,11 +161,11 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   };
 
   void collective(Stream& stream, int local, Part part, bool checked, const OpInfo& info) {
-    stream.host_task([self = shared_from_this(), local, part, checked,
-                      what = std::string(info.what)] {
-      self->run_collective(local, part, checked, what);
-    },
-                     info);
+    stream.host_task(
+        [self = shared_from_this(), local, part, checked, what = std::string(info.what)] {
+          self->run_collective(local, part, checked, what);
+        },
+        info);
   }
 
   /// Waits on cv_ (lock held) until `ready()`, failing on a failure of the process or the
@@ -218,7 +216,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
       slot.done = true;
       cv_.notify_all();
     } else {
-      wait_locked(lock, [&] { return slot.done; }, what);
+      wait_locked(
+          lock, [&] { return slot.done; }, what);
     }
     const std::string error = slot.error;
     if (++slot.left == locals_) slots_.erase(k);
@@ -230,10 +229,10 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
     const DistSignature& sig = parts[0].sig;
     for (std::size_t l = 1; l < parts.size(); ++l) {
       if (parts[l].sig == sig) continue;
-      const std::string message =
-          what + ": rank " + std::to_string(ranks_[l]) + " called " + describe(parts[l].sig) +
-          " where rank " + std::to_string(ranks_[0]) + " called " + describe(sig) +
-          "; every rank must make the same collective call";
+      const std::string message = what + ": rank " + std::to_string(ranks_[l]) + " called " +
+                                  describe(parts[l].sig) + " where rank " +
+                                  std::to_string(ranks_[0]) + " called " + describe(sig) +
+                                  "; every rank must make the same collective call";
       fail_process(message, true);
       throw Error(Errc::invalid_argument, message);
     }
@@ -267,8 +266,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
       case DistCall::broadcast: {
         const int root_process = map_.process_of(sig.root);
         const bool mine = root_process == procs_->rank();
-        void* source = mine ? parts[static_cast<std::size_t>(map_.local_of(sig.root))].recv
-                            : parts[0].recv;
+        void* source =
+            mine ? parts[static_cast<std::size_t>(map_.local_of(sig.root))].recv : parts[0].recv;
         if (remote) procs_->broadcast(source, sig.count, sig.type, root_process, what);
         for (const auto& p : parts) {
           if (p.recv != source) std::memcpy(p.recv, source, bytes);
@@ -301,8 +300,7 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   }
 
   void run_exchange(int local, const void* send, const std::vector<DistSegment>& sends, void* recv,
-                    const std::vector<DistSegment>& recvs, DistType type,
-                    const std::string& what) {
+                    const std::vector<DistSegment>& recvs, DistType type, const std::string& what) {
     throw_if_failed(what);
     const std::size_t elem = dist_type_size(type);
     const int me = ranks_[static_cast<std::size_t>(local)];
@@ -342,7 +340,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
     std::unique_lock lock(mutex_);
     for (const DistSegment* r : local_recvs) {
       auto& box = mailboxes_[{r->peer, me}];
-      wait_locked(lock, [&] { return !box.empty(); }, what);
+      wait_locked(
+          lock, [&] { return !box.empty(); }, what);
       auto post = box.front();
       box.pop_front();
       const std::size_t bytes = r->count * elem;
@@ -361,7 +360,8 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
       cv_.notify_all();
     }
     for (const auto& post : posted) {
-      wait_locked(lock, [&] { return post->taken; }, what);
+      wait_locked(
+          lock, [&] { return post->taken; }, what);
       if (!post->error.empty()) throw Error(Errc::invalid_argument, post->error);
     }
   }

@@ -15,7 +15,7 @@
 #include "sluice/dataflow.hpp"
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 
 int main() {
   constexpr std::size_t n = 1 << 16;
@@ -26,27 +26,27 @@ int main() {
   {
     df::Buffer<double> A(a_data.data(), df::range{n}), B(b_data.data(), df::range{n});
     q.submit([&](df::Handler& h) {  // task A: writes A
-      auto a = A.get_access<AccessMode::discard_write>(h);
+      auto a = A.get_access<access_mode::write>(h, df::no_init);
       h.parallel_for(df::range{n}, [=](df::id<1> i) { a[i] = 1; });
     });
     q.submit([&](df::Handler& h) {  // task B: writes B, independent of A
-      auto b = B.get_access<AccessMode::discard_write>(h);
+      auto b = B.get_access<access_mode::write>(h, df::no_init);
       h.parallel_for(df::range{n}, [=](df::id<1> i) { b[i] = 2; });
     });
     q.submit([&](df::Handler& h) {  // task C: reads B, updates A, so it follows A and B
-      auto a = A.get_access<AccessMode::read_write>(h);
-      auto b = B.get_access<AccessMode::read>(h);
+      auto a = A.get_access<access_mode::read_write>(h);
+      auto b = B.get_access<access_mode::read>(h);
       h.parallel_for(df::range{n}, [=](df::id<1> i) { a[i] += b[i]; });
     });
     q.submit([&](df::Handler& h) {  // task D: follows C
-      auto a = A.get_access<AccessMode::read_write>(h);
+      auto a = A.get_access<access_mode::read_write>(h);
       h.single_task([=] {
         for (std::size_t i = 1; i < n; ++i) a[0] += a[i];
         a[0] /= 3;
       });
     });
     // A host accessor blocks until the data is on the host.
-    df::HostAccessor<double, 1, AccessMode::read> result(A);
+    df::HostAccessor<double, 1, access_mode::read> result(A);
     std::printf("buffers: A[0] = %.0f (expected %zu)\n", result[0], n);
   }  // the buffers write back into a_data and b_data here
 

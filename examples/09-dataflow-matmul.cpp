@@ -14,7 +14,7 @@
 #include "sluice/dataflow.hpp"
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 
 int main() {
   constexpr std::size_t M = 96, N = 64, K = 128, tile = 16;  // each extent a multiple of the tile
@@ -30,9 +30,9 @@ int main() {
     df::Buffer<double, 2> B(static_cast<const double*>(b.data()), df::range{K, N});
     df::Buffer<double, 2> C(c.data(), df::range{M, N});
     q.submit([&](df::Handler& h) {
-      auto pa = A.get_access<AccessMode::read>(h);
-      auto pb = B.get_access<AccessMode::read>(h);
-      auto pc = C.get_access<AccessMode::discard_write>(h);
+      auto pa = A.get_access<access_mode::read>(h);
+      auto pb = B.get_access<access_mode::read>(h);
+      auto pc = C.get_access<access_mode::write>(h, df::no_init);
       df::local_accessor<double, 2> ta(df::range{tile, tile}, h), tb(df::range{tile, tile}, h);
       h.parallel_for(df::nd_range{df::range{M, N}, df::range{tile, tile}}, [=](df::nd_item<2> it) {
         const std::size_t i = it.get_global_id(0), j = it.get_global_id(1);

@@ -28,7 +28,7 @@
 #include "sluice/sluice.hpp"
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -59,7 +59,7 @@ constexpr int kBatches = 41;
 
 /// Host microseconds per command group with `k` accessors of `mode` on separate buffers; with
 /// `keep`, every event is kept (so each needs a backend event).
-Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, AccessMode mode,
+Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, access_mode mode,
                  bool keep = false) {
   std::vector<double> per;
   std::vector<df::Event> kept;
@@ -71,9 +71,9 @@ Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, Access
       auto e = q.submit([&](df::Handler& h) {
         int* p[4] = {nullptr, nullptr, nullptr, nullptr};
         for (int a = 0; a < k; ++a) {
-          p[a] = mode == AccessMode::read
-                     ? const_cast<int*>(bufs[a].get_access<AccessMode::read>(h).get_pointer())
-                     : bufs[a].get_access<AccessMode::read_write>(h).get_pointer();
+          p[a] = mode == access_mode::read
+                     ? const_cast<int*>(bufs[a].get_access<access_mode::read>(h).get_pointer())
+                     : bufs[a].get_access<access_mode::read_write>(h).get_pointer();
         }
         h.single_task([=] SLUICE_KERNEL() {
           if (p[0] != nullptr && p[1] == p[0]) p[0][0] = 0;  // never true
@@ -113,7 +113,7 @@ void bench_submit(const sluice::Device& dev) {
     std::vector<df::Buffer<int>> bufs;
     for (int a = 0; a < 4; ++a) bufs.emplace_back(df::range<1>(256));
     {
-      const Stat s = submit_cost(q, bufs, 0, AccessMode::read, /*keep=*/true);
+      const Stat s = submit_cost(q, bufs, 0, access_mode::read, /*keep=*/true);
       std::printf("  %-12s 0, events kept           %7.2f / %7.2f   (%+.0f %% vs raw)\n",
                   in_order ? "in-order" : "out-of-order", s.median, s.min,
                   100.0 * (s.median / raw.median - 1));
@@ -122,12 +122,12 @@ void bench_submit(const sluice::Device& dev) {
                ", \"raw_median_us\": " + std::to_string(raw.median));
     }
     Stat zero{};
-    for (AccessMode mode : {AccessMode::read_write, AccessMode::read}) {
+    for (access_mode mode : {access_mode::read_write, access_mode::read}) {
       for (int k = 0; k <= 4; ++k) {
-        if (k == 0 && mode == AccessMode::read) continue;
+        if (k == 0 && mode == access_mode::read) continue;
         const Stat s = submit_cost(q, bufs, k, mode);
         if (k == 0) zero = s;
-        const char* m = mode == AccessMode::read ? "read" : "read_write";
+        const char* m = mode == access_mode::read ? "read" : "read_write";
         std::printf("  %-12s %d x %-10s        %7.2f / %7.2f   (%+.0f %% vs raw%s)\n",
                     in_order ? "in-order" : "out-of-order", k, k == 0 ? "-" : m, s.median, s.min,
                     100.0 * (s.median / raw.median - 1), k == 0 ? "" : "");
@@ -158,20 +158,20 @@ double y_pattern_ms(const sluice::Device& dev, bool in_order, std::size_t blocks
       return x;
     };
     q.submit([&](df::Handler& h) {
-      auto a = A.get_access<AccessMode::discard_write>(h);
+      auto a = A.get_access<access_mode::write>(h, df::no_init);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = work(float(i)); });
     });
     q.submit([&](df::Handler& h) {
-      auto b = B.get_access<AccessMode::discard_write>(h);
+      auto b = B.get_access<access_mode::write>(h, df::no_init);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { b[i] = work(2.f * i); });
     });
     q.submit([&](df::Handler& h) {
-      auto a = A.get_access<AccessMode::read_write>(h);
-      auto b = B.get_access<AccessMode::read>(h);
+      auto a = A.get_access<access_mode::read_write>(h);
+      auto b = B.get_access<access_mode::read>(h);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] += b[i]; });
     });
     q.submit([&](df::Handler& h) {
-      auto a = A.get_access<AccessMode::read_write>(h);
+      auto a = A.get_access<access_mode::read_write>(h);
       h.single_task([=] SLUICE_KERNEL() { a[0] /= 3; });
     });
     q.wait();
@@ -206,9 +206,9 @@ void bench_matmul(const sluice::Device& dev, std::size_t n) {
   df::Buffer<float, 2> C(c.data(), df::range<2>(n, n));
   auto run = [&] {
     q.submit([&](df::Handler& h) {
-      auto pa = A.get_access<AccessMode::read>(h);
-      auto pb = B.get_access<AccessMode::read>(h);
-      auto pc = C.get_access<AccessMode::discard_write>(h);
+      auto pa = A.get_access<access_mode::read>(h);
+      auto pb = B.get_access<access_mode::read>(h);
+      auto pc = C.get_access<access_mode::write>(h, df::no_init);
       df::local_accessor<float, 2> ta(df::range<2>(tile, tile), h), tb(df::range<2>(tile, tile), h);
       h.parallel_for(df::nd_range<2>(df::range<2>(n, n), df::range<2>(tile, tile)),
                      [=] SLUICE_KERNEL(df::nd_item<2> it) {
@@ -264,7 +264,7 @@ void bench_matmul(const sluice::Device& dev, std::size_t n) {
   const Stat bs = stat(bms);
   double worst = 0;
   {
-    df::HostAccessor<float, 2, AccessMode::read> hc(C);
+    df::HostAccessor<float, 2, access_mode::read> hc(C);
     for (std::size_t i = 0; i < n * n; ++i)
       worst = std::max(worst, double(std::abs(hc.data()[i] - ref[i])));
   }

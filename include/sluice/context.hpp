@@ -2,6 +2,7 @@
 /// @file
 /// `Context`: a device plus one ordered stream of work.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,7 +52,8 @@ struct ContextOptions {
 /// then written to the unreported-failure handler, see `set_unreported_failure_handler`).
 ///
 /// Work issued on one context runs in issue order. Work on different contexts is unordered unless
-/// ordered by `wait_for`, `wait(Event)` or, later, by the dependency tracker.
+/// ordered by `wait_for`, `wait(Event)`, or by the dependency tracker from what it reads and
+/// writes (sluice/deps.hpp).
 ///
 /// Thread safety: any number of host threads may issue to the same or different contexts.
 ///
@@ -74,7 +76,10 @@ class Context {
 
   /// Wraps a native stream (a `cudaStream_t` on the cuda backend) without owning it.
   /// The caller keeps the stream alive for as long as the context and anything issued on it
-  /// lives, and must not destroy or capture it behind sluice's back.
+  /// lives, and must not destroy or capture it behind sluice's back. Not on the host backend,
+  /// which has no native queue that other code hands out (its queues are sluice's own worker
+  /// threads): interoperate there through host memory, `host_task` and events; wrapping a host
+  /// device is an Error(unsupported) saying so.
   [[nodiscard]] static Context wrap(const Device& device, void* native_stream,
                                     std::string name = {});
 
@@ -136,6 +141,68 @@ class Context {
  private:
   explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+/// Blocks until all work issued so far on every context of `device` completed (a device-wide
+/// synchronize, for handing the device's memory to code outside sluice). It covers every context
+/// sluice made or wrapped on the device, not streams it does not know (wrap them with
+/// `Context::wrap`, or use the vendor's own device synchronize for those). Throws the first
+/// unreported failure among those contexts as WorkFailed, after waiting for all of them.
+void synchronize(const Device& device, std::source_location loc = std::source_location::current());
+
+/// How a `ScopedContext` orders itself with the context it replaces (Warp's `ScopedStream`).
+struct ScopeOptions {
+  /// On entering, the scope's context waits for the work issued so far on the device's previous
+  /// current context (without blocking the host).
+  bool sync_enter = true;
+  /// On leaving, the previous current context waits for the work issued in the scope.
+  bool sync_exit = false;
+};
+
+/// The current device of the calling thread: the innermost `ScopedDevice` or `ScopedContext`'s
+/// device, else `default_device()`.
+[[nodiscard]] Device current_device();
+/// The current context of the calling thread: the innermost `ScopedContext` of the current
+/// device, else that device's default context (one per device and process, made on first use
+/// and never destroyed, like CUDA's primary context: synchronize before leaving `main`). Code
+/// that takes no context argument (`sluice::copy(dst, src)`, `sluice::fill(dst, v)`, ...) issues
+/// here. Explicit contexts remain the primary API; this is for code ported from Warp.
+[[nodiscard]] Context current_context();
+
+/// Makes `ctx` the current context of its device (and its device the current device) on the
+/// calling thread until destroyed (Warp's `ScopedStream`). Scopes nest; destroy them in reverse
+/// order of construction, on the thread that made them.
+///
+/// @code
+/// sluice::Context side;
+/// {
+///   sluice::ScopedContext scope(side);   // side waits for the default context's work so far
+///   sluice::fill(x, 1.0f);               // issued on side
+/// }
+/// @endcode
+class ScopedContext {
+ public:
+  explicit ScopedContext(const Context& ctx, ScopeOptions options = {},
+                         std::source_location loc = std::source_location::current());
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  ~ScopedContext();
+
+ private:
+  std::size_t depth_;
+};
+
+/// Makes `device` the current device on the calling thread until destroyed (Warp's
+/// `ScopedDevice`): `current_context()` is then that device's current context.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(const Device& device);
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  ~ScopedDevice();
+
+ private:
+  std::size_t depth_;
 };
 
 /// Receives failures of queued work that no call waited on before their context was destroyed

@@ -8,7 +8,10 @@
 ///
 /// Mapping: a range kernel is a grid-stride 1D grid of 256-thread blocks; an nd_range kernel is
 /// one block per work-group, SYCL dimension D-1 on x (the fastest), D-2 on y, 0 on z for 3D;
-/// local_accessor memory is dynamic shared memory; reductions combine per warp, then atomically.
+/// local_accessor memory is dynamic shared memory; group algorithms are warp shuffles and a few
+/// bytes of static shared memory; reductions leave one partial result per block (a work-group of
+/// an nd_range kernel; at most 1024 blocks of a range kernel) in stream-ordered scratch memory,
+/// which a second one-block kernel combines in order, so results do not depend on timing.
 
 #if !defined(__CUDACC__)
 #error "<sluice/dataflow_cuda.cuh> is for nvcc; plain C++ includes <sluice/dataflow.hpp>"
@@ -23,12 +26,11 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "sluice/dataflow.hpp"
 
 namespace sluice::dataflow::detail {
-
-constexpr unsigned kRangeBlock = 256;
 
 template <class F>
 __global__ void single_kernel(F f) {
@@ -44,41 +46,61 @@ __global__ void range_kernel(RangeTask<D, F> t, std::size_t n) {
   }
 }
 
-/// `*out = op(*out, v)` atomically (a compare-and-swap loop: any 4- or 8-byte T).
-template <class T, class Op>
-__device__ void atomic_combine(T* out, T v) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device reductions need a 4- or 8-byte type");
-  using Word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-  Word* addr = reinterpret_cast<Word*>(out);
-  Word seen = *addr, assumed;
-  do {
-    assumed = seen;
-    T cur;
-    memcpy(&cur, &assumed, sizeof(T));
-    const T next = Op{}(cur, v);
-    Word w;
-    memcpy(&w, &next, sizeof(T));
-    seen = atomicCAS(addr, assumed, w);
-  } while (seen != assumed);
+/// Each reduction's block result (a work-group reduction of the threads' partial results) into
+/// its partial array at index `slot`.
+template <class Reducers, class... R, std::size_t... I>
+__device__ void store_partials(const Pack<R...>& reds, const Reducers& red, unsigned char* scratch,
+                               std::size_t blocks, std::size_t slot, std::index_sequence<I...>) {
+  auto one = [&](auto index) {
+    constexpr std::size_t k = decltype(index)::value;
+    const auto& reduction = pack_get<k>(reds);
+    using T = typename std::remove_cvref_t<decltype(reduction)>::value_type;
+    const T v = block_reduce(pack_get<k>(red).partial(), reduction.op);
+    if (block_linear_id() == 0) {
+      reinterpret_cast<T*>(scratch + partials_offset<k, R...>(blocks))[slot] = v;
+    }
+  };
+  (one(std::integral_constant<std::size_t, I>{}), ...);
 }
 
-template <class T>
-__global__ void set_value_kernel(T* out, T v) {
-  *out = v;
+/// One block: every reduction's partial results combined in order (thread t takes t, t + 256,
+/// ..., then the block's tree), then with the destination's value unless it starts from the
+/// identity.
+template <class... R, std::size_t... I>
+__device__ void finish_partials(const Pack<R...>& reds, const unsigned char* scratch,
+                                std::size_t blocks, std::index_sequence<I...>) {
+  auto one = [&](auto index) {
+    constexpr std::size_t k = decltype(index)::value;
+    const auto& reduction = pack_get<k>(reds);
+    using T = typename std::remove_cvref_t<decltype(reduction)>::value_type;
+    const T* part = reinterpret_cast<const T*>(scratch + partials_offset<k, R...>(blocks));
+    T acc = reduction.identity;
+    for (std::size_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+      acc = apply_op(reduction.op, acc, part[b]);
+    }
+    acc = block_reduce(acc, reduction.op);
+    if (threadIdx.x == 0) {
+      const T start = reduction.initialize_to_identity ? reduction.identity : *reduction.out;
+      *reduction.out = apply_op(reduction.op, start, acc);
+    }
+  };
+  (one(std::integral_constant<std::size_t, I>{}), ...);
 }
 
-template <int D, class F, class T, class Op>
-__global__ void reduce_kernel(ReduceTask<D, F, T, Op> t, std::size_t n) {
-  static_assert(std::is_arithmetic_v<T>, "device reductions need an arithmetic type");
-  Reducer<T, Op> red(t.identity);
+template <class... R>
+__global__ void finish_kernel(Pack<R...> reds, const unsigned char* scratch, std::size_t blocks) {
+  finish_partials(reds, scratch, blocks, std::index_sequence_for<R...>{});
+}
+
+template <int D, class F, class... R>
+__global__ void reduce_kernel(ReduceTask<D, F, R...> t, std::size_t n, unsigned char* scratch) {
+  auto red = make_reducers(t.reds);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    t.f(item<D>(delinearize<D>(i, t.r), t.r), red);
+    call_reducing(t.f, item<D>(delinearize<D>(i, t.r), t.r), red, std::index_sequence_for<R...>{});
   }
-  T v = red.partial();
-  for (int off = 16; off > 0; off /= 2) v = Op{}(v, __shfl_down_sync(0xffffffffu, v, off));
-  if ((threadIdx.x & 31u) == 0) atomic_combine<T, Op>(t.out, v);
+  store_partials(t.reds, red, scratch, gridDim.x, blockIdx.x, std::index_sequence_for<R...>{});
 }
 
 template <int D>
@@ -102,49 +124,36 @@ __global__ void nd_kernel(NdTask<D, F> t) {
   t.f(this_nd_item<D>(t.r));
 }
 
-template <int D, class F, class T, class Op>
-__global__ void nd_reduce_kernel(NdReduceTask<D, F, T, Op> t) {
-  static_assert(std::is_arithmetic_v<T>, "device reductions need an arithmetic type");
-  Reducer<T, Op> red(t.identity);
-  t.f(this_nd_item<D>(t.r), red);
-  // Per warp, then one compare-and-swap per warp. A group's size need not be a multiple of 32:
-  // the last warp shuffles among the lanes it has (threads are numbered x fastest).
-  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-  const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  const unsigned lane = linear & 31u;
-  const unsigned lanes = threads - (linear & ~31u) < 32u ? threads - (linear & ~31u) : 32u;
-  const unsigned mask = lanes == 32u ? 0xffffffffu : (1u << lanes) - 1u;
-  T v = red.partial();
-  for (unsigned off = 16; off > 0; off /= 2) {
-    const T other = __shfl_down_sync(mask, v, off);
-    if (lane + off < lanes) v = Op{}(v, other);
-  }
-  if (lane == 0) atomic_combine<T, Op>(t.out, v);
-}
-
-inline unsigned range_blocks(std::size_t n) {
-  const std::size_t b = (n + kRangeBlock - 1) / kRangeBlock;
-  return static_cast<unsigned>(b < (1u << 20) ? b : (1u << 20));
+template <int D, class F, class... R>
+__global__ void nd_reduce_kernel(NdReduceTask<D, F, R...> t, unsigned char* scratch) {
+  auto red = make_reducers(t.reds);
+  const nd_item<D> it = this_nd_item<D>(t.r);
+  call_reducing(t.f, it, red, std::index_sequence_for<R...>{});
+  store_partials(t.reds, red, scratch, t.r.get_group_range().size(), it.get_group_linear_id(),
+                 std::index_sequence_for<R...>{});
 }
 
 template <class F>
-const char* launch_task(const SingleTask<F>& t, cudaStream_t s, std::size_t) {
+const char* launch_task(const SingleTask<F>& t, cudaStream_t s, std::size_t, void*) {
   single_kernel<<<1, 1, 0, s>>>(t.f);
   return nullptr;
 }
 
 template <int D, class F>
-const char* launch_task(const RangeTask<D, F>& t, cudaStream_t s, std::size_t) {
+const char* launch_task(const RangeTask<D, F>& t, cudaStream_t s, std::size_t, void*) {
   const std::size_t n = t.r.size();
   range_kernel<D, F><<<range_blocks(n), kRangeBlock, 0, s>>>(t, n);
   return nullptr;
 }
 
-template <int D, class F, class T, class Op>
-const char* launch_task(const ReduceTask<D, F, T, Op>& t, cudaStream_t s, std::size_t) {
-  if (t.initialize_to_identity) set_value_kernel<T><<<1, 1, 0, s>>>(t.out, t.identity);
+template <int D, class F, class... R>
+const char* launch_task(const ReduceTask<D, F, R...>& t, cudaStream_t s, std::size_t,
+                        void* scratch) {
   const std::size_t n = t.r.size();
-  if (n != 0) reduce_kernel<D, F, T, Op><<<range_blocks(n), kRangeBlock, 0, s>>>(t, n);
+  auto* part = static_cast<unsigned char*>(scratch);
+  const unsigned blocks = reduce_blocks(n);
+  if (n != 0) reduce_kernel<D, F, R...><<<blocks, kRangeBlock, 0, s>>>(t, n, part);
+  finish_kernel<R...><<<1, kRangeBlock, 0, s>>>(t.reds, part, n != 0 ? blocks : 0);
   return nullptr;
 }
 
@@ -171,10 +180,10 @@ const char* nd_shape(const nd_range<D>& r, dim3& grid, dim3& block) {
   return nullptr;
 }
 
-/// Launches `kernel(t)` over nd_range `r` with `local_bytes` of dynamic shared memory.
-template <int D, class Task>
-const char* launch_nd(void (*kernel)(Task), const Task& t, const nd_range<D>& r, cudaStream_t s,
-                      std::size_t local_bytes) {
+/// Launches `kernel(args...)` over nd_range `r` with `local_bytes` of dynamic shared memory.
+template <int D, class... Params, class... Args>
+const char* launch_nd(void (*kernel)(Params...), const nd_range<D>& r, cudaStream_t s,
+                      std::size_t local_bytes, const Args&... args) {
   dim3 grid, block;
   if (const char* why = nd_shape(r, grid, block)) return why;
   if (r.get_group_range().size() == 0) return nullptr;
@@ -184,26 +193,31 @@ const char* launch_nd(void (*kernel)(Task), const Task& t, const nd_range<D>& r,
       return cudaGetErrorName(cudaGetLastError());
     }
   }
-  kernel<<<grid, block, local_bytes, s>>>(t);
+  kernel<<<grid, block, local_bytes, s>>>(args...);
   return nullptr;
 }
 
 template <int D, class F>
-const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local_bytes) {
-  return launch_nd(nd_kernel<D, F>, t, t.r, s, local_bytes);
+const char* launch_task(const NdTask<D, F>& t, cudaStream_t s, std::size_t local_bytes, void*) {
+  return launch_nd(nd_kernel<D, F>, t.r, s, local_bytes, t);
 }
 
-template <int D, class F, class T, class Op>
-const char* launch_task(const NdReduceTask<D, F, T, Op>& t, cudaStream_t s,
-                        std::size_t local_bytes) {
-  if (t.initialize_to_identity) set_value_kernel<T><<<1, 1, 0, s>>>(t.out, t.identity);
-  return launch_nd(nd_reduce_kernel<D, F, T, Op>, t, t.r, s, local_bytes);
+template <int D, class F, class... R>
+const char* launch_task(const NdReduceTask<D, F, R...>& t, cudaStream_t s, std::size_t local_bytes,
+                        void* scratch) {
+  auto* part = static_cast<unsigned char*>(scratch);
+  const std::size_t groups = t.r.get_group_range().size();
+  if (const char* why = launch_nd(nd_reduce_kernel<D, F, R...>, t.r, s, local_bytes, t, part)) {
+    return why;
+  }
+  finish_kernel<R...><<<1, kRangeBlock, 0, s>>>(t.reds, part, groups);
+  return nullptr;
 }
 
 template <class Task>
-const char* cuda_launch(void* stream, const void* task, std::size_t local_bytes) {
+const char* cuda_launch(void* stream, const void* task, std::size_t local_bytes, void* scratch) {
   if (const char* why = launch_task(*static_cast<const Task*>(task),
-                                    static_cast<cudaStream_t>(stream), local_bytes)) {
+                                    static_cast<cudaStream_t>(stream), local_bytes, scratch)) {
     return why;
   }
   const cudaError_t err = cudaGetLastError();

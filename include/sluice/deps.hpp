@@ -5,7 +5,8 @@
 /// Work on one context runs in issue order. For work on different contexts that touches the same
 /// bytes, write→write, write→read and read→write are ordered by issue order; read→read is free,
 /// and so are accesses to disjoint byte ranges of one allocation. sluice's own operations
-/// (copies, memsets, later the `la` and `scalar` layers) mark their intent themselves; code that
+/// (copies, memsets, kernels, canned operations, the `scalar`, `la`, `graph` and `dataflow`
+/// layers) mark their intent themselves; code that
 /// launches its own kernels marks it with `Intent` (or the begin/end pair).
 ///
 /// @code

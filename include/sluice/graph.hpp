@@ -7,7 +7,8 @@
 /// A `Graph` is a DAG of named nodes. Every node declares what it reads and writes (the tracker's
 /// marks), so a launch of the graph is ordered against other work like any sluice operation and
 /// memory it uses is never released under it. `GraphExec` is a graph instantiated for one
-/// device: on cuda a `cudaGraphExec_t`, on the host a task DAG run on a work-stealing pool.
+/// device: on cuda a `cudaGraphExec_t`, on the host a task DAG run on the host backend's shared pool (a chain of nodes runs on the
+/// launching thread).
 ///
 /// @code
 /// sluice::Graph g("step");

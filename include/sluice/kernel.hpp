@@ -45,6 +45,7 @@
 #include "sluice/deps.hpp"
 #include "sluice/event.hpp"
 #include "sluice/memory.hpp"
+#include "sluice/rng.hpp"
 
 namespace sluice {
 
@@ -57,20 +58,69 @@ enum class KernelFormat : std::uint8_t { cubin, fatbin, ptx, cuda_source, host }
 /// "cubin", "fatbin", "ptx", "cuda_source" or "host".
 [[nodiscard]] const char* to_string(KernelFormat format) noexcept;
 
+/// Launch dimensions.
+struct Dims {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr Dims() = default;
+  constexpr Dims(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  [[nodiscard]] constexpr std::size_t count() const noexcept {
+    return std::size_t{x} * std::size_t{y} * std::size_t{z};
+  }
+};
+
+/// Where one thread of a launch is, as CUDA names it: what a host implementation that takes
+/// coordinates receives (`KernelSpec::add_host`). Thread `linear` of the flat form is thread
+/// `linear % T` (T threads per block) of block `linear / T`; within a block (and within the
+/// grid) x varies fastest: linear thread = x + blockDim.x * (y + blockDim.y * z), likewise for
+/// blocks, as on a GPU.
+struct ThreadIndex {
+  Dims block_idx;          ///< blockIdx
+  Dims thread_idx;         ///< threadIdx
+  Dims grid_dim;           ///< gridDim
+  Dims block_dim;          ///< blockDim
+  std::size_t linear = 0;  ///< blockIdx (linear) * threads per block + threadIdx (linear)
+};
+
 namespace detail {
-/// A host implementation, type-erased: `run(fn, begin, end, args)` calls the callable for every
-/// index in [begin, end) with the argument values that `args` points at.
+/// A host implementation, type-erased: `run(fn, begin, end, args, grid, block)` calls the
+/// callable for every flat index in [begin, end) with the argument values that `args` points at.
 struct HostKernelFn {
   std::type_index signature = typeid(void);  ///< typeid(std::tuple<Args...>)
   std::size_t arity = 0;
   std::shared_ptr<const void> fn;
-  void (*run)(const void* fn, std::size_t begin, std::size_t end, void* const* args) = nullptr;
+  void (*run)(const void* fn, std::size_t begin, std::size_t end, void* const* args,
+              const Dims& grid, const Dims& block) = nullptr;
 };
+
+/// The coordinates of flat index `i` of a launch of `grid` blocks of `block` threads.
+constexpr ThreadIndex thread_index(std::size_t i, const Dims& grid, const Dims& block) noexcept {
+  const std::size_t per_block = block.count();
+  const std::size_t t = i % per_block, b = i / per_block;
+  ThreadIndex idx;
+  idx.grid_dim = grid;
+  idx.block_dim = block;
+  idx.linear = i;
+  idx.thread_idx =
+      Dims(static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
+           static_cast<unsigned>(t / (std::size_t{block.x} * block.y)));
+  idx.block_idx =
+      Dims(static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+           static_cast<unsigned>(b / (std::size_t{grid.x} * grid.y)));
+  return idx;
+}
 
 template <class F, class... Args, std::size_t... I>
 void run_host_range(const F& f, std::size_t begin, std::size_t end, void* const* args,
-                    std::index_sequence<I...>) {
-  for (std::size_t i = begin; i < end; ++i) f(i, *static_cast<const Args*>(args[I])...);
+                    const Dims& grid, const Dims& block, std::index_sequence<I...>) {
+  if constexpr (std::is_invocable_v<const F&, const ThreadIndex&, const Args&...>) {
+    for (std::size_t i = begin; i < end; ++i) {
+      f(thread_index(i, grid, block), *static_cast<const Args*>(args[I])...);
+    }
+  } else {
+    (void)grid;
+    (void)block;
+    for (std::size_t i = begin; i < end; ++i) f(i, *static_cast<const Args*>(args[I])...);
+  }
 }
 }  // namespace detail
 
@@ -105,25 +155,29 @@ class KernelSpec {
   KernelSpec& add_fatbin_in_memory(std::string fatbin);
   KernelSpec& add_fatbin_on_disk(std::filesystem::path path);
   /// CUDA C++ source compiled by NVRTC for the device's architecture at load time, cached in
-  /// memory and on disk (see `kernel_cache_directory`). `options` go to NVRTC as given.
+  /// memory and on disk (see `kernel_cache::directory()`). `options` go to NVRTC as given.
   KernelSpec& add_cuda_source(std::string source, std::vector<std::string> options = {});
 
-  /// The host backend's implementation: `f(i, args...)` is called for every thread index i in
-  /// [0, grid threads x block threads), in no particular order and from several threads at once
-  /// (there are no barriers and no shared memory between indices). `Args...` must be the
-  /// `TypedKernel`'s parameter types.
+  /// The host backend's implementation, called once per thread of the launch, in no particular
+  /// order and from several threads at once (there are no barriers and no shared memory between
+  /// threads): `f(const ThreadIndex& t, args...)` receives the thread's block and thread
+  /// coordinates as a CUDA kernel would (`t.block_idx`, `t.thread_idx`, `t.grid_dim`,
+  /// `t.block_dim`), so one body can serve both backends; `f(std::size_t i, args...)` receives
+  /// the flat index `t.linear` alone. `Args...` must be the `TypedKernel`'s parameter types.
   template <class... Args, class F>
   KernelSpec& add_host(F f) {
-    static_assert(std::is_invocable_v<const F&, std::size_t, const Args&...>,
-                  "KernelSpec::add_host<Args...>(f): f must be callable as f(std::size_t index, "
-                  "Args... args)");
+    static_assert(std::is_invocable_v<const F&, const ThreadIndex&, const Args&...> ||
+                      std::is_invocable_v<const F&, std::size_t, const Args&...>,
+                  "KernelSpec::add_host<Args...>(f): f must be callable as f(const "
+                  "sluice::ThreadIndex& t, Args... args) or f(std::size_t index, Args... args)");
     auto fn = std::make_shared<const F>(std::move(f));
-    host_ = detail::HostKernelFn{
-        typeid(std::tuple<Args...>), sizeof...(Args), fn,
-        [](const void* p, std::size_t begin, std::size_t end, void* const* args) {
-          detail::run_host_range<F, Args...>(*static_cast<const F*>(p), begin, end, args,
-                                             std::index_sequence_for<Args...>{});
-        }};
+    host_ = detail::HostKernelFn{typeid(std::tuple<Args...>), sizeof...(Args), fn,
+                                 [](const void* p, std::size_t begin, std::size_t end,
+                                    void* const* args, const Dims& grid, const Dims& block) {
+                                   detail::run_host_range<F, Args...>(
+                                       *static_cast<const F*>(p), begin, end, args, grid, block,
+                                       std::index_sequence_for<Args...>{});
+                                 }};
     return *this;
   }
 
@@ -137,16 +191,6 @@ class KernelSpec {
   std::optional<std::size_t> arity_;
   std::vector<Code> code_;
   std::optional<detail::HostKernelFn> host_;
-};
-
-/// Launch dimensions.
-struct Dims {
-  unsigned x = 1, y = 1, z = 1;
-  constexpr Dims() = default;
-  constexpr Dims(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
-  [[nodiscard]] constexpr std::size_t count() const noexcept {
-    return std::size_t{x} * std::size_t{y} * std::size_t{z};
-  }
 };
 
 /// The grid of a launch (blocks). It also records the line the launch was written on, so that a
@@ -447,6 +491,48 @@ class Fluent {
   /// `ctx.host_task(fn, what)`.
   Fluent& then_host_task(std::function<void()> fn, std::string_view what = "host_task",
                          std::source_location loc = std::source_location::current());
+
+  /// The generator later `then_populate_rand_*` steps draw from and advance (reference 003's
+  /// `ThenSetRngSeed`); from seed bytes, as StreamExecutor takes them
+  /// (rng::Philox::from_seed_bytes).
+  Fluent& then_set_rng_seed(const rng::Philox& gen) {
+    rng_ = gen;
+    return *this;
+  }
+  Fluent& then_set_rng_seed(std::span<const std::uint8_t> seed,
+                            std::source_location loc = std::source_location::current()) {
+    rng_ = rng::Philox::from_seed_bytes(seed, loc);
+    return *this;
+  }
+  /// `rng::uniform(ctx, out, gen)` with the generator set by `then_set_rng_seed`; Error if none.
+  template <CannedReal T>
+  Fluent& then_populate_rand_uniform(DeviceBuffer<T>& out,
+                                     std::source_location loc = std::source_location::current()) {
+    rng::uniform(ctx_, out, generator(loc), loc);
+    return *this;
+  }
+  /// `rng::normal(ctx, out, gen, mean, stddev)` with the generator set by `then_set_rng_seed`.
+  template <CannedReal T>
+  Fluent& then_populate_rand_gaussian(DeviceBuffer<T>& out, T mean = 0, T stddev = 1,
+                                      std::source_location loc = std::source_location::current()) {
+    rng::normal(ctx_, out, generator(loc), mean, stddev, loc);
+    return *this;
+  }
+  /// The fills above with an explicit generator (advanced like theirs).
+  template <CannedReal T>
+  Fluent& then_uniform(DeviceBuffer<T>& out, rng::Philox& gen,
+                       std::source_location loc = std::source_location::current()) {
+    rng::uniform(ctx_, out, gen, loc);
+    return *this;
+  }
+  template <CannedReal T>
+  Fluent& then_normal(DeviceBuffer<T>& out, rng::Philox& gen, T mean = 0, T stddev = 1,
+                      std::source_location loc = std::source_location::current()) {
+    rng::normal(ctx_, out, gen, mean, stddev, loc);
+    return *this;
+  }
+  /// The generator set by `then_set_rng_seed`, advanced by the fills since (empty if none).
+  [[nodiscard]] const std::optional<rng::Philox>& rng_state() const noexcept { return rng_; }
   /// `ctx.synchronize()`: blocks until everything issued on the context completed and throws
   /// the first unreported failure, naming the failing step and its line.
   void block_host_until_done(std::source_location loc = std::source_location::current());
@@ -454,7 +540,10 @@ class Fluent {
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
 
  private:
+  rng::Philox& generator(std::source_location loc);
+
   Context ctx_;
+  std::optional<rng::Philox> rng_;
 };
 
 template <class Kernel, class... Args>
@@ -468,7 +557,7 @@ Fluent Context::then_launch(const Kernel& kernel, Grid grid, Block block, Args&&
 ///
 /// A compiled image is cached in memory for the process and on disk for later processes, keyed by
 /// the source, the kernel name, the options, the architecture and the NVRTC version. The disk
-/// cache lives in `kernel_cache_directory()`: the environment variable SLUICE_KERNEL_CACHE_DIR if
+/// cache lives in `kernel_cache::directory()`: the environment variable SLUICE_KERNEL_CACHE_DIR if
 /// set, else $XDG_CACHE_HOME/sluice/kernels, else ~/.cache/sluice/kernels. Writing is
 /// best-effort (an unwritable directory only costs the next process a compile); an entry is
 /// written to a temporary file and renamed, so concurrent processes never read half of one.

@@ -9,6 +9,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "sluice/context.hpp"
 #include "sluice/deps.hpp"
@@ -87,6 +88,9 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
 std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc);
 void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
                   std::source_location loc);
+/// `count` elements of `elem` bytes at `dst` set to the `elem` bytes at `pattern`.
+void fill_bytes(const Context& ctx, void* dst, const void* pattern, std::size_t elem,
+                std::size_t count, std::source_location loc);
 }  // namespace detail
 
 /// An owning array of `T` in a device's memory.
@@ -186,6 +190,15 @@ auto as_span(B&& b) {
     return std::span(b);
   }
 }
+/// What sluice's copies, fills and memsets take: sluice buffers (with `span()`), std::vector,
+/// std::span, arrays.
+template <class B>
+concept SpanLike = requires(B&& b) {
+  b.span();
+}
+|| requires(B&& b) {
+  std::span(b);
+};
 void check_copy_sizes(std::size_t dst, std::size_t src, std::source_location loc);
 /// `count * size` in bytes; throws OutOfMemory instead of wrapping around.
 std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_location loc);
@@ -214,6 +227,56 @@ void memset(const Context& ctx, Dst&& dst, int value,
             std::source_location loc = std::source_location::current()) {
   auto d = detail::as_span(dst);
   detail::memset_bytes(ctx, d.data(), value, d.size_bytes(), loc);
+}
+
+/// Sets every element of `dst` (a DeviceBuffer, PinnedBuffer, std::vector or std::span) to
+/// `value`, converted to the element type (any trivially copyable type of at most 128 bytes);
+/// asynchronous on `ctx`, ordered by the tracker like a memset.
+template <class Dst, class V>
+void fill(const Context& ctx, Dst&& dst, const V& value,
+          std::source_location loc = std::source_location::current()) {
+  auto d = detail::as_span(dst);
+  using T = std::remove_cv_t<typename decltype(d)::element_type>;
+  static_assert(!std::is_const_v<typename decltype(d)::element_type>,
+                "sluice::fill cannot write into a const destination");
+  static_assert(std::is_trivially_copyable_v<T>, "sluice::fill needs a trivially copyable type");
+  static_assert(sizeof(T) <= 128, "sluice::fill takes elements of at most 128 bytes");
+  const T v = static_cast<T>(value);
+  detail::fill_bytes(ctx, d.data(), &v, sizeof(T), d.size(), loc);
+}
+
+/// The contents of `src` (a DeviceBuffer, PinnedBuffer, std::span or std::vector) as a new
+/// std::vector: a copy on `ctx`, then `ctx.synchronize()` (what `wp.array.numpy()` is to Warp
+/// users). Throws the failure of the copy, or of earlier work on `ctx`, as WorkFailed.
+template <class Src>
+[[nodiscard]] auto to_vector(const Context& ctx, const Src& src,
+                             std::source_location loc = std::source_location::current()) {
+  auto s = detail::as_span(src);
+  std::vector<std::remove_cv_t<typename decltype(s)::element_type>> out(s.size());
+  detail::copy_bytes(ctx, out.data(), s.data(), s.size_bytes(), loc);
+  ctx.synchronize(loc);
+  return out;
+}
+
+/// On the calling thread's current context (`current_context()`, sluice/context.hpp): the forms
+/// above for code that takes no context argument, as in Warp. Explicit contexts stay the primary
+/// API.
+template <detail::SpanLike Dst, detail::SpanLike Src>
+void copy(Dst&& dst, Src&& src, std::source_location loc = std::source_location::current()) {
+  copy(current_context(), std::forward<Dst>(dst), std::forward<Src>(src), loc);
+}
+template <detail::SpanLike Dst>
+void memset(Dst&& dst, int value, std::source_location loc = std::source_location::current()) {
+  memset(current_context(), std::forward<Dst>(dst), value, loc);
+}
+template <detail::SpanLike Dst, class V>
+void fill(Dst&& dst, const V& value, std::source_location loc = std::source_location::current()) {
+  fill(current_context(), std::forward<Dst>(dst), value, loc);
+}
+template <detail::SpanLike Src>
+[[nodiscard]] auto to_vector(const Src& src,
+                             std::source_location loc = std::source_location::current()) {
+  return to_vector(current_context(), src, loc);
 }
 
 /// Stream-ordered pool control for one device.

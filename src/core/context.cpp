@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <list>
 #include <mutex>
 #include <utility>
@@ -372,11 +373,32 @@ std::vector<std::shared_ptr<EventImpl>> ContextImpl::record_device_work(std::sou
 
 }  // namespace detail
 
+void synchronize(const Device& device, std::source_location loc) {
+  (void)device_info(device);  // an unknown device is an Error, not a silent no-op
+  std::exception_ptr first;
+  for (auto& c : device_contexts().on(device)) {
+    try {
+      c->synchronize(loc);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 Context::Context() : Context(ContextOptions{}) {}
 Context::Context(const ContextOptions& options) : impl_(make_impl(options, nullptr)) {}
 Context::Context(const Device& device) : Context(ContextOptions{.device = device}) {}
 
 Context Context::wrap(const Device& device, void* native_stream, std::string name) {
+  if (device.backend == "host") {
+    throw Error(Errc::unsupported,
+                "Context::wrap(" + device.to_string() +
+                    "): the host backend has no native queue to wrap (its queues are sluice's own "
+                    "worker threads, which no other library hands out); interoperate on the host "
+                    "through host memory, Context::host_task and events, or wrap a cudaStream_t "
+                    "on a cuda device");
+  }
   if (native_stream == nullptr) {
     throw Error(Errc::invalid_argument,
                 "Context::wrap needs a native stream; pass the cudaStream_t to wrap (the legacy "

@@ -2,6 +2,7 @@
 // two events on its stream and writes the JSON trace event format, one row per context, waits
 // between contexts as flow arrows.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,14 +111,16 @@ class TraceObserver final : public Observer {
                         {"pid", 1},
                         {"tid", w.waited_timeline},
                         {"ts", from.ts_us + from.dur_us - origin_us_}});
-      events.push_back({{"ph", "f"},
-                        {"bp", "e"},
-                        {"name", "waits for"},
-                        {"cat", "dependency"},
-                        {"id", id},
-                        {"pid", 1},
-                        {"tid", w.timeline},
-                        {"ts", to->second->ts_us - origin_us_}});
+      events.push_back(
+          {{"ph", "f"},
+           {"bp", "e"},
+           {"name", "waits for"},
+           {"cat", "dependency"},
+           {"id", id},
+           {"pid", 1},
+           {"tid", w.timeline},
+           // the wait's end: where the waiting context goes on
+           {"ts", to->second->ts_us + std::max(0.0, to->second->dur_us - 0.001) - origin_us_}});
     }
     std::ofstream out(path_);
     out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << '\n';

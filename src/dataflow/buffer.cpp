@@ -12,19 +12,6 @@ namespace sluice::dataflow::detail {
 
 using sluice::detail::Tracker;
 
-namespace {
-Access tracker_mode(AccessMode m) {
-  switch (m) {
-    case AccessMode::read:
-      return Access::read;
-    case AccessMode::read_write:
-      return Access::read_write;
-    default:
-      return Access::write;
-  }
-}
-}  // namespace
-
 BufferState::BufferState(std::size_t n, void* user, bool wb, std::source_location loc)
     : bytes(n), write_back(wb) {
   if (user == nullptr || bytes == 0) return;
@@ -175,8 +162,9 @@ void check_access_range(const std::size_t* buffer, const std::size_t* r, const s
   }
 }
 
-void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, AccessMode mode,
-                     std::size_t offset, std::size_t bytes, std::source_location loc) {
+void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, Access mode,
+                     bool no_init, std::size_t offset, std::size_t bytes,
+                     std::source_location loc) {
   if (s.launched) {
     throw Error(Errc::invalid_state,
                 "accessor created after the command group's kernel was issued; create accessors "
@@ -189,7 +177,7 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
   place(s, b.last_timeline, b.last_seq);
   auto& c = b.copy_for(*s.queue, *s.ctx, loc);
   const bool whole = offset == 0 && bytes == b.bytes;
-  const bool copy_in = !c.valid && b.initialized && !(mode == AccessMode::discard_write && whole);
+  const bool copy_in = !c.valid && b.initialized && !(no_init && whole);
   // A copy in while host accessors live runs after the gate, so it reads what they wrote. From
   // pageable memory it goes through a pinned mirror, allocated here before this command group's
   // gate: the backend's staging would allocate pinned memory at issue, which may synchronize the
@@ -223,9 +211,9 @@ void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, A
     }
   }
   if (bytes == 0) return c.ptr;  // an empty range touches nothing
-  if (mode != AccessMode::read) s.written.push_back({keep, &c});
+  if (mode != Access::read) s.written.push_back({keep, &c});
   s.buffers.push_back(keep);
-  s.accesses.add(c.id, {offset, bytes}, tracker_mode(mode));
+  s.accesses.add(c.id, {offset, bytes}, mode);
   return c.ptr;
 }
 
@@ -240,9 +228,13 @@ void apply_writes(SubmitState& s, std::uint64_t seq) {
     w.buffer->host_valid = false;
     w.buffer->initialized = true;
   }
+  for (auto& b : s.host_updated) {
+    std::lock_guard lock(b->mutex);
+    b->host_valid = true;
+  }
 }
 
-void* host_access_begin(BufferState& b, AccessMode mode, std::source_location loc) {
+void* host_access_begin(BufferState& b, Access mode, std::source_location loc) {
   std::unique_lock lock(b.mutex);
   if (b.bytes == 0) return nullptr;
   b.ensure_host(loc);
@@ -255,9 +247,9 @@ void* host_access_begin(BufferState& b, AccessMode mode, std::source_location lo
   const ByteRange range{b.host_offset, b.bytes};
   lock.unlock();
   // Waits only for the copy that brings the data back (and, to write, for copies reading it).
-  Tracker::instance().wait_host(id, tracker_mode(mode), range, loc);
+  Tracker::instance().wait_host(id, mode, range, loc);
   lock.lock();
-  if (mode != AccessMode::read) {
+  if (mode != Access::read) {
     for (auto& c : b.copies) c->valid = false;
     b.host_valid = true;
   }
@@ -267,7 +259,7 @@ void* host_access_begin(BufferState& b, AccessMode mode, std::source_location lo
   return b.host;
 }
 
-void host_access_end(BufferState& b, AccessMode) noexcept {
+void host_access_end(BufferState& b, Access) noexcept {
   std::lock_guard lock(b.mutex);
   if (b.bytes == 0) return;
   const auto me = std::this_thread::get_id();

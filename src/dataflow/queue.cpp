@@ -44,6 +44,26 @@ QueueState::QueueState(const QueueOptions& options, std::source_location loc)
   for (std::size_t i = 0; i < n; ++i) {
     contexts.emplace_back(ContextOptions{.device = device, .name = name + "/" + std::to_string(i)});
   }
+  profiling = options.profiling;
+  if (profiling) {
+    // Device times are measured from a timed event known to have completed just before a host
+    // time: the host time read after it completed is a little late, so device times never come
+    // out before the submit times they follow.
+    for (const auto& c : contexts) {
+      auto e = std::make_shared<Epoch>();
+      e->event = c.impl().record(true, loc);
+      e->event->synchronize();
+      e->host_ns = steady_ns();
+      epochs.push_back(std::move(e));
+    }
+  }
+}
+
+std::shared_ptr<const Epoch> QueueState::epoch(const Context& ctx) const {
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    if (contexts[i] == ctx) return epochs[i];
+  }
+  return nullptr;
 }
 
 const Context& QueueState::pick() noexcept {
@@ -62,6 +82,7 @@ void SubmitState::reset(QueueState& q, std::source_location) {
   waits.clear();
   written.clear();
   buffers.clear();
+  host_updated.clear();
   local_bytes = 0;
   has_local = false;
   launched = false;
@@ -84,6 +105,7 @@ SubmitState& begin_submit(QueueState& q, std::source_location loc) {
 namespace {
 void release(SubmitState& s) noexcept {
   s.buffers.clear();
+  s.host_updated.clear();
   s.written.clear();
   s.waits.clear();
   try {
@@ -126,6 +148,9 @@ const Device& Queue::device() const noexcept {
 bool Queue::in_order() const noexcept {
   return state_->in_order;
 }
+bool Queue::profiling() const noexcept {
+  return state_->profiling;
+}
 std::span<const Context> Queue::contexts() const noexcept {
   return state_->contexts;
 }
@@ -149,6 +174,24 @@ bool Event::complete() const {
   if (!e->query()) return false;
   ctx_->note_completed(e->seq);
   return true;
+}
+
+std::uint64_t Event::profiling_ns(int which, std::source_location loc) const {
+  if (!profile_) {
+    throw Error(Errc::invalid_state,
+                "get_profiling_info: " +
+                    std::string(point_ ? "the queue was not made with QueueOptions::profiling "
+                                         "(SYCL's property::queue::enable_profiling)"
+                                       : "a default-constructed event has no command group") +
+                    "; make the queue with profiling on",
+                loc);
+  }
+  if (which == 0) return profile_->submit_ns;
+  // Start and end are known once the command group ended (SYCL blocks until they are).
+  wait(loc);
+  const auto& e = which == 1 ? profile_->start : profile_->end;
+  const double ms = e->elapsed_ms_since(*profile_->epoch->event);
+  return profile_->epoch->host_ns + static_cast<std::uint64_t>(ms * 1e6 + 0.5);
 }
 
 void Event::wait(const std::vector<Event>& events, std::source_location loc) {

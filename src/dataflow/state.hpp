@@ -27,17 +27,39 @@ using sluice::detail::ContextImpl;
 
 enum class BackendKind : std::uint8_t { host, cuda, other };
 
+/// Nanoseconds of std::chrono::steady_clock: the time base of profiling.
+[[nodiscard]] std::uint64_t steady_ns() noexcept;
+
+/// A profiling queue's reference point on one context: a timed event known to have completed at
+/// `host_ns`, against which the device times of later events are measured.
+struct Epoch {
+  std::shared_ptr<EventImpl> event;
+  std::uint64_t host_ns = 0;
+};
+
+/// The profiling times of one command group (a profiling queue only).
+struct Profile {
+  std::uint64_t submit_ns = 0;
+  std::shared_ptr<const Epoch> epoch;
+  std::shared_ptr<EventImpl> start;
+  std::shared_ptr<EventImpl> end;
+};
+
 class QueueState {
  public:
   QueueState(const QueueOptions& options, std::source_location loc);
   /// The context the next command group runs on (round robin when out-of-order).
   [[nodiscard]] const Context& pick() noexcept;
+  /// The profiling epoch of `ctx`, one of this queue's contexts.
+  [[nodiscard]] std::shared_ptr<const Epoch> epoch(const Context& ctx) const;
 
   Device device;
   BackendKind backend = BackendKind::other;
   bool in_order = false;
+  bool profiling = false;
   std::string name;
   std::vector<Context> contexts;
+  std::vector<std::shared_ptr<const Epoch>> epochs;  // per context, profiling queues only
 
  private:
   std::atomic<std::size_t> next_{0};
@@ -148,7 +170,8 @@ class SubmitState {
     BufferState::Copy* copy;
   };
   std::vector<Written> written;
-  std::vector<std::shared_ptr<BufferState>> buffers;  // kept alive until issued
+  std::vector<std::shared_ptr<BufferState>> buffers;       // kept alive until issued
+  std::vector<std::shared_ptr<BufferState>> host_updated;  // update_host: host copy current after
   std::size_t local_bytes = 0;
   bool has_local = false;
   bool launched = false;
@@ -161,6 +184,12 @@ class SubmitState {
 /// needed. Called once, before anything is issued for the command group.
 void place(SubmitState& s, std::uint64_t timeline, std::uint64_t seq) noexcept;
 
+/// Issues the command group's one operation: `work(stream, op, state)` enqueues it (null: no
+/// operation, the group completes after its dependencies), after the waits its accesses and
+/// events need; then records its event (and profile) and what it wrote.
+void issue_group(SubmitState& s, const char* what, std::source_location loc,
+                 void (*work)(Stream&, const OpInfo&, void*), void* state);
+
 /// Device work on `ctx` from operation `from` on now waits (through the tracker or
 /// `depends_on`) for work a closed gate holds back: it is held back too (the deadlock check of
 /// waits follows it through other contexts).
@@ -170,10 +199,12 @@ void propagate_gates(ContextImpl& ctx, std::uint64_t from);
 class EventAccess {
  public:
   static Event make(std::shared_ptr<ContextImpl> ctx,
-                    std::shared_ptr<sluice::detail::DeferredPoint> point, std::uint64_t seq) {
+                    std::shared_ptr<sluice::detail::DeferredPoint> point, std::uint64_t seq,
+                    std::shared_ptr<const Profile> profile = nullptr) {
     Event e;
     e.ctx_ = std::move(ctx);
     e.point_ = std::move(point);
+    e.profile_ = std::move(profile);
     e.seq_ = seq;
     return e;
   }

@@ -1,6 +1,7 @@
 // Issuing a command group: its dependencies become waits (events) and tracker marks (accessors,
 // tracked USM), then the kernel is one operation of the chosen context.
 
+#include <chrono>
 #include <string>
 
 #include "dataflow/state.hpp"
@@ -22,7 +23,13 @@ void check_not_launched(const SubmitState& s, const char* what, std::source_loca
 }
 }  // namespace
 
-void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMode mode,
+std::uint64_t steady_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, Access mode,
                     std::source_location loc) {
   check_not_launched(s, "Handler::use", loc);
   if (bytes == 0) return;
@@ -44,10 +51,7 @@ void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMo
                     " bytes left); pass the element count actually used",
                 loc);
   }
-  const Access m = mode == AccessMode::read         ? Access::read
-                   : mode == AccessMode::read_write ? Access::read_write
-                                                    : Access::write;
-  s.accesses.add(region->id, {off, bytes}, m);
+  s.accesses.add(region->id, {off, bytes}, mode);
 }
 
 std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,
@@ -120,8 +124,6 @@ void check_nd_range(const std::size_t* global, const std::size_t* local, int dim
 void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
   check_not_launched(s, "a second kernel", loc);
   QueueState& q = *s.queue;
-  const Context& ctx = *s.ctx;
-  auto& c = ctx.impl();
   if (k.host_run != nullptr) {
     if (q.backend == BackendKind::cuda && k.device_launch == nullptr) {
       throw Error(Errc::unsupported,
@@ -137,45 +139,84 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
                   loc);
     }
   }
+  if (k.host_run == nullptr) return issue_group(s, k.what, loc, nullptr, nullptr);
+  struct Run {
+    const KernelDesc& k;
+    SubmitState& s;
+    std::source_location loc;
+  } run{k, s, loc};
+  // Host kernels run user code that may throw: failures must be reported at the next wait.
+  if (q.backend == BackendKind::host) s.ctx->impl().failures()->set_may_fail();
+  issue_group(
+      s, k.what, loc,
+      [](Stream& st, const OpInfo& op, void* raw) {
+        auto& r = *static_cast<Run*>(raw);
+        const KernelDesc& kd = r.k;
+        const std::size_t local = r.s.local_bytes;
+        if (r.s.queue->backend == BackendKind::host) {
+          st.host_task(
+              [task = kd.copy(kd.task), fn = kd.host_run, local] { fn(task.get(), local); }, op);
+          return;
+        }
+        // Reductions' partial results: stream-ordered scratch, released right after the launch
+        // (the release is ordered after it too).
+        void* scratch = kd.scratch_bytes != 0 ? st.allocate(kd.scratch_bytes, op) : nullptr;
+        const char* err = kd.device_launch(st.native_handle(), kd.task, local, scratch);
+        if (scratch != nullptr) st.deallocate(scratch, kd.scratch_bytes);
+        if (err != nullptr) {
+          throw Error(Errc::backend_failure,
+                      std::string(kd.what) + ": the kernel launch failed with " + err +
+                          (local > 48 * 1024 ? " (local memory above 48 KiB per group)" : ""),
+                      r.loc);
+        }
+      },
+      &run);
+}
+
+void issue_group(SubmitState& s, const char* what, std::source_location loc,
+                 void (*work)(Stream&, const OpInfo&, void*), void* state) {
+  check_not_launched(s, what, loc);
+  QueueState& q = *s.queue;
+  const Context& ctx = *s.ctx;
+  auto& c = ctx.impl();
   s.launched = true;
   s.placed = true;
-  // Host kernels run user code that may throw: failures must be reported at the next wait.
-  if (q.backend == BackendKind::host && k.host_run != nullptr) c.failures()->set_may_fail();
   for (const auto& e : s.waits) c.wait(e, loc);
+  const bool profiling = q.profiling && !c.capturing();
+  std::shared_ptr<Profile> profile;
+  if (profiling) {
+    profile = std::make_shared<Profile>();
+    profile->submit_ns = steady_ns();
+    profile->epoch = q.epoch(ctx);
+  }
   // The command group's end: an event is recorded for it only if its Event is still held when
   // the context issues its next operation, or is waited on or depended on before that.
   std::shared_ptr<sluice::detail::DeferredPoint> point;
   std::uint64_t seq = 0;
   bool deferred = false;
   auto enqueue = [&] {
-    if (k.host_run == nullptr) return;
-    c.enqueue(k.what, loc, [&](Stream& st, const OpInfo& op) {
-      if (q.backend == BackendKind::host) {
-        st.host_task([task = k.copy(k.task), run = k.host_run,
-                      bytes = s.local_bytes] { run(task.get(), bytes); },
-                     op);
-      } else if (const char* err = k.device_launch(st.native_handle(), k.task, s.local_bytes)) {
-        throw Error(Errc::backend_failure,
-                    std::string(k.what) + ": the kernel launch failed with " + err +
-                        (s.local_bytes > 48 * 1024 ? " (local memory above 48 KiB per group)" : ""),
-                    loc);
-      }
+    if (work == nullptr) return;
+    c.enqueue(what, loc, [&](Stream& st, const OpInfo& op) {
+      if (profile) profile->start = st.record(true, op);
+      work(st, op, state);
+      if (profile) profile->end = st.record(true, op);
       seq = op.seq;
       point = c.spare_point();
       deferred = c.defer_point(point, op.seq);
     });
   };
-  sluice::detail::issue_tracked(c, s.accesses, k.what, loc, enqueue);
+  sluice::detail::issue_tracked(c, s.accesses, what, loc, enqueue);
   if (!deferred) {
-    // No kernel (the group completes after its dependencies), or a capturing context.
+    // No operation (the group completes after its dependencies), or a capturing context.
     point = std::make_shared<sluice::detail::DeferredPoint>();
-    point->event = c.record(false, loc);
+    point->event = c.record(profile != nullptr, loc);
     seq = point->event->seq;
     point->seq = seq;
+    if (profile && !profile->start) profile->start = profile->end = point->event;
   }
   apply_writes(s, seq);
   propagate_gates(c, seq);
-  s.result = EventAccess::make(ctx.shared_impl(), std::move(point), seq);
+  s.result = EventAccess::make(ctx.shared_impl(), std::move(point), seq, std::move(profile));
 }
 
 }  // namespace sluice::dataflow::detail

@@ -36,6 +36,16 @@ Fluent& Fluent::then_host_task(std::function<void()> fn, std::string_view what,
   return *this;
 }
 
+rng::Philox& Fluent::generator(std::source_location loc) {
+  if (!rng_) {
+    throw Error(Errc::invalid_state,
+                "then_populate_rand_*: no generator; call then_set_rng_seed(...) first, or pass "
+                "one to then_uniform / then_normal",
+                loc);
+  }
+  return *rng_;
+}
+
 void Fluent::block_host_until_done(std::source_location loc) {
   ctx_.synchronize(loc);
 }

@@ -2,6 +2,10 @@
 
 #include "sluice/rng.hpp"
 
+#include <string>
+
+#include "sluice/error.hpp"
+
 #include "kernel/canned_common.hpp"
 #include "kernel/host/canned.hpp"
 #include "kernel/philox_math.hpp"
@@ -28,6 +32,21 @@ std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> counter,
   return {w.v[0], w.v[1], w.v[2], w.v[3]};
 }
 
+Philox Philox::from_seed_bytes(std::span<const std::uint8_t> seed, std::source_location loc) {
+  if (seed.size() < 16) {
+    throw Error(Errc::invalid_argument,
+                "Philox::from_seed_bytes: " + std::to_string(seed.size()) +
+                    " bytes; a Philox seed takes 16 (an 8-byte key and an 8-byte subsequence)",
+                loc);
+  }
+  auto word = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < 8; ++i) v |= std::uint64_t{seed[at + i]} << (8 * i);
+    return v;
+  };
+  return Philox(word(0), word(8), 0);
+}
+
 namespace {
 
 template <class T>
@@ -45,7 +64,8 @@ void fill(std::string_view what, const Context& ctx, DeviceBuffer<T>& out, Philo
                    gen.seed(),
                    gen.counter(),
                    static_cast<double>(mean),
-                   static_cast<double>(stddev)};
+                   static_cast<double>(stddev),
+                   gen.subsequence()};
   auto& impl = extension<Rng>(ctx, loc);
   detail::canned::issue(ctx, {o}, what, loc,
                         [&](Stream& s, const OpInfo& op) { impl.fill(s, args, op); });

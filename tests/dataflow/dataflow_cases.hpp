@@ -22,7 +22,7 @@
 namespace sluice::test::dataflow_cases {
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 
 inline df::Queue make_queue(const Device& d, bool in_order) {
   return df::Queue(df::QueueOptions{.device = d, .in_order = in_order});
@@ -72,7 +72,7 @@ SLUICE_HD inline void atomic_store(int* p, int v) {
 }
 
 // flags: [0] rendezvous count, [1] A met B, [2] B met A, [3] A done, [4] B saw A done.
-// A and B overwrite their buffers (discard_write): nothing is copied in, so no copy through a
+// A and B overwrite their buffers (no_init): nothing is copied in, so no copy through a
 // pageable staging buffer (which on cuda may synchronize the device) falls between them.
 inline void y_pattern_buffers(const Device& d, bool in_order) {
   constexpr std::size_t n = 1024;
@@ -91,7 +91,7 @@ inline void y_pattern_buffers(const Device& d, bool in_order) {
     {
       df::Buffer<double> A(a_host.data(), df::range<1>(n)), B(b_host.data(), df::range<1>(n));
       q.submit([&](df::Handler& h) {  // task A
-        auto a = A.get_access<AccessMode::discard_write>(h);
+        auto a = A.get_access<access_mode::write>(h, df::no_init);
         h.single_task([=] SLUICE_KERNEL() {
           if (overlap) flags[1] = rendezvous(flags, 2) ? 1 : 0;
           for (std::size_t i = 0; i < n; ++i) a[i] = 1.0;
@@ -99,7 +99,7 @@ inline void y_pattern_buffers(const Device& d, bool in_order) {
         });
       });
       q.submit([&](df::Handler& h) {  // task B
-        auto b = B.get_access<AccessMode::discard_write>(h);
+        auto b = B.get_access<access_mode::write>(h, df::no_init);
         h.single_task([=] SLUICE_KERNEL() {
           flags[4] = atomic_load(flags + 3);
           if (overlap) flags[2] = rendezvous(flags, 2) ? 1 : 0;
@@ -107,12 +107,12 @@ inline void y_pattern_buffers(const Device& d, bool in_order) {
         });
       });
       q.submit([&](df::Handler& h) {  // task C: after A and B
-        auto a = A.get_access<AccessMode::read_write>(h);
-        auto b = B.get_access<AccessMode::read>(h);
+        auto a = A.get_access<access_mode::read_write>(h);
+        auto b = B.get_access<access_mode::read>(h);
         h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] += b[i]; });
       });
       q.submit([&](df::Handler& h) {  // task D: after C
-        auto a = A.get_access<AccessMode::read_write>(h);
+        auto a = A.get_access<access_mode::read_write>(h);
         h.single_task([=] SLUICE_KERNEL() {
           for (std::size_t i = 1; i < n; ++i) a[0] += a[i];
           a[0] /= 3;
@@ -185,12 +185,12 @@ inline void random_dag(const Device& d, bool in_order, unsigned seed) {
         for (std::size_t i = lo; i < lo + len; ++i) r[i] = 3 * r[i] + s[i] + k;
         events.push_back(q.submit([&](df::Handler& h) {
           auto o =
-              bufs[dst].get_access<AccessMode::read_write>(h, df::range<1>(len), df::id<1>(lo));
+              bufs[dst].get_access<access_mode::read_write>(h, df::range<1>(len), df::id<1>(lo));
           if (src == dst) {
             h.parallel_for(df::range<1>(len),
                            [=] SLUICE_KERNEL(df::id<1> i) { o[i] = 3 * o[i] + o[i] + k; });
           } else {
-            auto in = bufs[src].get_access<AccessMode::read>(h, df::range<1>(len), df::id<1>(lo));
+            auto in = bufs[src].get_access<access_mode::read>(h, df::range<1>(len), df::id<1>(lo));
             h.parallel_for(df::range<1>(len),
                            [=] SLUICE_KERNEL(df::id<1> i) { o[i] = 3 * o[i] + in[i] + k; });
           }
@@ -198,20 +198,20 @@ inline void random_dag(const Device& d, bool in_order, unsigned seed) {
       } else if (kind == 1) {  // discard the whole dst: dst = src ^ k
         for (std::size_t i = 0; i < n; ++i) r[i] = s[i] ^ k;
         events.push_back(q.submit([&](df::Handler& h) {
-          auto o = bufs[dst].get_access<AccessMode::discard_write>(h);
-          auto in = bufs[src].get_access<AccessMode::read>(h);
+          auto o = bufs[dst].get_access<access_mode::write>(h, df::no_init);
+          auto in = bufs[src].get_access<access_mode::read>(h);
           h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { o[i] = in[i] ^ k; });
         }));
       } else if (kind == 2) {  // write a range: dst[i] = k + i
         for (std::size_t i = lo; i < lo + len; ++i) r[i] = k + static_cast<int>(i);
         events.push_back(q.submit([&](df::Handler& h) {
-          auto o = bufs[dst].get_access<AccessMode::write>(h, df::range<1>(len), df::id<1>(lo));
+          auto o = bufs[dst].get_access<access_mode::write>(h, df::range<1>(len), df::id<1>(lo));
           h.parallel_for(df::range<1>(len), [=] SLUICE_KERNEL(df::item<1> it) {
             o[it.get_id()] = k + static_cast<int>(lo + it.get_id(0));
           });
         }));
       } else {  // the host reads a buffer in the middle of the graph
-        df::HostAccessor<int, 1, AccessMode::read> h(bufs[src]);
+        df::HostAccessor<int, 1, access_mode::read> h(bufs[src]);
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], ref[src][i]) << "step " << step;
       }
       if (rng() % 8 == 0 && !events.empty()) events[rng() % events.size()].wait();
@@ -235,7 +235,7 @@ inline void write_back(const Device& d) {
     ob.set_write_back(false);
     for (auto* buf : {&b, &cb, &ob}) {
       q.submit([&](df::Handler& h) {
-        auto a = buf->get_access<AccessMode::read_write>(h);
+        auto a = buf->get_access<access_mode::read_write>(h);
         h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] += int(i); });
       });
     }
@@ -251,7 +251,7 @@ inline void write_back(const Device& d) {
   {
     df::Buffer<float, 2> b(m.data(), df::range<2>(6, 8));
     q.submit([&](df::Handler& h) {
-      auto a = b.get_access<AccessMode::write>(h, df::range<2>(2, 3), df::id<2>(1, 4));
+      auto a = b.get_access<access_mode::write>(h, df::range<2>(2, 3), df::id<2>(1, 4));
       h.parallel_for(df::range<2>(2, 3),
                      [=] SLUICE_KERNEL(df::id<2> i) { a[i] = float(10 * i[0] + i[1] + 1); });
     });
@@ -275,7 +275,7 @@ inline void moves_only_when_stale(const Device& d) {
   auto marks = [] { return sluice::deps::stats().marks; };
   auto read_kernel = [&] {
     q.submit([&](df::Handler& h) {
-      auto a = b.get_access<AccessMode::read>(h);
+      auto a = b.get_access<access_mode::read>(h);
       h.single_task([=] SLUICE_KERNEL() { *out = a[5]; });
     });
   };
@@ -287,18 +287,18 @@ inline void moves_only_when_stale(const Device& d) {
   read_kernel();
   EXPECT_EQ(marks() - m0, 2u);
   q.submit([&](df::Handler& h) {
-    auto a = b.get_access<AccessMode::discard_write>(h);  // nothing copied in
+    auto a = b.get_access<access_mode::write>(h, df::no_init);  // nothing copied in
     h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = int(i); });
   });
   m0 = marks();
   {
-    df::HostAccessor<int, 1, AccessMode::read> h(b);  // one copy back
+    df::HostAccessor<int, 1, access_mode::read> h(b);  // one copy back
     EXPECT_EQ(h[9], 9);
   }
   EXPECT_EQ(marks() - m0, 2u);
   m0 = marks();
   {
-    df::HostAccessor<int, 1, AccessMode::read> h(b);  // the host copy is current
+    df::HostAccessor<int, 1, access_mode::read> h(b);  // the host copy is current
     EXPECT_EQ(h[10], 10);
   }
   read_kernel();  // and so is the device's (the host only read)
@@ -313,16 +313,16 @@ inline void host_accessor_blocks(const Device& d) {
   constexpr std::size_t n = 512;
   df::Buffer<int> b{df::range<1>(n)};
   q.submit([&](df::Handler& h) {
-    auto a = b.get_access<AccessMode::discard_write>(h);
+    auto a = b.get_access<access_mode::write>(h, df::no_init);
     h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = int(i) * 2; });
   });
   df::Event later;
   int* out = df::malloc_shared<int>(1, q);
   {
-    df::HostAccessor<int, 1, AccessMode::read_write> h(b);  // waits for the kernel
+    df::HostAccessor<int, 1, access_mode::read_write> h(b);  // waits for the kernel
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], int(i) * 2);
     later = q.submit([&](df::Handler& cg) {
-      auto a = b.get_access<AccessMode::read>(cg);
+      auto a = b.get_access<access_mode::read>(cg);
       cg.single_task([=] SLUICE_KERNEL() { *out = a[7]; });
     });
     // Held back while the host accessor lives, whatever the device does meanwhile.
@@ -347,8 +347,8 @@ inline void nd_range_local_memory(const Device& d) {
     df::Buffer<int> bin(static_cast<const int*>(in.data()), df::range<1>(n));
     df::Buffer<int> bsum(sums.data(), df::range<1>(groups));
     q.submit([&](df::Handler& h) {
-      auto x = bin.get_access<AccessMode::read>(h);
-      auto s = bsum.get_access<AccessMode::discard_write>(h);
+      auto x = bin.get_access<access_mode::read>(h);
+      auto s = bsum.get_access<access_mode::write>(h, df::no_init);
       df::local_accessor<int, 1> tile(df::range<1>(local), h);
       h.parallel_for(df::nd_range<1>(df::range<1>(n), df::range<1>(local)),
                      [=] SLUICE_KERNEL(df::nd_item<1> it) {
@@ -386,9 +386,9 @@ inline void tiled_matmul(const Device& d, std::size_t M, std::size_t N, std::siz
     df::Buffer<double, 2> B(static_cast<const double*>(b.data()), df::range<2>(K, N));
     df::Buffer<double, 2> C(c.data(), df::range<2>(M, N));
     q.submit([&](df::Handler& h) {
-      auto pa = A.get_access<AccessMode::read>(h);
-      auto pb = B.get_access<AccessMode::read>(h);
-      auto pc = C.get_access<AccessMode::discard_write>(h);
+      auto pa = A.get_access<access_mode::read>(h);
+      auto pb = B.get_access<access_mode::read>(h);
+      auto pc = C.get_access<access_mode::write>(h, df::no_init);
       df::local_accessor<double, 2> ta(df::range<2>(tile, tile), h),
           tb(df::range<2>(tile, tile), h);
       h.parallel_for(df::nd_range<2>(df::range<2>(M, N), df::range<2>(tile, tile)),
@@ -460,12 +460,12 @@ inline void tracked_usm(const Device& d) {
   int* y = df::malloc_shared<int>(n, q);
   for (int round = 0; round < 4; ++round) {
     q.submit([&](df::Handler& h) {
-      h.use(x, n, AccessMode::discard_write);
+      h.use(x, n, access_mode::write);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { x[i] = int(i) + round; });
     });
     q.submit([&](df::Handler& h) {
-      h.use(x, n, AccessMode::read);
-      h.use(y, n, AccessMode::write);
+      h.use(x, n, access_mode::read);
+      h.use(y, n, access_mode::write);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { y[i] = 2 * x[i]; });
     });
   }
@@ -489,7 +489,7 @@ inline void misuse(const Device& d) {
   expect_error(
       [&] {
         q.submit([&](df::Handler& h) {
-          (void)b.get_access<AccessMode::read>(h, df::range<1>(5), df::id<1>(6));
+          (void)b.get_access<access_mode::read>(h, df::range<1>(5), df::id<1>(6));
         });
       },
       "accessor out of bounds");
@@ -519,7 +519,7 @@ inline void misuse(const Device& d) {
       [&] {
         q.submit([&](df::Handler& h) {
           h.single_task([=] SLUICE_KERNEL() {});
-          (void)b.get_access<AccessMode::write>(h);
+          (void)b.get_access<access_mode::write>(h);
         });
       },
       "accessor after the kernel");

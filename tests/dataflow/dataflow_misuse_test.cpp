@@ -12,7 +12,7 @@ namespace sluice::test {
 namespace {
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 
 bool has_cuda() {
   for (const auto& b : backends()) {
@@ -45,9 +45,9 @@ TEST(DataflowMisuse, BufferOverDeviceMemoryOnAnotherDevice) {
   int* p = df::malloc_device<int>(16, gpu);
   {
     df::Buffer<int> b(p, df::range<1>(16));
-    EXPECT_THROW(host.submit([&](df::Handler& h) { (void)b.get_access<AccessMode::read>(h); }),
+    EXPECT_THROW(host.submit([&](df::Handler& h) { (void)b.get_access<access_mode::read>(h); }),
                  sluice::Error);
-    EXPECT_THROW((df::HostAccessor<int, 1, AccessMode::read>(b)), sluice::Error);
+    EXPECT_THROW((df::HostAccessor<int, 1, access_mode::read>(b)), sluice::Error);
   }
   df::free(p, gpu);
 }
@@ -65,7 +65,7 @@ TEST(DataflowMisuse, KernelExceptionIsReportedAtTheWait) {
   auto q = host_queue();
   df::Buffer<int> b{df::range<1>(64)};
   auto e = q.submit([&](df::Handler& h) {
-    auto a = b.get_access<AccessMode::discard_write>(h);
+    auto a = b.get_access<access_mode::write>(h, df::no_init);
     h.parallel_for(df::range<1>(64), [=](df::id<1> i) {
       if (i == 33) throw std::runtime_error("bad element 33");
       a[i] = 1;

@@ -17,7 +17,7 @@
 namespace sluice::test::dataflow_submit_cases {
 
 namespace df = sluice::dataflow;
-using df::AccessMode;
+using df::access_mode;
 
 /// A kept event is exact: recorded where its command group ended, not where it was first waited
 /// on. Here later work on the same context is held back by a host accessor, so an event recorded
@@ -38,10 +38,10 @@ inline void kept_events_are_exact(const Device& d) {
     (void)q.single_task([=] SLUICE_KERNEL() { x[1] = 2; });  // dropped: never gets an event
     df::Event held;
     {
-      std::optional<df::HostAccessor<int, 1, AccessMode::read_write>> h;
+      std::optional<df::HostAccessor<int, 1, access_mode::read_write>> h;
       if (hold) h.emplace(b);  // waits for nothing on the device
       held = q.submit([&](df::Handler& cg) {
-        auto a = b.get_access<AccessMode::read_write>(cg);
+        auto a = b.get_access<access_mode::read_write>(cg);
         cg.single_task([=] SLUICE_KERNEL() { a[0] += x[0] + x[1]; });
       });
       copy.wait();  // before the gate on the same context: returns
@@ -60,7 +60,7 @@ inline void kept_events_are_exact(const Device& d) {
     EXPECT_EQ(x[2], 3);
   }
   {
-    df::HostAccessor<int, 1, AccessMode::read> h(b);
+    df::HostAccessor<int, 1, access_mode::read> h(b);
     EXPECT_EQ(h[0], 13);
   }
   df::free(x, q);
@@ -73,35 +73,35 @@ inline void chains_stay_on_their_context(const Device& d) {
   df::Queue q(df::QueueOptions{.device = d, .contexts = 4});
   df::Buffer<int> X{df::range<1>(n)}, Y{df::range<1>(n)};
   const df::Event e1 = q.submit([&](df::Handler& h) {
-    auto a = X.get_access<AccessMode::discard_write>(h);
+    auto a = X.get_access<access_mode::write>(h, df::no_init);
     h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] = int(i[0]); });
   });
   auto before = sluice::deps::stats();
   for (int k = 0; k < 20; ++k) {
     q.submit([&](df::Handler& h) {
-      auto a = X.get_access<AccessMode::read_write>(h);
+      auto a = X.get_access<access_mode::read_write>(h);
       h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] += 1; });
     });
   }
   EXPECT_EQ(sluice::deps::stats().waits_issued, before.waits_issued);
   // A group that depends on an event also follows it; a context with later work is not used.
   const df::Event e2 = q.submit([&](df::Handler& h) {
-    auto a = X.get_access<AccessMode::read_write>(h);
+    auto a = X.get_access<access_mode::read_write>(h);
     h.single_task([=] SLUICE_KERNEL() { a[0] += 100; });
   });
   q.submit([&](df::Handler& h) {
     h.depends_on(e2);
-    auto y = Y.get_access<AccessMode::discard_write>(h);
+    auto y = Y.get_access<access_mode::write>(h, df::no_init);
     h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { y[i] = 5; });
   });
   before = sluice::deps::stats();
   q.submit([&](df::Handler& h) {  // X's writer's context has Y's group after it now
-    auto a = X.get_access<AccessMode::read_write>(h);
+    auto a = X.get_access<access_mode::read_write>(h);
     h.single_task([=] SLUICE_KERNEL() { a[1] += 1000; });
   });
   EXPECT_EQ(sluice::deps::stats().waits_issued, before.waits_issued + 1);
-  df::HostAccessor<int, 1, AccessMode::read> hx(X);
-  df::HostAccessor<int, 1, AccessMode::read> hy(Y);
+  df::HostAccessor<int, 1, access_mode::read> hx(X);
+  df::HostAccessor<int, 1, access_mode::read> hy(Y);
   EXPECT_EQ(hx[0], 120);
   EXPECT_EQ(hx[1], 1021);
   for (std::size_t i = 2; i < n; ++i) ASSERT_EQ(hx[i], int(i) + 20) << i;
@@ -128,18 +128,18 @@ inline void deadlock_through_other_contexts(const Device& d) {
     const bool hold = pass == 1;
     df::Event e2, e3, e4;
     {
-      std::optional<df::HostAccessor<int, 1, AccessMode::read_write>> h;
+      std::optional<df::HostAccessor<int, 1, access_mode::read_write>> h;
       if (hold) h.emplace(b);
       const df::Event free2 = q2.single_task([=] SLUICE_KERNEL() { out[0] = 0; });
       const df::Event gated = q.submit([&](df::Handler& cg) {
-        auto a = b.get_access<AccessMode::read>(cg);
-        auto w = c.get_access<AccessMode::discard_write>(cg);
+        auto a = b.get_access<access_mode::read>(cg);
+        auto w = c.get_access<access_mode::write>(cg, df::no_init);
         cg.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { w[i] = 2 * a[i]; });
       });
       e2 = q2.single_task(gated, [=] SLUICE_KERNEL() { out[1] = 1; });  // through an event
       e3 = q3.single_task(e2, [=] SLUICE_KERNEL() { out[2] = 2; });     // two hops
       e4 = q4.submit([&](df::Handler& cg) {                             // through the tracker
-        auto r = c.get_access<AccessMode::read>(cg);
+        auto r = c.get_access<access_mode::read>(cg);
         cg.single_task([=] SLUICE_KERNEL() { out[3] = r[0]; });
       });
       free2.wait();  // issued before the wait on the gated group
@@ -175,17 +175,17 @@ inline void copy_in_while_host_accessor_lives(const Device& d) {
     df::Buffer<int> b(hv.data(), df::range<1>(n));
     auto read_into_out = [&] {
       q.submit([&](df::Handler& cg) {
-        auto a = b.get_access<AccessMode::read>(cg);
+        auto a = b.get_access<access_mode::read>(cg);
         cg.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { out[i[0]] = a[i]; });
       });
     };
     read_into_out();  // loads the kernel (see deadlock_through_other_contexts)
     for (int round = 0; round < 2; ++round) {
       q.submit([&](df::Handler& h) {  // the device copy becomes the current one
-        auto a = b.get_access<AccessMode::read_write>(h);
+        auto a = b.get_access<access_mode::read_write>(h);
         h.parallel_for(df::range<1>(n), [=] SLUICE_KERNEL(df::id<1> i) { a[i] += 1; });
       });
-      df::HostAccessor<int, 1, AccessMode::read_write> h(b);  // copies back; device stale
+      df::HostAccessor<int, 1, access_mode::read_write> h(b);  // copies back; device stale
       for (std::size_t i = 0; i < n; ++i) h[i] *= 10;
       read_into_out();
       for (std::size_t i = 0; i < n; ++i) h[i] += 3;

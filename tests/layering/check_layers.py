@@ -36,7 +36,7 @@ PUBLIC = {
     "context.hpp": "core", "event.hpp": "core", "cuda.hpp": "core", "access.hpp": "core",
     "extension.hpp": "core", "observe.hpp": "core",
     "deps.hpp": "deps",
-    "memory.hpp": "memory",
+    "memory.hpp": "memory", "ext/fill.hpp": "memory",
     "scalar.hpp": "scalar", "detail/scalar_format.hpp": "scalar", "ext/scalar_kernels.hpp": "scalar",
     "kernel.hpp": "kernel", "canned.hpp": "kernel", "blas.hpp": "kernel", "rng.hpp": "kernel",
     "fft.hpp": "kernel", "ext/canned.hpp": "kernel", "ext/kernel_loader.hpp": "kernel",

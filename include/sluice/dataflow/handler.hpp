@@ -1,11 +1,12 @@
 #pragma once
 /// @file
 /// Command groups (reference 004): `Handler`, the accessors a command group declares, events and
-/// `depends_on`, work-group local memory, reductions, and the kernels themselves.
+/// `depends_on`, work-group local memory, reductions, the kernels, and the copy, fill and
+/// update commands (SYCL 2020 §4.9.4).
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
+#include <cstring>
 #include <memory>
 #include <source_location>
 #include <type_traits>
@@ -13,8 +14,11 @@
 #include <vector>
 
 #include "sluice/context.hpp"
+#include "sluice/dataflow/access.hpp"
+#include "sluice/dataflow/info.hpp"
 #include "sluice/dataflow/kernel.hpp"
 #include "sluice/dataflow/range.hpp"
+#include "sluice/dataflow/tasks.hpp"
 #include "sluice/event.hpp"
 
 // Lets <sluice/dataflow_cuda.cuh> detect that it came too late to add device code.
@@ -26,15 +30,6 @@ struct DeferredPoint;
 
 namespace sluice::dataflow {
 
-/// How a command group touches a buffer; the modes build the task graph through sluice's
-/// dependency tracker (read after write, write after read or write; reads run concurrently).
-enum class AccessMode : std::uint8_t {
-  read,           ///< reads the current contents
-  write,          ///< writes; the rest of the accessed range keeps its contents
-  read_write,     ///< reads and writes
-  discard_write,  ///< overwrites the accessed range: nothing is copied in for it
-};
-
 class Handler;
 class Queue;
 
@@ -43,6 +38,7 @@ class BufferState;
 class QueueState;
 class SubmitState;
 class EventAccess;
+struct Profile;
 }  // namespace detail
 
 /// The completion of one command group. Cheap to copy; a default-constructed event is complete.
@@ -62,13 +58,32 @@ class Event {
   static void wait(const std::vector<Event>& events,
                    std::source_location loc = std::source_location::current());
 
+  /// A profiling time of the command group (nanoseconds, see info::event_profiling): submit is
+  /// known at once; start and end wait for the command group. Error(invalid_state) unless the
+  /// queue was made with `QueueOptions::profiling` (SYCL's `property::queue::enable_profiling`).
+  template <class Param>
+  [[nodiscard]] typename Param::return_type get_profiling_info(
+      std::source_location loc = std::source_location::current()) const {
+    if constexpr (std::is_same_v<Param, info::event_profiling::command_submit>) {
+      return profiling_ns(0, loc);
+    } else if constexpr (std::is_same_v<Param, info::event_profiling::command_start>) {
+      return profiling_ns(1, loc);
+    } else {
+      static_assert(std::is_same_v<Param, info::event_profiling::command_end>,
+                    "get_profiling_info: command_submit, command_start or command_end");
+      return profiling_ns(2, loc);
+    }
+  }
+
  private:
   friend class detail::EventAccess;
+  [[nodiscard]] std::uint64_t profiling_ns(int which, std::source_location loc) const;
   // The context of the command group (a nullable handle: a default Event has none) and the end
   // of its operation, whose backend event is recorded only if this event is still held when the
   // context issues its next operation (or is waited on or depended on before that).
   std::shared_ptr<sluice::detail::ContextImpl> ctx_;
   std::shared_ptr<sluice::detail::DeferredPoint> point_;
+  std::shared_ptr<const detail::Profile> profile_;  // only on a profiling queue
   std::uint64_t seq_ = 0;
 };
 
@@ -88,16 +103,46 @@ struct KernelDesc {
   /// Runs the whole kernel on the host (on the CPU pool) with `local_bytes` of group-local
   /// memory per work-group; blocking.
   void (*host_run)(const void* task, std::size_t local_bytes) = nullptr;
-  /// Launches the kernel on a cudaStream_t; null when the caller was not compiled through
+  /// Launches the kernel on a cudaStream_t with `scratch_bytes` of device memory at `scratch`
+  /// (stream-ordered, released after it); null when the caller was not compiled through
   /// <sluice/dataflow_cuda.cuh>. Returns null or the name of the CUDA error.
-  const char* (*device_launch)(void* stream, const void* task, std::size_t local_bytes) = nullptr;
+  const char* (*device_launch)(void* stream, const void* task, std::size_t local_bytes,
+                               void* scratch) = nullptr;
   bool nd_range = false;
-  std::size_t group_items = 0;  ///< nd_range: work-items per group
+  std::size_t group_items = 0;    ///< nd_range: work-items per group
+  std::size_t scratch_bytes = 0;  ///< cuda: device memory the launch needs (reductions)
 };
 
-void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& b, AccessMode mode,
-                     std::size_t offset, std::size_t bytes, std::source_location loc);
-void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, AccessMode mode,
+/// A region of memory a command touches: `count[0]` contiguous elements of `elem` bytes, repeated
+/// `count[1]` times `pitch[1]` bytes apart, that `count[2]` times `pitch[2]` bytes apart.
+struct Region {
+  void* ptr = nullptr;
+  std::size_t elem = 1;
+  std::size_t count[3] = {0, 1, 1};
+  std::size_t pitch[3] = {0, 0, 0};
+  [[nodiscard]] std::size_t elements() const noexcept { return count[0] * count[1] * count[2]; }
+};
+/// The elements of `r` from `offset` in a buffer of extents `b`, starting at `first`.
+template <int D>
+Region region_of(void* first, std::size_t elem, const range<D>& b, const range<D>& r) {
+  Region g;
+  g.ptr = first;
+  g.elem = elem;
+  g.count[0] = r[D - 1];
+  if constexpr (D >= 2) {
+    g.count[1] = r[D - 2];
+    g.pitch[1] = b[D - 1] * elem;
+  }
+  if constexpr (D == 3) {
+    g.count[2] = r[0];
+    g.pitch[2] = b[1] * b[2] * elem;
+  }
+  return g;
+}
+
+void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& b, Access mode,
+                     bool no_init, std::size_t offset, std::size_t bytes, std::source_location loc);
+void require_memory(SubmitState& s, const void* ptr, std::size_t bytes, Access mode,
                     std::source_location loc);
 std::size_t allocate_local(SubmitState& s, std::size_t bytes, std::size_t align,
                            std::source_location loc);
@@ -106,135 +151,20 @@ void launch(SubmitState& s, const KernelDesc& k, std::source_location loc);
 void check_plain_range(SubmitState& s, std::source_location loc);
 void check_nd_range(const std::size_t* global, const std::size_t* local, int dims,
                     std::source_location loc);
-
-/// Host backend: `fn(state, c)` for every chunk c in [0, chunks) on the CPU pool.
-void host_parallel(std::size_t chunks, void (*fn)(void* state, std::size_t chunk), void* state);
-/// Host backend: how many chunks to split `items` independent work-items into.
-[[nodiscard]] std::size_t host_chunks(std::size_t items) noexcept;
-/// Host backend: runs every work-group on the CPU pool, each work-item of a group as a fiber on
-/// one thread, with `local_bytes` of group-local memory; `item(state, group, local)`.
-void host_groups(std::size_t groups, std::size_t group_items, std::size_t local_bytes,
-                 void (*item)(void* state, std::size_t group, std::size_t local), void* state);
-
-template <class F>
-void host_parallel_for(std::size_t chunks, F& f) {
-  host_parallel(
-      chunks, [](void* s, std::size_t c) { (*static_cast<F*>(s))(c); }, static_cast<void*>(&f));
-}
-
-// Tasks: what one kernel launch needs, copied to the device as the kernel's argument.
-template <class F>
-struct SingleTask {
-  F f;
-  static void host_run(const void* t, std::size_t) { static_cast<const SingleTask*>(t)->f(); }
-};
-
-template <int D, class F>
-struct RangeTask {
-  range<D> r;
-  F f;
-  static void host_run(const void* t, std::size_t) {
-    const auto& task = *static_cast<const RangeTask*>(t);
-    const std::size_t n = task.r.size();
-    const std::size_t chunks = host_chunks(n);
-    auto body = [&](std::size_t c) {
-      const std::size_t lo = n * c / chunks, hi = n * (c + 1) / chunks;
-      for (std::size_t i = lo; i < hi; ++i) {
-        task.f(item<D>(delinearize<D>(i, task.r), task.r));
-      }
-    };
-    host_parallel_for(chunks, body);
-  }
-};
-
-template <int D, class F, class T, class Op>
-struct ReduceTask {
-  range<D> r;
-  F f;
-  T* out;
-  T identity;
-  bool initialize_to_identity;
-  static void host_run(const void* t, std::size_t) {
-    const auto& task = *static_cast<const ReduceTask*>(t);
-    const std::size_t n = task.r.size();
-    const std::size_t chunks = host_chunks(n);
-    std::vector<T> partial(chunks, task.identity);
-    auto body = [&](std::size_t c) {
-      Reducer<T, Op> red(task.identity);
-      const std::size_t lo = n * c / chunks, hi = n * (c + 1) / chunks;
-      for (std::size_t i = lo; i < hi; ++i) {
-        task.f(item<D>(delinearize<D>(i, task.r), task.r), red);
-      }
-      partial[c] = red.partial();
-    };
-    host_parallel_for(chunks, body);
-    // Combined in chunk order: the result does not depend on which thread ran which chunk.
-    T acc = task.initialize_to_identity ? task.identity : *task.out;
-    for (const T& p : partial) acc = Op{}(acc, p);
-    *task.out = acc;
-  }
-};
-
-template <int D, class F>
-struct NdTask {
-  nd_range<D> r;
-  F f;
-  static void host_run(const void* t, std::size_t local_bytes) {
-    const auto& task = *static_cast<const NdTask*>(t);
-    const range<D> groups = task.r.get_group_range();
-    auto item_fn = [](void* s, std::size_t g, std::size_t l) {
-      const auto& tk = *static_cast<const NdTask*>(s);
-      const range<D> gr = tk.r.get_group_range();
-      tk.f(nd_item<D>(delinearize<D>(g, gr), delinearize<D>(l, tk.r.local), gr, tk.r.local));
-    };
-    host_groups(groups.size(), task.r.local.size(), local_bytes, item_fn,
-                const_cast<void*>(static_cast<const void*>(&task)));
-  }
-};
-
-template <int D, class F, class T, class Op>
-struct NdReduceTask {
-  nd_range<D> r;
-  F f;
-  T* out;
-  T identity;
-  bool initialize_to_identity;
-  static void host_run(const void* t, std::size_t local_bytes) {
-    const auto& task = *static_cast<const NdReduceTask*>(t);
-    const std::size_t groups = task.r.get_group_range().size();
-    // One partial per group: a group's work-items are fibers of one thread, so they combine into
-    // it without synchronization, each when it finishes.
-    struct State {
-      const NdReduceTask* task;
-      T* partial;
-    };
-    std::vector<T> partial(groups, task.identity);
-    State state{&task, partial.data()};
-    auto item_fn = [](void* raw, std::size_t g, std::size_t l) {
-      const auto& st = *static_cast<State*>(raw);
-      const auto& tk = *st.task;
-      const range<D> gr = tk.r.get_group_range();
-      Reducer<T, Op> red(tk.identity);
-      tk.f(nd_item<D>(delinearize<D>(g, gr), delinearize<D>(l, tk.r.local), gr, tk.r.local), red);
-      st.partial[g] = Op{}(st.partial[g], red.partial());
-    };
-    host_groups(groups, task.r.local.size(), local_bytes, item_fn, &state);
-    // Combined in group order: the result does not depend on which thread ran which group.
-    T acc = task.initialize_to_identity ? task.identity : *task.out;
-    for (const T& p : partial) acc = Op{}(acc, p);
-    *task.out = acc;
-  }
-};
-
-template <class Task>
-std::shared_ptr<const void> copy_task(const void* t) {
-  return std::make_shared<const Task>(*static_cast<const Task*>(t));
-}
+/// The command group's operation is a copy, a byte set, a fill with a pattern or an update of
+/// the host copy of the buffer whose device copy `device_ptr` points into.
+void command_copy(SubmitState& s, const Region& dst, const Region& src, const char* what,
+                  std::source_location loc);
+void command_memset(SubmitState& s, void* ptr, int value, std::size_t bytes,
+                    std::source_location loc);
+void command_fill(SubmitState& s, const Region& dst, const void* pattern, const char* what,
+                  std::source_location loc);
+void command_update_host(SubmitState& s, const void* device_ptr, std::source_location loc);
 
 #if defined(SLUICE_DATAFLOW_CUDA)
 // Defined by <sluice/dataflow_cuda.cuh>.
 template <class Task>
-const char* cuda_launch(void* stream, const void* task, std::size_t local_bytes);
+const char* cuda_launch(void* stream, const void* task, std::size_t local_bytes, void* scratch);
 #endif
 
 template <class Task>
@@ -244,19 +174,44 @@ KernelDesc describe(const Task& task, const char* what) {
   k.task = &task;
   k.copy = &copy_task<Task>;
   k.host_run = &Task::host_run;
+  k.scratch_bytes = task.scratch_bytes();
 #if defined(SLUICE_DATAFLOW_CUDA)
   k.device_launch = &cuda_launch<Task>;
 #endif
   return k;
 }
+
+/// `a[i][j][k]`: each subscript but the last fixes one more index (SYCL 2020's chained
+/// subscripts of multi-dimensional accessors).
+template <class A, int D, int K>
+class Subscript {
+ public:
+  SLUICE_HD Subscript(const A* a, id<D> i) noexcept : a_(a), i_(i) {}
+  SLUICE_HD decltype(auto) operator[](std::size_t j) const noexcept {
+    id<D> i = i_;
+    i[K] = j;
+    if constexpr (K + 1 == D) {
+      return (*a_)[i];
+    } else {
+      return Subscript<A, D, K + 1>(a_, i);
+    }
+  }
+
+ private:
+  const A* a_;
+  id<D> i_;
+};
 }  // namespace detail
 
 /// Device access to a buffer inside a command group, from `Buffer::get_access`. Trivially
 /// copyable: kernels capture it by value. Indices are relative to the accessed range's offset.
-template <class T, int D, AccessMode Mode>
+template <class T, int D, Access Mode>
 class Accessor {
  public:
-  using value_type = std::conditional_t<Mode == AccessMode::read, const T, T>;
+  using value_type = std::conditional_t<Mode == Access::read, const T, T>;
+  using reference = value_type&;
+  static constexpr Access mode = Mode;
+  static constexpr int dimensions = D;
   Accessor() = default;
   Accessor(T* base, range<D> buffer_range, range<D> r, id<D> offset) noexcept
       : base_(base), buffer_range_(buffer_range), range_(r), offset_(offset) {}
@@ -265,14 +220,24 @@ class Accessor {
     for (int d = 0; d < D; ++d) i[d] += offset_[d];
     return base_[detail::linearize<D>(i, buffer_range_)];
   }
+  /// `acc[i][j]` (and `acc[i][j][k]` in 3D).
+  SLUICE_HD detail::Subscript<Accessor, D, 1> operator[](std::size_t i) const noexcept
+      requires(D > 1) {
+    id<D> idx;
+    idx[0] = i;
+    return {this, idx};
+  }
   /// The accessed range and its offset in the buffer.
   [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept { return range_; }
   [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept { return offset_; }
   [[nodiscard]] SLUICE_HD std::size_t size() const noexcept { return range_.size(); }
+  [[nodiscard]] SLUICE_HD std::size_t byte_size() const noexcept { return size() * sizeof(T); }
   /// The first accessed element (elements of a row are contiguous).
   [[nodiscard]] SLUICE_HD value_type* get_pointer() const noexcept {
     return base_ + detail::linearize<D>(offset_, buffer_range_);
   }
+  /// The whole buffer's extents.
+  [[nodiscard]] SLUICE_HD range<D> buffer_range() const noexcept { return buffer_range_; }
 
  private:
   T* base_ = nullptr;
@@ -289,11 +254,19 @@ class local_accessor {
                 "local_accessor<T> holds raw, uninitialized memory: T must be trivial");
 
  public:
+  using value_type = T;
+  static constexpr int dimensions = D;
   local_accessor(range<D> r, Handler& h,
                  std::source_location loc = std::source_location::current());
 
   SLUICE_HD T& operator[](id<D> i) const noexcept {
     return get_pointer()[detail::linearize<D>(i, range_)];
+  }
+  SLUICE_HD detail::Subscript<local_accessor, D, 1> operator[](std::size_t i) const noexcept
+      requires(D > 1) {
+    id<D> idx;
+    idx[0] = i;
+    return {this, idx};
   }
   [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept { return range_; }
   [[nodiscard]] SLUICE_HD std::size_t size() const noexcept { return range_.size(); }
@@ -311,42 +284,10 @@ class local_accessor {
   range<D> range_;
 };
 
-/// A sum or max reduction into one value (SYCL 2020's reduction objects); see `reduction`.
-template <class T, class Op>
-struct Reduction {
-  /// What the kernel receives (nvcc's device lambdas cannot be generic: name this type there).
-  using reducer_type = Reducer<T, Op>;
-  T* out = nullptr;
-  T identity{};
-  bool initialize_to_identity = false;
-};
-
-/// Identity values of the supported operators.
-template <class T>
-constexpr T identity_of(plus<T>) {
-  return T{};
-}
-template <class T>
-constexpr T identity_of(maximum<T>) {
-  return std::numeric_limits<T>::lowest();
-}
-
-/// Properties of a reduction.
-struct ReductionOptions {
-  /// Ignore the destination's value instead of combining the result with it.
-  bool initialize_to_identity = false;
-};
-
-/// A reduction into `*out`, USM memory of the queue's device (or host memory on the host
-/// device): the result is combined with the value there unless `initialize_to_identity`.
-template <class T, class Op>
-Reduction<T, Op> reduction(T* out, Op op, ReductionOptions options = {}) {
-  return {out, identity_of(op), options.initialize_to_identity};
-}
-
 /// The command group being built inside `Queue::submit`: declares accessors (through
-/// `Buffer::get_access`), dependencies on events and tracked USM, then runs exactly one kernel.
-/// The kernel is issued by the call that names it; declare everything else before it.
+/// `Buffer::get_access`), dependencies on events and tracked USM, then names exactly one
+/// operation: a kernel, or a copy, fill, memset or host update. The operation is issued by the
+/// call that names it; declare everything else before it.
 class Handler {
  public:
   explicit Handler(detail::SubmitState& s) noexcept : s_(&s) {}
@@ -362,14 +303,16 @@ class Handler {
                   std::source_location loc = std::source_location::current()) {
     for (const auto& e : events) detail::add_dependency(*s_, e, loc);
   }
-  /// Declares that the kernel touches `count` elements of USM memory at `ptr` in `mode`, so the
-  /// tracker orders it against other command groups touching them (beyond SYCL: USM then needs
-  /// no events). `ptr` must come from this layer's malloc_* functions.
+  /// Declares that the operation touches `count` elements of USM memory at `ptr` in `mode`, so
+  /// the tracker orders it against other command groups touching them (beyond SYCL: USM then
+  /// needs no events). `ptr` must come from this layer's malloc_* functions.
   template <class T>
-  void use(const T* ptr, std::size_t count, AccessMode mode,
+  void use(const T* ptr, std::size_t count, Access mode,
            std::source_location loc = std::source_location::current()) {
     detail::require_memory(*s_, ptr, count * sizeof(T), mode, loc);
   }
+
+  // ---- kernels ----
 
   /// Runs `f()` once.
   template <class F>
@@ -393,19 +336,35 @@ class Handler {
     parallel_for(range<1>(n), std::move(f), loc);
   }
 
-  /// Runs `f(item<D>, reducer)` for every point of `r`; the partial results combined with `op`
-  /// land in the reduction's destination when the command group completes.
-  template <int D, class T, class Op, class F>
-  void parallel_for(range<D> r, Reduction<T, Op> red, F f,
+  /// Runs `f(item<D>, reducer...)` for every point of `r`, one Reducer per reduction; the
+  /// partial results combined with each reduction's operator land in its destination when the
+  /// command group completes (SYCL 2020 §4.9.2).
+  template <int D, detail::ReductionObject R1, class F>
+  void parallel_for(range<D> r, R1 r1, F f,
                     std::source_location loc = std::source_location::current()) {
-    detail::check_plain_range(*s_, loc);
-    detail::ReduceTask<D, F, T, Op> task{r, std::move(f), red.out, red.identity,
-                                         red.initialize_to_identity};
-    detail::launch(*s_, detail::describe(task, "parallel_for(reduction)"), loc);
+    reduce(r, loc, std::move(f), r1);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2, class F>
+  void parallel_for(range<D> r, R1 r1, R2 r2, F f,
+                    std::source_location loc = std::source_location::current()) {
+    reduce(r, loc, std::move(f), r1, r2);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2,
+            detail::ReductionObject R3, class F>
+  void parallel_for(range<D> r, R1 r1, R2 r2, R3 r3, F f,
+                    std::source_location loc = std::source_location::current()) {
+    reduce(r, loc, std::move(f), r1, r2, r3);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2,
+            detail::ReductionObject R3, detail::ReductionObject R4, class F>
+  void parallel_for(range<D> r, R1 r1, R2 r2, R3 r3, R4 r4, F f,
+                    std::source_location loc = std::source_location::current()) {
+    reduce(r, loc, std::move(f), r1, r2, r3, r4);
   }
 
   /// Runs `f(nd_item<D>)` for every work-item of `r`, work-group by work-group; work-items of a
-  /// group share `local_accessor` memory and synchronize with `group_barrier`.
+  /// group share `local_accessor` memory, synchronize with `group_barrier` and run group
+  /// algorithms.
   template <int D, class F>
   void parallel_for(nd_range<D> r, F f,
                     std::source_location loc = std::source_location::current()) {
@@ -417,26 +376,137 @@ class Handler {
     detail::launch(*s_, k, loc);
   }
 
-  /// Runs `f(nd_item<D>, reducer)` for every work-item of `r` (SYCL 2020's nd_range reduction):
-  /// work-items of a group share `local_accessor` memory and barriers as in the plain nd_range
-  /// form; the partial results combined with `op` land in the reduction's destination when the
-  /// command group completes.
-  template <int D, class T, class Op, class F>
-  void parallel_for(nd_range<D> r, Reduction<T, Op> red, F f,
+  /// Runs `f(nd_item<D>, reducer...)` for every work-item of `r` (SYCL 2020's nd_range
+  /// reductions), with local memory, barriers and group algorithms as in the plain form.
+  template <int D, detail::ReductionObject R1, class F>
+  void parallel_for(nd_range<D> r, R1 r1, F f,
                     std::source_location loc = std::source_location::current()) {
-    detail::check_nd_range(r.global.v, r.local.v, D, loc);
-    detail::NdReduceTask<D, F, T, Op> task{r, std::move(f), red.out, red.identity,
-                                           red.initialize_to_identity};
-    auto k = detail::describe(task, "parallel_for(nd_range, reduction)");
-    k.nd_range = true;
-    k.group_items = r.local.size();
-    detail::launch(*s_, k, loc);
+    nd_reduce(r, loc, std::move(f), r1);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2, class F>
+  void parallel_for(nd_range<D> r, R1 r1, R2 r2, F f,
+                    std::source_location loc = std::source_location::current()) {
+    nd_reduce(r, loc, std::move(f), r1, r2);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2,
+            detail::ReductionObject R3, class F>
+  void parallel_for(nd_range<D> r, R1 r1, R2 r2, R3 r3, F f,
+                    std::source_location loc = std::source_location::current()) {
+    nd_reduce(r, loc, std::move(f), r1, r2, r3);
+  }
+  template <int D, detail::ReductionObject R1, detail::ReductionObject R2,
+            detail::ReductionObject R3, detail::ReductionObject R4, class F>
+  void parallel_for(nd_range<D> r, R1 r1, R2 r2, R3 r3, R4 r4, F f,
+                    std::source_location loc = std::source_location::current()) {
+    nd_reduce(r, loc, std::move(f), r1, r2, r3, r4);
+  }
+
+  // ---- commands (SYCL 2020 §4.9.4.3): memory of the queue's device or the host ----
+
+  /// Copies `bytes` from `src` to `dest` (USM or host memory).
+  void memcpy(void* dest, const void* src, std::size_t bytes,
+              std::source_location loc = std::source_location::current()) {
+    detail::command_copy(*s_, raw_region(dest, bytes), raw_region(const_cast<void*>(src), bytes),
+                         "memcpy", loc);
+  }
+  /// Copies `count` elements from `src` to `dest` (USM or host memory).
+  template <class T>
+  void copy(const T* src, T* dest, std::size_t count,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(std::is_trivially_copyable_v<T>, "copy: T must be trivially copyable");
+    memcpy(dest, src, count * sizeof(T), loc);
+  }
+  /// Sets `bytes` bytes at `ptr` to `value`.
+  void memset(void* ptr, int value, std::size_t bytes,
+              std::source_location loc = std::source_location::current()) {
+    detail::command_memset(*s_, ptr, value, bytes, loc);
+  }
+  /// Sets `count` elements at `ptr` to `pattern` (any trivially copyable T of at most 64 bytes).
+  template <class T>
+  void fill(void* ptr, const T& pattern, std::size_t count,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(std::is_trivially_copyable_v<T>, "fill: T must be trivially copyable");
+    detail::Region r;
+    r.ptr = ptr;
+    r.elem = sizeof(T);
+    r.count[0] = count;
+    detail::command_fill(*s_, r, &pattern, "fill", loc);
+  }
+  /// Copies the accessed elements of `src` to `dest` (host or USM memory, holding as many).
+  template <class T, int D, Access M>
+  void copy(const Accessor<T, D, M>& src, T* dest,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(M != Access::write, "copy from a write-only accessor: read it instead");
+    detail::command_copy(*s_, dense(dest, src.size() * sizeof(T)), region(src), "copy", loc);
+  }
+  /// Copies `dest.size()` elements from `src` (host or USM memory) into the accessed elements.
+  template <class T, int D, Access M>
+  void copy(const T* src, const Accessor<T, D, M>& dest,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(M != Access::read, "copy into a read-only accessor: write it instead");
+    detail::command_copy(*s_, region(dest), dense(const_cast<T*>(src), dest.size() * sizeof(T)),
+                         "copy", loc);
+  }
+  /// Copies the accessed elements of `src` into those of `dest` (the same number).
+  template <class T, int D1, Access M1, int D2, Access M2>
+  void copy(const Accessor<T, D1, M1>& src, const Accessor<T, D2, M2>& dest,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(M1 != Access::write && M2 != Access::read,
+                  "copy(src, dest): read src and write dest");
+    detail::command_copy(*s_, region(dest), region(src), "copy", loc);
+  }
+  /// Sets every accessed element of `dest` to `value`.
+  template <class T, int D, Access M>
+  void fill(const Accessor<T, D, M>& dest, const T& value,
+            std::source_location loc = std::source_location::current()) {
+    static_assert(M != Access::read, "fill of a read-only accessor: write it instead");
+    detail::command_fill(*s_, region(dest), &value, "fill", loc);
+  }
+  /// Makes the host memory of `acc`'s buffer current (what a host accessor would see), as a
+  /// command: the host memory the buffer was made over holds the data once the event completes.
+  template <class T, int D, Access M>
+  void update_host(const Accessor<T, D, M>& acc,
+                   std::source_location loc = std::source_location::current()) {
+    detail::command_update_host(*s_, acc.get_pointer(), loc);
   }
 
   /// Internal: the command group's state.
   [[nodiscard]] detail::SubmitState& state() const noexcept { return *s_; }
 
  private:
+  template <int D, class F, class... R>
+  void reduce(range<D> r, std::source_location loc, F f, const R&... reds) {
+    detail::check_plain_range(*s_, loc);
+    detail::ReduceTask<D, F, R...> task{r, std::move(f), detail::make_pack(reds...)};
+    detail::launch(*s_, detail::describe(task, "parallel_for(reduction)"), loc);
+  }
+  template <int D, class F, class... R>
+  void nd_reduce(nd_range<D> r, std::source_location loc, F f, const R&... reds) {
+    detail::check_nd_range(r.global.v, r.local.v, D, loc);
+    detail::NdReduceTask<D, F, R...> task{r, std::move(f), detail::make_pack(reds...)};
+    auto k = detail::describe(task, "parallel_for(nd_range, reduction)");
+    k.nd_range = true;
+    k.group_items = r.local.size();
+    detail::launch(*s_, k, loc);
+  }
+  static detail::Region raw_region(void* p, std::size_t bytes) {
+    detail::Region r;
+    r.ptr = p;
+    r.count[0] = bytes;
+    return r;
+  }
+  template <class T>
+  static detail::Region dense(T* p, std::size_t bytes) {
+    detail::Region r = raw_region(const_cast<std::remove_const_t<T>*>(p), bytes / sizeof(T));
+    r.elem = sizeof(T);
+    return r;
+  }
+  template <class T, int D, Access M>
+  static detail::Region region(const Accessor<T, D, M>& a) {
+    return detail::region_of<D>(const_cast<T*>(a.get_pointer()), sizeof(T), a.buffer_range(),
+                                a.get_range());
+  }
+
   detail::SubmitState* s_;
 };
 

@@ -1,9 +1,11 @@
 #pragma once
 /// @file
-/// Index-space vocabulary of the dataflow layer (reference 004): `range`, `id`, `item`,
-/// `nd_range`. Usable in host code and, through <sluice/dataflow_cuda.cuh>, in device code.
+/// Index-space vocabulary of the dataflow layer (reference 004; SYCL 2020 §4.9.1): `range`, `id`
+/// with SYCL's arithmetic, `item`, `nd_range`. Usable in host code and, through
+/// <sluice/dataflow_cuda.cuh>, in device code.
 
 #include <cstddef>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 /// Marks functions callable from kernels; empty for a plain C++ compiler.
@@ -33,6 +35,7 @@ struct Extents {
 /// The extents of a D-dimensional index space (or of a buffer).
 template <int D = 1>
 struct range : detail::Extents<D> {
+  static constexpr int dimensions = D;
   constexpr range() = default;
   SLUICE_HD constexpr explicit(false) range(std::size_t n0) requires(D == 1) { this->v[0] = n0; }
   SLUICE_HD constexpr range(std::size_t n0, std::size_t n1) requires(D == 2) {
@@ -51,11 +54,6 @@ struct range : detail::Extents<D> {
     return s;
   }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get(int i) const noexcept { return this->v[i]; }
-  friend constexpr bool operator==(const range& a, const range& b) noexcept {
-    for (int i = 0; i < D; ++i)
-      if (a.v[i] != b.v[i]) return false;
-    return true;
-  }
 };
 range(std::size_t)->range<1>;
 range(std::size_t, std::size_t)->range<2>;
@@ -64,6 +62,7 @@ range(std::size_t, std::size_t, std::size_t)->range<3>;
 /// A point of a D-dimensional index space.
 template <int D = 1>
 struct id : detail::Extents<D> {
+  static constexpr int dimensions = D;
   constexpr id() = default;
   SLUICE_HD constexpr explicit(false) id(std::size_t i0) requires(D == 1) { this->v[0] = i0; }
   SLUICE_HD constexpr id(std::size_t i0, std::size_t i1) requires(D == 2) {
@@ -75,6 +74,10 @@ struct id : detail::Extents<D> {
     this->v[1] = i1;
     this->v[2] = i2;
   }
+  /// The extents of `r` as an id (SYCL: `id(const range&)`).
+  SLUICE_HD constexpr explicit id(const range<D>& r) noexcept {
+    for (int d = 0; d < D; ++d) this->v[d] = r[d];
+  }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get(int i) const noexcept { return this->v[i]; }
   /// A one-dimensional id converts to its index, so `a[i]` and `p[i]` read naturally.
   SLUICE_HD constexpr operator std::size_t() const noexcept requires(D == 1) { return this->v[0]; }
@@ -82,6 +85,128 @@ struct id : detail::Extents<D> {
 id(std::size_t)->id<1>;
 id(std::size_t, std::size_t)->id<2>;
 id(std::size_t, std::size_t, std::size_t)->id<3>;
+
+namespace detail {
+template <class V>
+struct is_index : std::false_type {};
+template <int D>
+struct is_index<range<D>> : std::true_type {};
+template <int D>
+struct is_index<id<D>> : std::true_type {};
+/// `id<D>` and `range<D>`: the types SYCL's index arithmetic applies to.
+template <class V>
+concept Index = is_index<V>::value;
+/// The scalars an index combines with: integers only, so that `2.0 * i` on an `id<1>` stays the
+/// floating-point product of its index (through the conversion to std::size_t).
+template <class S>
+concept Scalar = std::is_integral_v<S>;
+}  // namespace detail
+
+// SYCL 2020 §4.9.1: element-wise arithmetic of ids and ranges with each other (of the same type)
+// and with scalars on either side. Comparisons other than == and != are element-wise too and
+// give an index of 0s and 1s; == and != compare whole indices.
+#define SLUICE_INDEX_BINARY(op)                                                            \
+  template <detail::Index V>                                                               \
+  SLUICE_HD constexpr V operator op(const V& a, const V& b) noexcept {                     \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d) r[d] = static_cast<std::size_t>(a[d] op b[d]); \
+    return r;                                                                              \
+  }                                                                                        \
+  template <detail::Index V, detail::Scalar S>                                             \
+  SLUICE_HD constexpr V operator op(const V& a, S s) noexcept {                            \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d)                                                \
+      r[d] = static_cast<std::size_t>(a[d] op static_cast<std::size_t>(s));                \
+    return r;                                                                              \
+  }                                                                                        \
+  template <detail::Index V, detail::Scalar S>                                             \
+  SLUICE_HD constexpr V operator op(S s, const V& a) noexcept {                            \
+    V r;                                                                                   \
+    for (int d = 0; d < V::dimensions; ++d)                                                \
+      r[d] = static_cast<std::size_t>(static_cast<std::size_t>(s) op a[d]);                \
+    return r;                                                                              \
+  }
+SLUICE_INDEX_BINARY(+)
+SLUICE_INDEX_BINARY(-)
+SLUICE_INDEX_BINARY(*)
+SLUICE_INDEX_BINARY(/)
+SLUICE_INDEX_BINARY(%)
+SLUICE_INDEX_BINARY(<<)
+SLUICE_INDEX_BINARY(>>)
+SLUICE_INDEX_BINARY(&)
+SLUICE_INDEX_BINARY(|)
+SLUICE_INDEX_BINARY(^)
+SLUICE_INDEX_BINARY(&&)
+SLUICE_INDEX_BINARY(||)
+SLUICE_INDEX_BINARY(<)
+SLUICE_INDEX_BINARY(>)
+SLUICE_INDEX_BINARY(<=)
+SLUICE_INDEX_BINARY(>=)
+#undef SLUICE_INDEX_BINARY
+
+#define SLUICE_INDEX_COMPOUND(op)                                                    \
+  template <detail::Index V>                                                         \
+  SLUICE_HD constexpr V& operator op##=(V& a, const V& b) noexcept {                 \
+    for (int d = 0; d < V::dimensions; ++d) a[d] op## = b[d];                        \
+    return a;                                                                        \
+  }                                                                                  \
+  template <detail::Index V, detail::Scalar S>                                       \
+  SLUICE_HD constexpr V& operator op##=(V& a, S s) noexcept {                        \
+    for (int d = 0; d < V::dimensions; ++d) a[d] op## = static_cast<std::size_t>(s); \
+    return a;                                                                        \
+  }
+SLUICE_INDEX_COMPOUND(+)
+SLUICE_INDEX_COMPOUND(-)
+SLUICE_INDEX_COMPOUND(*)
+SLUICE_INDEX_COMPOUND(/)
+SLUICE_INDEX_COMPOUND(%)
+SLUICE_INDEX_COMPOUND(<<)
+SLUICE_INDEX_COMPOUND(>>)
+SLUICE_INDEX_COMPOUND(&)
+SLUICE_INDEX_COMPOUND(|)
+SLUICE_INDEX_COMPOUND(^)
+#undef SLUICE_INDEX_COMPOUND
+
+template <detail::Index V>
+SLUICE_HD constexpr bool operator==(const V& a, const V& b) noexcept {
+  for (int d = 0; d < V::dimensions; ++d)
+    if (a[d] != b[d]) return false;
+  return true;
+}
+template <detail::Index V>
+SLUICE_HD constexpr bool operator!=(const V& a, const V& b) noexcept {
+  return !(a == b);
+}
+template <detail::Index V>
+SLUICE_HD constexpr V operator+(const V& a) noexcept {
+  return a;
+}
+template <detail::Index V>
+SLUICE_HD constexpr V operator-(const V& a) noexcept {
+  V r;
+  for (int d = 0; d < V::dimensions; ++d) r[d] = std::size_t{0} - a[d];
+  return r;
+}
+template <detail::Index V>
+SLUICE_HD constexpr V& operator++(V& a) noexcept {
+  return a += 1;
+}
+template <detail::Index V>
+SLUICE_HD constexpr V& operator--(V& a) noexcept {
+  return a -= 1;
+}
+template <detail::Index V>
+SLUICE_HD constexpr V operator++(V& a, int) noexcept {
+  V old = a;
+  a += 1;
+  return old;
+}
+template <detail::Index V>
+SLUICE_HD constexpr V operator--(V& a, int) noexcept {
+  V old = a;
+  a -= 1;
+  return old;
+}
 
 namespace detail {
 /// Row-major linear index of `i` in `r`.
@@ -106,14 +231,20 @@ SLUICE_HD constexpr id<D> delinearize(std::size_t l, const Extents<D>& r) noexce
 
 /// A work-item of a plain range kernel: its id and the whole range. Converts to `id<D>` (and, in
 /// one dimension, to `std::size_t`), so kernels may take either. It has no barrier: only
-/// nd_range kernels synchronize work-items, which the type system enforces.
+/// nd_range kernels synchronize work-items, which the type system enforces. Kernels here have no
+/// offset (SYCL 2020 deprecated it): `get_offset()` is zero.
 template <int D = 1>
 class item {
  public:
+  static constexpr int dimensions = D;
   SLUICE_HD constexpr item(id<D> i, range<D> r) noexcept : id_(i), range_(r) {}
   [[nodiscard]] SLUICE_HD constexpr id<D> get_id() const noexcept { return id_; }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get_id(int d) const noexcept { return id_[d]; }
   [[nodiscard]] SLUICE_HD constexpr range<D> get_range() const noexcept { return range_; }
+  [[nodiscard]] SLUICE_HD constexpr std::size_t get_range(int d) const noexcept {
+    return range_[d];
+  }
+  [[nodiscard]] SLUICE_HD constexpr id<D> get_offset() const noexcept { return id<D>{}; }
   [[nodiscard]] SLUICE_HD constexpr std::size_t get_linear_id() const noexcept {
     return detail::linearize<D>(id_, range_);
   }
@@ -130,6 +261,7 @@ class item {
 /// multiple of the local one.
 template <int D = 1>
 struct nd_range {
+  static constexpr int dimensions = D;
   range<D> global;
   range<D> local;
   SLUICE_HD constexpr nd_range(range<D> g, range<D> l) noexcept : global(g), local(l) {}
@@ -140,6 +272,8 @@ struct nd_range {
     for (int d = 0; d < D; ++d) g[d] = local[d] == 0 ? 0 : global[d] / local[d];
     return g;
   }
+  /// Always zero (SYCL 2020 deprecated nd_range offsets; sluice has none).
+  [[nodiscard]] SLUICE_HD constexpr id<D> get_offset() const noexcept { return id<D>{}; }
 };
 template <int D>
 nd_range(range<D>, range<D>) -> nd_range<D>;

@@ -75,8 +75,9 @@ class Blas {
 /// What an RNG fill draws.
 enum class RngDistribution : std::uint8_t { uniform, normal };
 
-/// Fills `out[0, n)` from the Philox4x32-10 stream of `seed` starting at 128-bit block `counter`
-/// (sluice/rng.hpp defines the map from blocks to values; every backend must give the same bits).
+/// Fills `out[0, n)` from the Philox4x32-10 stream of key `seed` and subsequence `subsequence`,
+/// starting at 128-bit block `counter` (sluice/rng.hpp defines the map from blocks to values;
+/// every backend must give the same bits).
 struct RngFillArgs {
   Precision precision = Precision::f64;
   RngDistribution distribution = RngDistribution::uniform;
@@ -85,6 +86,7 @@ struct RngFillArgs {
   std::uint64_t seed = 0;
   std::uint64_t counter = 0;
   double mean = 0, stddev = 1;  ///< normal only
+  std::uint64_t subsequence = 0;
 };
 
 /// A backend's counter-based generator.

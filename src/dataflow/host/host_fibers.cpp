@@ -3,12 +3,14 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "sluice/dataflow/kernel.hpp"
+#include "sluice/dataflow/group.hpp"
 #include "sluice/error.hpp"
 
 // Sanitizers are told about every switch between a work-item's stack and the scheduler's.
@@ -98,13 +100,23 @@ struct PooledStack {
 /// work-item failed, or finished without reaching the barrier), so their stacks unwind normally.
 struct Cancelled {};
 
+/// What a suspended work-item waits for.
+enum class Wait : std::uint8_t { none, work_group, sub_group };
+
 struct Item {
   bc::fiber fiber;            // the suspended work-item (empty once it finished)
   bc::fiber* sink = nullptr;  // inside the work-item: the way back to the scheduler
+  Wait wait = Wait::none;
   const void* stack_bottom = nullptr;
   std::size_t stack_size = 0;
   void* asan_fake = nullptr;
   void* tsan = nullptr;
+};
+
+/// A collective's completion, set by the work-items that arrive at it.
+struct Pending {
+  CollectiveFn fn = nullptr;
+  const void* arg = nullptr;
 };
 
 struct Group {
@@ -112,6 +124,9 @@ struct Group {
   std::size_t current = 0;
   bool cancelled = false;
   std::exception_ptr error;
+  std::byte* slots = nullptr;          // kCollectiveSlotBytes per work-item
+  Pending work_group;                  // the barrier or work-group collective being met
+  std::vector<Pending> sub_groups;     // the sub-group collective each sub-group is meeting
   const void* sched_bottom = nullptr;  // the scheduler's stack, learnt at the first switch
   std::size_t sched_size = 0;
   void* sched_fake = nullptr;
@@ -120,6 +135,7 @@ struct Group {
 
 thread_local Group* t_group = nullptr;
 thread_local std::byte* t_local = nullptr;
+thread_local std::vector<std::byte> t_slots;  // the collective slots, reused by every group
 
 // The sanitizer announcements. `start` goes right before a switch, `finish` right after it.
 inline void asan_start(void** fake_save, const void* bottom, std::size_t size) {
@@ -154,31 +170,124 @@ void resume_item(Group& g, std::size_t l) {
   asan_finish(g.sched_fake, nullptr, nullptr);
 }
 
-}  // namespace
-
-void host_barrier() {
+Group& current_group(const char* what) {
   Group* g = t_group;
   if (g == nullptr) {
     throw Error(Errc::invalid_state,
-                "group barrier called outside a work-item of a parallel_for(nd_range) kernel");
+                std::string(what) +
+                    " called outside a work-item of a parallel_for(nd_range) kernel; group "
+                    "functions exist only in nd_range kernels");
   }
-  if (g->items.size() <= 1) return;  // a group of one has nobody to wait for
-  Item& it = g->items[g->current];
-  tsan_switch(g->tsan_scheduler);
-  asan_start(&it.asan_fake, g->sched_bottom, g->sched_size);
+  return *g;
+}
+
+/// The work-items [first, first + count) that meet at a collective of `scope` with item `l`.
+std::pair<std::size_t, std::size_t> scope_of(const Group& g, CollectiveScope scope, std::size_t l) {
+  if (scope == CollectiveScope::work_group) return {0, g.items.size()};
+  const std::size_t first = l / sub_group_size * sub_group_size;
+  return {first, std::min<std::size_t>(sub_group_size, g.items.size() - first)};
+}
+
+}  // namespace
+
+void host_collective(CollectiveScope scope, CollectiveFn complete, const void* arg) {
+  Group& g = current_group("a group function");
+  const std::size_t l = g.current;
+  auto [first, count] = scope_of(g, scope, l);
+  if (count <= 1) {  // nobody to wait for
+    if (complete != nullptr) complete(g.slots, first, count, arg);
+    return;
+  }
+  Item& it = g.items[l];
+  Pending& p =
+      scope == CollectiveScope::work_group ? g.work_group : g.sub_groups[l / sub_group_size];
+  p = {complete, arg};
+  it.wait = scope == CollectiveScope::work_group ? Wait::work_group : Wait::sub_group;
+  tsan_switch(g.tsan_scheduler);
+  asan_start(&it.asan_fake, g.sched_bottom, g.sched_size);
   *it.sink = std::move(*it.sink).resume();
-  asan_finish(it.asan_fake, &g->sched_bottom, &g->sched_size);
-  if (g->cancelled) throw Cancelled{};
+  asan_finish(it.asan_fake, &g.sched_bottom, &g.sched_size);
+  if (g.cancelled) throw Cancelled{};
+}
+
+void host_barrier() {
+  (void)current_group("group barrier");
+  host_collective(CollectiveScope::work_group, nullptr, nullptr);
+}
+
+std::byte* host_collective_slot() {
+  Group& g = current_group("a group function");
+  return g.slots + g.current * kCollectiveSlotBytes;
 }
 
 std::byte* host_local_memory() noexcept {
   return t_local;
 }
 
+namespace {
+
+/// Scheduler side: after a round, completes every collective whose work-items all arrived and
+/// makes them ready again. Returns whether any did.
+bool complete_collectives(Group& g) {
+  const std::size_t n = g.items.size();
+  bool progress = false;
+  for (std::size_t first = 0; first < n; first += sub_group_size) {
+    const std::size_t count = std::min<std::size_t>(sub_group_size, n - first);
+    bool all = true;
+    for (std::size_t l = first; l < first + count && all; ++l) {
+      all = g.items[l].fiber && g.items[l].wait == Wait::sub_group;
+    }
+    if (!all) continue;
+    Pending& p = g.sub_groups[first / sub_group_size];
+    if (p.fn != nullptr) p.fn(g.slots, first, count, p.arg);
+    p = {};
+    for (std::size_t l = first; l < first + count; ++l) g.items[l].wait = Wait::none;
+    progress = true;
+  }
+  bool all = true;
+  for (std::size_t l = 0; l < n && all; ++l) {
+    all = g.items[l].fiber && g.items[l].wait == Wait::work_group;
+  }
+  if (all) {
+    if (g.work_group.fn != nullptr) g.work_group.fn(g.slots, 0, n, g.work_group.arg);
+    g.work_group = {};
+    for (auto& it : g.items) it.wait = Wait::none;
+    progress = true;
+  }
+  return progress;
+}
+
+std::exception_ptr stuck(std::size_t group, const Group& g) {
+  const std::size_t n = g.items.size();
+  std::size_t finished = 0, at_group = 0;
+  for (const auto& it : g.items) {
+    finished += it.fiber ? 0 : 1;
+    at_group += it.fiber && it.wait == Wait::work_group ? 1 : 0;
+  }
+  const std::string where = "work-group " + std::to_string(group) + ": ";
+  if (finished != 0) {
+    return std::make_exception_ptr(Error(
+        Errc::invalid_state,
+        where + std::to_string(finished) + " of " + std::to_string(n) +
+            " work-items finished while the others wait at a group barrier or group function; "
+            "every work-item of a group (or sub-group) must reach each of them"));
+  }
+  return std::make_exception_ptr(Error(
+      Errc::invalid_state,
+      where + std::to_string(at_group) + " of " + std::to_string(n) +
+          " work-items wait at a work-group barrier or function while the others wait at a "
+          "sub-group function; every work-item must call the same group functions in the same "
+          "order"));
+}
+
+}  // namespace
+
 void run_group_fibers(std::size_t group, std::size_t n, std::byte* local,
                       void (*item)(void*, std::size_t, std::size_t), void* state) {
   Group g;
   t_local = local;
+  if (t_slots.size() < n * kCollectiveSlotBytes) t_slots.resize(n * kCollectiveSlotBytes);
+  g.slots = t_slots.data();
   struct Reset {
     Group* prev;
     ~Reset() {
@@ -193,6 +302,7 @@ void run_group_fibers(std::size_t group, std::size_t n, std::byte* local,
     return;
   }
   g.items.resize(n);
+  g.sub_groups.resize((n + sub_group_size - 1) / sub_group_size);
 #if defined(SLUICE_TSAN_FIBERS)
   g.tsan_scheduler = __tsan_get_current_fiber();
 #endif
@@ -222,22 +332,22 @@ void run_group_fibers(std::size_t group, std::size_t n, std::byte* local,
     it.tsan = __tsan_create_fiber(0);
 #endif
   }
-  // Rounds: every waiting work-item runs to its next barrier (or its end). A barrier is passed
-  // when a round ends with every work-item at it.
+  // Rounds: every ready work-item runs to its next barrier or group function (or its end); then
+  // every collective whose work-items all arrived completes, and they are ready again.
   for (;;) {
     std::size_t finished = 0;
+    bool ran = false;
     for (std::size_t l = 0; l < n && !g.error; ++l) {
-      if (g.items[l].fiber) resume_item(g, l);
-      if (!g.items[l].fiber) ++finished;
+      Item& it = g.items[l];
+      if (it.fiber && it.wait == Wait::none) {
+        resume_item(g, l);
+        ran = true;
+      }
+      if (!it.fiber) ++finished;
     }
     if (finished == n || g.error) break;
-    if (finished != 0) {
-      g.error = std::make_exception_ptr(
-          Error(Errc::invalid_state,
-                "work-group " + std::to_string(group) + ": " + std::to_string(finished) + " of " +
-                    std::to_string(n) +
-                    " work-items finished while the others wait at a group barrier; every "
-                    "work-item of a group must reach each barrier"));
+    if (!complete_collectives(g) && !ran) {
+      g.error = stuck(group, g);
       break;
     }
   }

@@ -1,6 +1,6 @@
 // The cuda backend's generator: one thread per Philox block, the shared map of
-// kernel/philox_math.hpp (built with --fmad=false so that it rounds as the host does), 16-byte
-// stores where the output is aligned for them.
+// kernel/philox_math.hpp (built with --fmad=false so that it rounds as the host does: its fused
+// multiply-adds are written out), 16-byte stores where the output is aligned for them.
 
 #include <cuda_runtime.h>
 
@@ -32,13 +32,13 @@ struct Vec<double> {
 template <class T, bool Normal, bool Vectorized>
 __global__ void __launch_bounds__(kThreads)
     fill_kernel(T* __restrict__ out, std::uint64_t n, std::uint64_t blocks, std::uint64_t seed,
-                std::uint64_t counter, T mean, T stddev) {
+                std::uint64_t counter, std::uint64_t sub, T mean, T stddev) {
   constexpr std::uint64_t per = pm::kValuesPerBlock<T>;
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
   for (std::uint64_t b = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; b < blocks;
        b += stride) {
     T v[per];
-    pm::block_values<T>(seed, counter + b, Normal, mean, stddev, v);
+    pm::block_values<T>(seed, counter + b, Normal, mean, stddev, v, sub);
     const std::uint64_t first = b * per;
     if (Vectorized && first + per <= n) {
       using V = typename Vec<T>::type;
@@ -66,10 +66,10 @@ void launch(const RngFillArgs& a, cudaStream_t s, const OpInfo& op) {
   const T mean = static_cast<T>(a.mean), stddev = static_cast<T>(a.stddev);
   if (reinterpret_cast<std::uintptr_t>(out) % 16 == 0) {
     fill_kernel<T, Normal, true>
-        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, a.subsequence, mean, stddev);
   } else {
     fill_kernel<T, Normal, false>
-        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, mean, stddev);
+        <<<grid, kThreads, 0, s>>>(out, n, blocks, a.seed, a.counter, a.subsequence, mean, stddev);
   }
   check(cudaGetLastError(), "rng fill kernel launch", op.where);
 }

@@ -44,7 +44,8 @@ class HostKernel final : public LoadedKernel {
     const std::size_t n = grid.count() * block.count();
     // The layout is shared, not borrowed: the kernel's last handle may go before the task runs.
     stream.host_task(
-        [layout = layout_, blob = std::move(blob), n] {
+        [layout = layout_, blob = std::move(blob), n, grid_dims = Dims(grid),
+         block_dims = Dims(block)] {
           const HostKernelFn& fn = layout->fn;
           auto* b = reinterpret_cast<std::byte*>(blob->data());
           std::vector<void*> pointers(layout->offsets.size());
@@ -52,7 +53,8 @@ class HostKernel final : public LoadedKernel {
           const std::size_t chunks = (n + kChunkIndices - 1) / kChunkIndices;
           auto body = [&](std::size_t c) {
             std::size_t begin = c * kChunkIndices;
-            fn.run(fn.fn.get(), begin, std::min(n, begin + kChunkIndices), pointers.data());
+            fn.run(fn.fn.get(), begin, std::min(n, begin + kChunkIndices), pointers.data(),
+                   grid_dims, block_dims);
           };
           parallel_chunks(chunks, body);
         },

@@ -243,12 +243,11 @@ TEST(DistComm, MisuseIsRefusedAtTheCall) {
 
 // ---- randomized: collectives and exchanges among local work on several contexts ----------------
 
-/// Every process simulates every rank's buffers on the host, issues the same random sequence of
-/// local operations (each on a random context of its rank) and communication, and checks its
-/// ranks' buffers against the simulation at the end.
-void random_interleaving(int L, unsigned seed) {
-  Comm c = host_comm(L, "random");
+}  // namespace
+
+void test::random_interleaving(const Comm& c, unsigned seed) {
   const int n = c.size();
+  const int L = c.local_size();
   constexpr std::size_t kLen = 48;
   constexpr int kBufs = 4;
   // Per local rank: its contexts (its rank's and two more) and buffers.
@@ -404,9 +403,13 @@ void random_interleaving(int L, unsigned seed) {
   }
 }
 
+namespace {
+
 TEST(DistComm, RandomCollectivesAndExchangesAmongLocalWorkOnSeveralContexts) {
   for (int L : local_counts()) {
-    for (unsigned seed : {1u, 2u, 3u}) random_interleaving(L, seed * 7 + static_cast<unsigned>(L));
+    const Comm c = host_comm(L, "random");
+    for (unsigned seed : {1u, 2u, 3u})
+      test::random_interleaving(c, seed * 7 + static_cast<unsigned>(L));
   }
 }
 

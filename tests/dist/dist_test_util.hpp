@@ -43,4 +43,11 @@ inline std::vector<int> solve_local_counts() {
   return {1};
 }
 
+/// Every process simulates every rank's buffers on the host, issues the same random sequence
+/// (from `seed`) of local operations, each on a random one of three contexts of its rank, and of
+/// collectives and halo exchanges, and checks its ranks' buffers against the simulation at the
+/// end (comm_test.cpp). Issues every local rank's part from the calling thread: one local rank,
+/// or an engine that meets them at run time (the host's).
+void random_interleaving(const Comm& c, unsigned seed);
+
 }  // namespace sluice::dist::test

@@ -25,8 +25,8 @@ case $mode in
     expect "process 1 failed: process 1 gave up before its allreduce"
     expect "process 0 failed: .*process 1 failed: process 1 gave up" ;;
   count)
-    expect "process 0 failed: .*called it with count 5 and process 0 with 4"
-    expect "process 1 failed: .*called it with count 5 and process 0 with 4" ;;
+    expect "process 0 failed: .*called it with count 5 and (process|rank) 0 with 4"
+    expect "process 1 failed: .*called it with count 5 and (process|rank) 0 with 4" ;;
   vector)
     expect "process 0 failed: .*process 1 asked for 101 rows and process 0 for 100"
     expect "process 1 failed: .*process 1 asked for 101 rows and process 0 for 100" ;;

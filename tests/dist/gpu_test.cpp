@@ -1,7 +1,9 @@
 // The dist layer on GPUs: several devices in one process (peer copies, ordering across devices,
-// memory of one device refused on another), NCCL communicators with one process driving two GPUs
-// and with a process per GPU (under mpirun), and distributed solves against the host's.
-// scripts/gpu-dist runs them on a machine with 2 GPUs; elsewhere they skip with the reason.
+// memory of one device refused on another), NCCL communicators with one process driving every
+// GPU and with a process per GPU (under mpirun), random collectives and exchanges among work on
+// several streams, and distributed solves against the host's. scripts/gpu-dist runs them on a
+// machine with 2 GPUs or more (alone, and under mpirun -np 2 and -np 4); elsewhere they skip
+// with the reason.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <numeric>
 #include <string>
 
+#include "dist_test_util.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 #include "sluice/memory.hpp"
@@ -28,7 +31,7 @@ std::string gpus_needed(int per_process) {
   const int have = cuda_devices();
   if (have >= per_process) return {};
   return "needs " + std::to_string(per_process) + " CUDA device(s) in this process, found " +
-         std::to_string(have) + ": run scripts/gpu-dist on a machine with 2 GPUs";
+         std::to_string(have) + ": run scripts/gpu-dist on a machine with 2 GPUs or more";
 }
 
 /// A communicator over every process, each with `local` GPUs (process p uses GPUs p*local...).
@@ -90,19 +93,34 @@ void collectives(const Comm& c) {
   }
 }
 
-TEST(DistGpu, NcclCollectivesOfOneProcessDrivingTwoGpus) {
+TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
   if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, two GPUs";
-  Comm c = gpu_comm(2);
-  EXPECT_EQ(c.engine(), "nccl");
-  collectives(c);
+  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  for (int g = 2; g <= cuda_devices(); g *= 2) {
+    SCOPED_TRACE(std::to_string(g) + " GPUs");
+    Comm c = gpu_comm(g);
+    EXPECT_EQ(c.engine(), "nccl");
+    EXPECT_EQ(c.local_size(), g);
+    for (int l = 0; l < g; ++l) EXPECT_EQ(c.context(l).device(), (Device{"cuda", l}));
+    collectives(c);
+  }
 }
 
 TEST(DistGpu, NcclCollectivesOfAProcessPerGpu) {
   if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
   Comm c = gpu_comm(1);
+  EXPECT_EQ(c.engine(), "nccl");
   collectives(c);
+}
+
+TEST(DistGpu, RandomCollectivesAndExchangesAmongWorkOnSeveralStreams) {
+  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
+  // One rank per process: NCCL needs a thread per GPU a process drives, and this test issues
+  // every local rank's part from one thread.
+  Comm c = gpu_comm(1);
+  for (unsigned seed : {11u, 12u, 13u}) test::random_interleaving(c, seed);
 }
 
 /// Distributed CG and TFQMR on the GPUs against la on the host (one context, the whole grid).
@@ -149,10 +167,10 @@ void solves_match_host(const Comm& c) {
   }
 }
 
-TEST(DistGpu, SolvesOnTwoGpusOfOneProcessMatchTheHost) {
+TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
   if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, two GPUs";
-  solves_match_host(gpu_comm(2));
+  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  solves_match_host(gpu_comm(cuda_devices()));
 }
 
 TEST(DistGpu, SolvesOnAGpuPerProcessMatchTheHost) {

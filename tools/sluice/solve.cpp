@@ -181,7 +181,10 @@ Command add_solve_command(CLI::App& parent) {
       ->check(CLI::ExistingFile);
   app->add_option("--ksp", o->ksp, "cg or tfqmr")->capture_default_str();
   app->add_option("--pc", o->pc, "jacobi or none")->capture_default_str();
-  app->add_option("--mode", o->mode, "sync, async or graph")->capture_default_str();
+  app->add_option("--mode", o->mode,
+                  "sync, async or graph (across ranks, a list such as sync,async,graph solves "
+                  "in each mode in one run)")
+      ->capture_default_str();
   app->add_option("--backend", o->backend, "host or cuda (default: the best device)");
   app->add_option("--device", o->device, "A device such as cuda:1 (overrides --backend)");
   app->add_option("--norm-type", o->norm_type,

@@ -32,6 +32,10 @@ __global__ void gather_kernel(double* dst, const double* src, const std::int32_t
   }
 }
 
+__global__ void signature_kernel(std::uint64_t* dst, SignatureWords words) {
+  for (std::size_t i = 0; i < kSignatureWords; ++i) dst[i] = words.w[i];
+}
+
 /// Runs `f(stream)` as operation `op` on `s`, its device current.
 template <class F>
 void run_on(Stream& s, const OpInfo& op, F&& f) {
@@ -72,6 +76,12 @@ class CudaDistKernels final : public DistKernels {
 };
 
 }  // namespace
+
+void write_signature(cudaStream_t stream, std::uint64_t* dst, const SignatureWords& words) {
+  signature_kernel<<<1, 1, 0, stream>>>(dst, words);
+  cuda::check(cudaGetLastError(), "kernel launch (dist signature)",
+              std::source_location::current());
+}
 
 DistKernels& cuda_dist_kernels() {
   static CudaDistKernels kernels;

@@ -11,8 +11,14 @@
 //
 // NCCL ranks of one process must be driven from one thread each (or inside ncclGroupStart/End):
 // the dist layer issues a multi-rank operation on a thread per local rank (CommState::each).
-// Calls are not signature-checked here (`checked` is ignored): the dist layer's objects check
-// their sizes when they are made.
+//
+// A `checked` collective (the public calls; the dist layer's own objects check their sizes when
+// they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
+// into device memory, ncclAllGather, a copy to pinned memory) and a host function in stream
+// order compares them: every rank sees every signature, so every rank finds a mismatch itself,
+// records the failure on its contexts (their synchronize reports it) and the process's failure
+// state, and the watchdog then aborts the communicators, ending the mismatched collective that
+// follows whether it hangs or not. No host thread waits for any of it.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -20,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,6 +35,7 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "core/context_impl.hpp"
+#include "dist/cuda/dist_kernels.hpp"
 #include "dist/cuda/nccl_engine.hpp"
 #include "dist/process.hpp"
 #include "sluice/error.hpp"
@@ -88,9 +96,45 @@ void run_on(Stream& s, const OpInfo& op, F&& f) {
   static_cast<CudaStream&>(s).run_user(call, static_cast<void*>(&f), op);
 }
 
+const char* call_name(std::uint64_t call) {
+  switch (static_cast<DistCall>(call)) {
+    case DistCall::allreduce:
+      return "allreduce";
+    case DistCall::reduce:
+      return "reduce";
+    case DistCall::broadcast:
+      return "broadcast";
+    case DistCall::allgather:
+      return "allgather";
+    case DistCall::exchange:
+      return "exchange";
+  }
+  return "collective";
+}
+
+/// The text of the first difference between rank 0's signature and another rank's, or empty.
+std::string signature_mismatch(const std::uint64_t* all, int ranks) {
+  static constexpr const char* kFields[] = {"operation", "element type", "reduction", "root",
+                                            "count"};
+  for (int r = 1; r < ranks; ++r) {
+    for (std::size_t f = 0; f < kSignatureWords; ++f) {
+      const std::uint64_t a = all[f], b = all[static_cast<std::size_t>(r) * kSignatureWords + f];
+      if (a == b) continue;
+      auto value = [f](std::uint64_t v) {
+        return f == 0 ? std::string(call_name(v)) : std::to_string(v);
+      };
+      return std::string("dist ") + call_name(all[0]) + " (NCCL): rank " + std::to_string(r) +
+             " called it with " + kFields[f] + " " + value(b) + " and rank 0 with " + value(a) +
+             "; every rank must make the same collective call";
+    }
+  }
+  return {};
+}
+
 class NcclEngine final : public DistEngine {
  public:
-  explicit NcclEngine(const DistEngineConfig& config) : contexts_(config.contexts) {
+  explicit NcclEngine(const DistEngineConfig& config)
+      : contexts_(config.contexts), size_(config.size) {
     if (config.unique_id.size() != sizeof(ncclUniqueId)) {
       throw Error(Errc::invalid_state, "dist: the NCCL communicator id did not arrive whole");
     }
@@ -108,6 +152,19 @@ class NcclEngine final : public DistEngine {
       }
     }
     check_nccl(ncclGroupEnd(), "ncclCommInitRank", nullptr, std::source_location::current());
+    // Per local rank: room for the signatures on its device, and pinned memory they are copied
+    // to for the host function that compares them.
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      auto c = std::make_unique<Checker>();
+      c->engine = this;
+      DeviceGuard guard(config.contexts[l].device().index);
+      const std::size_t words = kSignatureWords * static_cast<std::size_t>(size_ + 1);
+      cuda::check(cudaMalloc(reinterpret_cast<void**>(&c->device), words * sizeof(std::uint64_t)),
+                  "cudaMalloc (dist signatures)", std::source_location::current());
+      cuda::check(cudaMallocHost(reinterpret_cast<void**>(&c->host), words * sizeof(std::uint64_t)),
+                  "cudaMallocHost (dist signatures)", std::source_location::current());
+      checkers_.push_back(std::move(c));
+    }
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -121,6 +178,11 @@ class NcclEngine final : public DistEngine {
       } catch (...) {
       }
     }
+    for (std::size_t l = 0; l < checkers_.size(); ++l) {
+      DeviceGuard guard(contexts_[l].device().index, std::nothrow);
+      cudaFree(checkers_[l]->device);
+      cudaFreeHost(checkers_[l]->host);
+    }
     if (aborted_.load()) return;  // the watchdog aborted (and so freed) them
     for (std::size_t l = 0; l < comms_.size(); ++l) {
       if (comms_[l] == nullptr) continue;
@@ -133,32 +195,38 @@ class NcclEngine final : public DistEngine {
   std::string_view name() const noexcept override { return "nccl"; }
 
   void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
-                 DistType type, DistOp op, bool, const OpInfo& info) override {
+                 DistType type, DistOp op, bool checked, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
+      if (checked) check_signature(s, local, {DistCall::allreduce, type, op, 0, count}, info);
       check_nccl(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm(local), s),
                  "ncclAllReduce", comm(local), info.where);
     });
   }
 
   void reduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
-              DistType type, DistOp op, int root, bool, const OpInfo& info) override {
+              DistType type, DistOp op, int root, bool checked, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
+      if (checked) check_signature(s, local, {DistCall::reduce, type, op, root, count}, info);
       check_nccl(ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm(local), s),
                  "ncclReduce", comm(local), info.where);
     });
   }
 
   void broadcast(Stream& stream, int local, void* data, std::size_t count, DistType type, int root,
-                 bool, const OpInfo& info) override {
+                 bool checked, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
+      if (checked)
+        check_signature(s, local, {DistCall::broadcast, type, DistOp::sum, root, count}, info);
       check_nccl(ncclBroadcast(data, data, count, nccl_type(type), root, comm(local), s),
                  "ncclBroadcast", comm(local), info.where);
     });
   }
 
   void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
-                 DistType type, bool, const OpInfo& info) override {
+                 DistType type, bool checked, const OpInfo& info) override {
     run_on(stream, info, [&](cudaStream_t s) {
+      if (checked)
+        check_signature(s, local, {DistCall::allgather, type, DistOp::sum, 0, count}, info);
       check_nccl(ncclAllGather(send, recv, count, nccl_type(type), comm(local), s), "ncclAllGather",
                  comm(local), info.where);
     });
@@ -189,6 +257,49 @@ class NcclEngine final : public DistEngine {
   }
 
  private:
+  /// Where local rank `local`'s signatures are gathered and compared. A rank's collectives run
+  /// one after the other (the dist layer orders them), so one set of buffers serves them all.
+  struct Checker {
+    NcclEngine* engine = nullptr;
+    std::uint64_t* device = nullptr;  // this rank's signature, then every rank's
+    std::uint64_t* host = nullptr;    // every rank's, pinned
+  };
+
+  /// Enqueues the signature exchange and comparison before a collective of local rank `local`.
+  void check_signature(cudaStream_t s, int local, const DistSignature& sig, const OpInfo& info) {
+    Checker& c = *checkers_[static_cast<std::size_t>(local)];
+    const SignatureWords words{
+        {static_cast<std::uint64_t>(sig.call), static_cast<std::uint64_t>(sig.type),
+         static_cast<std::uint64_t>(sig.op),
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(sig.root)), sig.count}};
+    write_signature(s, c.device, words);
+    std::uint64_t* all = c.device + kSignatureWords;
+    check_nccl(ncclAllGather(c.device, all, kSignatureWords, ncclUint64, comm(local), s),
+               "ncclAllGather (signatures)", comm(local), info.where);
+    const std::size_t bytes = kSignatureWords * static_cast<std::size_t>(size_) * sizeof *all;
+    cuda::check(cudaMemcpyAsync(c.host, all, bytes, cudaMemcpyDeviceToHost, s),
+                "cudaMemcpyAsync (dist signatures)", info.where);
+    cuda::check(cudaLaunchHostFunc(s, &NcclEngine::compare_signatures, &c),
+                "cudaLaunchHostFunc (dist signatures)", info.where);
+  }
+
+  /// A host function in stream order (no CUDA call allowed here): on a mismatch, records the
+  /// failure on the contexts and the process; the watchdog then aborts the communicators.
+  static void compare_signatures(void* data) noexcept {
+    auto& c = *static_cast<Checker*>(data);
+    try {
+      const std::string why = signature_mismatch(c.host, c.engine->size_);
+      if (why.empty()) return;
+      fail_process(why, false);  // every rank finds it: no notice needed
+      for (auto& ctx : c.engine->contexts_) {
+        auto& impl = ctx.impl();
+        impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
+      }
+    } catch (...) {
+      fail_process("dist: comparing the collectives' signatures failed", false);
+    }
+  }
+
   /// Local rank `local`'s communicator; throws once the watchdog aborted them (a failed rank).
   [[nodiscard]] ncclComm_t comm(int local) const {
     if (aborted_.load(std::memory_order_acquire)) {
@@ -233,7 +344,9 @@ class NcclEngine final : public DistEngine {
   }
 
   std::vector<Context> contexts_;
+  int size_ = 1;
   std::vector<ncclComm_t> comms_;
+  std::vector<std::unique_ptr<Checker>> checkers_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> aborted_{false};
   std::thread watchdog_;

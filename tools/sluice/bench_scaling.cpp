@@ -70,8 +70,9 @@ int run_scaling(const ScalingOptions& o) {
   // (MPI, NCCL, the problem's set-up) is paid once per count.
   std::string modes;
   for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
+  int failures = 0;
   for (const auto& ksp : o.ksps) {
-    std::map<std::string, double> base;  // per mode: one rank's time (scaled to one rank)
+    std::map<std::string, double> base;  // per mode: the first count's time (x ranks: strong)
     for (int r : o.ranks) {
       std::vector<long long> grid = o.grid;
       if (o.kind == "weak") grid.back() *= r;  // the split dimension grows with the ranks
@@ -91,18 +92,31 @@ int run_scaling(const ScalingOptions& o) {
       if (!o.backend.empty()) cmd += " --backend " + o.backend;
       if (!o.quiet)
         fmt::print(stderr, "sluice bench: {} {} on {} ranks ({}) ...\n", ksp, modes, r, o.launch);
-      const std::string text = capture(cmd);
-      const auto start = text.find_first_of("[{");
-      if (start == std::string::npos)
-        throw Error(Errc::backend_failure, "sluice bench: no JSON from: " + cmd);
-      auto reports = nlohmann::ordered_json::parse(text.substr(start));
+      // A rank count that fails is recorded and the sweep goes on: the others still measure.
+      nlohmann::ordered_json reports;
+      try {
+        const std::string text = capture(cmd);
+        const auto start = text.find_first_of("[{");
+        if (start == std::string::npos)
+          throw Error(Errc::backend_failure, "sluice bench: no JSON from: " + cmd);
+        reports = nlohmann::ordered_json::parse(text.substr(start));
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "sluice bench: {} ranks failed: {}\n", r, e.what());
+        nlohmann::ordered_json row;
+        row["ksp"] = ksp;
+        row["ranks"] = r;
+        row["grid"] = grid;
+        row["error"] = e.what();
+        runs.push_back(std::move(row));
+        ++failures;
+        continue;
+      }
       if (!reports.is_array()) reports = nlohmann::ordered_json::array({reports});
       for (const auto& j : reports) {
         const std::string mode = j["mode"].get<std::string>();
         const double t = j["time_s"].get<double>();
-        if (r == o.ranks.front()) base[mode] = t * r / o.ranks.front();
-        if (!base.contains(mode))
-          throw Error(Errc::backend_failure, "sluice bench: no first run for mode " + mode);
+        // Against the first count that ran (one rank, normally), in rank-seconds for strong.
+        if (!base.contains(mode)) base[mode] = o.kind == "weak" ? t : t * r;
         const double b = base[mode];
         nlohmann::ordered_json row;
         row["ksp"] = ksp;
@@ -136,7 +150,7 @@ int run_scaling(const ScalingOptions& o) {
       fmt::print(stderr, "sluice bench: plotting failed; run: {}\n", command);
     }
   }
-  return 0;
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace sluice::cli

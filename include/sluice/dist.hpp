@@ -144,10 +144,10 @@ enum class ReduceOp : std::uint8_t { sum, max, min };
 struct CommOptions {
   /// This process's ranks, one per context, in order. Empty: `local_ranks` new contexts on the
   /// devices pick_device gives.
-  std::vector<Context> contexts;
+  std::vector<Context> contexts{};
   int local_ranks = 1;
   /// The backend of the contexts made for `local_ranks` (empty: the default device's).
-  std::string backend;
+  std::string backend{};
   std::string name = "comm";
 };
 

@@ -41,7 +41,10 @@ enum class StreamKind : std::uint8_t {
 struct ContextOptions {
   std::optional<Device> device;  ///< default: sluice::default_device()
   StreamKind kind = StreamKind::async;
-  int priority = 0;  ///< larger is more urgent; clamped to the device's range
+  /// Lower is more urgent (CUDA's and Warp's convention); 0 is the default. Clamped to the
+  /// device's range [priority_highest, priority_lowest] (DeviceInfo): cuda e.g. -5..0; host
+  /// -10..10 where the process may raise a thread's scheduling priority, else 0..10.
+  int priority = 0;
   std::string name;  ///< shows up in error messages; default "context#N"
 };
 

@@ -64,7 +64,7 @@ ObjectId register_memory(const void* ptr, const MemoryAttributes& attributes,
 void unregister_memory(ObjectId id, std::source_location loc = std::source_location::current());
 
 /// A fresh id for an object that is not a memory region (a matrix, a solver state, ...).
-[[nodiscard]] ObjectId new_object_id();
+[[nodiscard]] ObjectId new_object_id(std::source_location loc = std::source_location::current());
 
 /// Marks the start of `ctx`'s access to `range` of `id`: later work issued on `ctx` waits for
 /// every conflicting earlier access on other contexts. Pair with `mark_intent_end`.

@@ -37,9 +37,12 @@ class Event {
   /// True if recorded.
   [[nodiscard]] bool recorded() const noexcept { return impl_ != nullptr; }
   /// True once the recorded work completed (an unrecorded event is complete). Never throws for
-  /// failed work.
-  [[nodiscard]] bool query() const;
+  /// failed work. An event recorded inside a graph capture stands for work that runs only when
+  /// the graph is launched: querying it is Error(invalid_state) (during the capture the capture is
+  /// discarded, as `synchronize` there does).
+  [[nodiscard]] bool query(std::source_location loc = std::source_location::current()) const;
   /// Blocks until the recorded work completed; throws WorkFailed, once, if it failed.
+  /// Error(invalid_state) for an event recorded inside a graph capture (see `query`).
   void synchronize(std::source_location loc = std::source_location::current()) const;
   /// Milliseconds from `start` to `stop`, both recorded with timing; waits for `stop`.
   [[nodiscard]] static double elapsed_ms(

@@ -7,8 +7,8 @@
 /// A `Graph` is a DAG of named nodes. Every node declares what it reads and writes (the tracker's
 /// marks), so a launch of the graph is ordered against other work like any sluice operation and
 /// memory it uses is never released under it. `GraphExec` is a graph instantiated for one
-/// device: on cuda a `cudaGraphExec_t`, on the host a task DAG run on the host backend's shared pool (a chain of nodes runs on the
-/// launching thread).
+/// device: on cuda a `cudaGraphExec_t`, on the host a task DAG run on the host backend's shared
+/// pool (a chain of nodes runs on the launching thread).
 ///
 /// @code
 /// sluice::Graph g("step");
@@ -327,14 +327,25 @@ class GraphExec {
 
   /// In-place updates of one node's parameters (no re-instantiation); later launches see them,
   /// launches already issued do not. `node` must be a node of the graph this was made from (by
-  /// index and kind).
+  /// index and kind). Later launches are ordered by the node's new uses: a copy or memset takes
+  /// the accesses of its new addresses (tracked memory; with `uses`, those instead), a kernel or
+  /// host node the `uses` given (without them it keeps the ones it declared: pass them whenever
+  /// the new work touches other memory).
   void set_kernel(const Node& node, KernelWork work,
+                  std::source_location loc = std::source_location::current());
+  void set_kernel(const Node& node, KernelWork work, std::vector<Use> uses,
                   std::source_location loc = std::source_location::current());
   void set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
                 std::source_location loc = std::source_location::current());
+  void set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
+                std::vector<Use> uses, std::source_location loc = std::source_location::current());
   void set_memset(const Node& node, void* dst, int value, std::size_t bytes,
                   std::source_location loc = std::source_location::current());
+  void set_memset(const Node& node, void* dst, int value, std::size_t bytes, std::vector<Use> uses,
+                  std::source_location loc = std::source_location::current());
   void set_host(const Node& node, std::function<void()> fn,
+                std::source_location loc = std::source_location::current());
+  void set_host(const Node& node, std::function<void()> fn, std::vector<Use> uses,
                 std::source_location loc = std::source_location::current());
   /// The event an event wait node waits for, from the next launch on.
   void set_event_wait(const Node& node, const Event& event,

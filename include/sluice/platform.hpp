@@ -27,9 +27,12 @@ struct DeviceInfo {
   std::string name;              ///< e.g. "NVIDIA H100 80GB HBM3" or the CPU model
   std::size_t total_memory = 0;  ///< bytes
   int compute_units = 0;         ///< multiprocessors, or hardware threads on the host
-  int priority_lowest = 0;       ///< sluice priorities: larger is more urgent
-  int priority_highest = 0;      ///< equal to priority_lowest where priorities are ignored
-  std::string details;           ///< backend-specific, e.g. "compute capability 9.0"
+  /// Context priorities (ContextOptions::priority): lower numbers are more urgent, as in CUDA and
+  /// Warp, and 0 is the default. The least urgent value the device takes (0 on cuda)...
+  int priority_lowest = 0;
+  /// ... and the most urgent (on cuda e.g. -5); equal where priorities are ignored.
+  int priority_highest = 0;
+  std::string details;  ///< backend-specific, e.g. "compute capability 9.0"
 
   // What a kernel author needs (reference 003, DeviceDescription). 0 means unknown or not
   // applicable (a host has no compute capability).

@@ -58,7 +58,9 @@ std::atomic<std::uint64_t> timeline_counter{0};
 int clamp_priority(Backend& backend, const Device& device, int priority) {
   auto info = device_info(device);
   (void)backend;
-  return std::clamp(priority, info.priority_lowest, info.priority_highest);
+  // Lower is more urgent: the range runs from priority_highest up to priority_lowest.
+  return std::clamp(priority, std::min(info.priority_highest, info.priority_lowest),
+                    std::max(info.priority_highest, info.priority_lowest));
 }
 
 std::shared_ptr<detail::ContextImpl> make_impl(const ContextOptions& o, void* native) {
@@ -215,11 +217,15 @@ bool ContextImpl::wait(const std::shared_ptr<EventImpl>& event_in, std::source_l
     event = event->current_point();
     if (!event) return false;
   }
-  if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   // A point inside a capture: an edge of the graph (joining this context to the capture), or,
-  // once the capture ended, the real point it stands for (the stream as the capture began).
-  if (auto* sink = event->capture_sink()) return sink->wait(*this, event, loc);
+  // once the capture ended, the real point it stands for (the capture's end point, after every
+  // context that joined it: also for the context that recorded it).
+  if (auto* sink = event->capture_sink()) {
+    if (event->timeline == timeline_ && !capturing()) return false;
+    return sink->wait(*this, event, loc);
+  }
   if (auto base = event->captured_base()) event = std::move(base);
+  if (event->timeline == timeline_ && !capturing()) return false;  // issue order covers it
   if (capturing()) {
     // A point outside the capture: waited for now (so eager frees stay ordered) and remembered
     // for the graph's launches by the sink.
@@ -358,6 +364,7 @@ std::uint64_t ContextImpl::enqueue_captured(std::string_view what, std::source_l
   }
   auto sink = capture_;
   auto op = next_op(what, loc);
+  IssuingScope scope(this, sink.get());
   sink->record_op(*this, op, f);  // throws through the guard with the capture discarded
   return op.seq;
 }

@@ -49,6 +49,10 @@ class CaptureSink {
   /// An operation that cannot be captured: discards the capture and throws Error naming it.
   [[noreturn]] virtual void refuse(const ContextImpl& ctx, std::string_view what,
                                    std::source_location loc) = 0;
+  /// A host wait (`what`, at `loc`) on `event`, a point of this capture: refused as `refuse`
+  /// does, naming the context the event was recorded on.
+  [[noreturn]] virtual void refuse_host_wait(const EventImpl& event, std::string_view what,
+                                             std::source_location loc) = 0;
 };
 
 /// The end of one operation of a context, for which an event is recorded only if someone still
@@ -80,6 +84,15 @@ void trace_from_environment();
 /// The observers the environment asks for (SLUICE_TRACE, SLUICE_NVTX), installed once per
 /// process, when the first context is made.
 void observers_from_environment();
+
+/// The context whose operation the calling thread is enqueuing, and the capture recording that
+/// operation, if any (ContextImpl::issuing): how an extension's backend code finds the context's
+/// state (extension_state_slot) and keeps memory that a recording uses alive
+/// (CaptureSink::adopt). Null members outside an enqueue.
+struct Issuing {
+  ContextImpl* ctx = nullptr;
+  CaptureSink* capture = nullptr;
+};
 
 class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:
@@ -127,6 +140,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     std::lock_guard lock(mutex_);
     for (auto& e : prior) stream_->wait(e, next_op("wait (blocking)", loc));
     auto op = next_op(what, loc);
+    IssuingScope scope(this, nullptr);
     if (g_observer_count.load(std::memory_order_relaxed) != 0) [[unlikely]] {
       auto run = [&] { f(*stream_, op); };
       observed_enqueue(
@@ -136,6 +150,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     }
     return op.seq;
   }
+
+  /// The operation the calling thread is enqueuing (inside the function given to `enqueue`).
+  [[nodiscard]] static const Issuing& issuing() noexcept { return issuing_; }
 
   /// Completes the work of a blocking context (and throws its failure); no-op when async.
   void finish_if_blocking() {
@@ -235,6 +252,21 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// Records `simple` as a node if capturing and the stream allows it; else returns 0.
   std::uint64_t enqueue_node(std::string_view what, std::source_location loc,
                              const SimpleOp& simple);
+
+  /// Sets `issuing()` for the duration of one enqueue function (nested enqueues restore it).
+  class IssuingScope {
+   public:
+    IssuingScope(ContextImpl* ctx, CaptureSink* capture) noexcept : saved_(issuing_) {
+      issuing_ = {ctx, capture};
+    }
+    IssuingScope(const IssuingScope&) = delete;
+    IssuingScope& operator=(const IssuingScope&) = delete;
+    ~IssuingScope() { issuing_ = saved_; }
+
+   private:
+    Issuing saved_;
+  };
+  static inline thread_local Issuing issuing_{};
 
   // Numbers are assigned under mutex_; the atomic lets `issued()` read without it.
   OpInfo next_op(std::string_view what, std::source_location loc) {

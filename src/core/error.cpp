@@ -1,5 +1,8 @@
 #include "sluice/error.hpp"
 
+#include <string>
+#include <string_view>
+
 namespace sluice {
 
 const char* to_string(Errc code) noexcept {
@@ -22,8 +25,24 @@ const char* to_string(Errc code) noexcept {
   return "unknown error";
 }
 
+namespace {
+/// "sluice: " + message, once: a message that wraps another error's drops that one's prefix.
+std::string prefixed(const std::string& message) {
+  static constexpr std::string_view kPrefix = "sluice: ";
+  std::string out(kPrefix);
+  out.reserve(kPrefix.size() + message.size());
+  for (std::size_t pos = 0; pos < message.size();) {
+    const auto next = message.find(kPrefix, pos);
+    out.append(message, pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (next == std::string::npos) break;
+    pos = next + kPrefix.size();
+  }
+  return out;
+}
+}  // namespace
+
 Error::Error(Errc code, const std::string& message, std::source_location where)
-    : std::runtime_error("sluice: " + message), code_(code), where_(where) {}
+    : std::runtime_error(prefixed(message)), code_(code), where_(where) {}
 
 OutOfMemory::OutOfMemory(std::size_t requested, const std::string& message,
                          std::source_location where)

@@ -8,14 +8,25 @@ void Event::record(const Context& ctx, std::source_location loc) {
   impl_ = ctx.impl().record(options_.timing, loc);
 }
 
-bool Event::query() const {
-  return impl_ == nullptr || impl_->query();
+namespace {
+/// The host cannot wait for work a capture recorded: refused through the capture while it
+/// records (which discards it), an Error naming it afterwards.
+void refuse_if_captured(const EventImpl& point, std::string_view what, std::source_location loc) {
+  if (auto* sink = point.capture_sink()) sink->refuse_host_wait(point, what, loc);
+}
+}  // namespace
+
+bool Event::query(std::source_location loc) const {
+  if (impl_ == nullptr) return true;
+  refuse_if_captured(*impl_, "Event::query", loc);
+  return impl_->query();
 }
 
-void Event::synchronize(std::source_location) const {
+void Event::synchronize(std::source_location loc) const {
   if (impl_ == nullptr) return;
   auto point = impl_->moves() ? impl_->current_point() : impl_;  // a graph node's: its latest
   if (point == nullptr) return;
+  refuse_if_captured(*point, "Event::synchronize", loc);
   point->synchronize();
   if (!point->failures) return;
   if (auto f = point->failures->at_or_before(point->seq); f && !f->reported.exchange(true)) {

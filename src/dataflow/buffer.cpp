@@ -1,6 +1,7 @@
 // Buffers: which copy of the data is current, moving it only when the side that needs it is
 // stale, and host accessors (reference 004, "Synchronization with the host").
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -45,10 +46,41 @@ BufferState::BufferState(std::size_t n, void* user, bool wb, std::source_locatio
     host_id = register_memory(user, {MemoryType::host, bytes, 1, std::nullopt}, loc);
     registered_host_ = true;
   }
+  user_id_ = host_id;
   host = static_cast<std::byte*>(user);
   host_valid = true;
   initialized = true;
+  host_const = !wb;  // only the const constructor gives memory without write-back
 }
+
+void BufferState::detach_const_host(std::source_location loc) {
+  if (!host_const) return;
+  const Device device = copies.empty() ? Device{"host", 0} : copies.front()->device;
+  own_host_ = sluice::detail::RawPinnedBuffer(device, bytes, loc);
+  // Nothing writes const memory, so it holds the data now (copies in may still read it).
+  if (host_valid) std::memcpy(own_host_.data(), host, bytes);
+  host = static_cast<std::byte*>(own_host_.data());
+  host_id = own_host_.id();
+  host_offset = 0;
+  host_const = false;
+  detached_ = true;
+}
+
+namespace {
+/// The gates this thread keeps closed that hold back work using any of `ids`.
+std::vector<std::shared_ptr<Gate>> gates_holding_any(const std::vector<ObjectId>& ids) {
+  std::vector<std::shared_ptr<Gate>> out;
+  for (auto id : ids) {
+    for (const auto& [t, s] :
+         Tracker::instance().pending(id, Access::write, {}, std::source_location::current())) {
+      for (auto& g : gates_holding(t, s)) {
+        if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(std::move(g));
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
 
 BufferState::~BufferState() {
   auto& tracker = Tracker::instance();
@@ -56,20 +88,65 @@ BufferState::~BufferState() {
     gate->open();
     unregister_gate(gate.get());
   }
+  std::vector<ObjectId> ids;
+  if (host_id != 0) ids.push_back(host_id);
+  if (user_id_ != 0 && user_id_ != host_id) ids.push_back(user_id_);
+  for (const auto& c : copies) {
+    if (c->owned.id() != 0) ids.push_back(c->id);
+  }
+  std::vector<std::shared_ptr<Gate>> holding;
+  try {
+    holding = gates_holding_any(ids);
+    // The write-back copy would be issued on the valid copy's context: held back there too?
+    for (const auto& c : copies) {
+      if (!write_back || host_valid || !initialized || !c->valid || !c->home) continue;
+      for (auto& g : gates_holding_next(c->home->impl())) holding.push_back(std::move(g));
+    }
+  } catch (...) {
+  }
+  if (!holding.empty()) {
+    // Waiting would never return: a HostAccessor this thread holds keeps work that uses this
+    // buffer back. The data is not written back; device memory goes back in stream order after
+    // that work; what must wait on the host for it (pinned memory, the user's registration) is
+    // kept by the gates and released once they opened and the work ran.
+    std::fprintf(stderr,
+                 "sluice: a Buffer was destroyed while a HostAccessor held by the same thread "
+                 "holds back command groups that use it: it is not written back (waiting would "
+                 "never return); destroy the HostAccessor first\n");
+    struct Parked {
+      std::vector<ObjectId> ids;
+      ObjectId unregister = 0;
+      sluice::detail::RawPinnedBuffer own_host, mirror;
+      ~Parked() {
+        for (auto id : ids) Tracker::instance().wait_host_quietly(id);
+        if (unregister != 0) {
+          try {
+            unregister_memory(unregister);
+          } catch (...) {
+          }
+        }
+      }
+    };
+    auto parked = std::make_shared<Parked>();
+    parked->ids = ids;
+    parked->unregister = registered_host_ ? user_id_ : 0;
+    parked->own_host = std::move(own_host_);
+    parked->mirror = std::move(mirror_);
+    copies.clear();  // device memory goes back in stream order
+    for (auto& g : holding) g->park(parked);
+    return;
+  }
   try {
     if (write_back && !host_valid && initialized) refresh_host(std::source_location::current());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice: Buffer write-back failed: %s\n", e.what());
   }
   // SYCL semantics: destruction waits for every command group that uses the buffer.
-  if (host_id != 0) tracker.wait_host_quietly(host_id);
-  for (const auto& c : copies) {
-    if (c->owned.id() != 0) tracker.wait_host_quietly(c->id);
-  }
+  for (auto id : ids) tracker.wait_host_quietly(id);
   copies.clear();  // device memory goes back in stream order
   if (registered_host_) {
     try {
-      unregister_memory(host_id);
+      unregister_memory(user_id_);
     } catch (...) {
     }
   }
@@ -103,7 +180,12 @@ void BufferState::refresh_host(std::source_location loc) {
   ensure_host(loc);
   for (auto& c : copies) {
     if (c->valid) {
+      detach_const_host(loc);
       sluice::detail::copy_bytes(*c->home, host, c->ptr, bytes, loc);
+      // The copy waits (through the tracker) for the command group that wrote the device copy:
+      // if a HostAccessor holds that back, so is the copy.
+      auto& home = c->home->impl();
+      propagate_gates(home, home.issued());
       host_valid = true;
       return;
     }
@@ -145,7 +227,8 @@ std::shared_ptr<BufferState> make_buffer(std::size_t bytes, void* host, bool wri
 
 void set_write_back(BufferState& b, bool on) noexcept {
   std::lock_guard lock(b.mutex);
-  b.write_back = on && b.host != nullptr && !b.bound;
+  // Memory the buffer was made over as const is never written.
+  b.write_back = on && b.host != nullptr && !b.bound && !b.host_const && !b.detached();
 }
 
 void check_access_range(const std::size_t* buffer, const std::size_t* r, const std::size_t* offset,
@@ -165,6 +248,7 @@ void check_access_range(const std::size_t* buffer, const std::size_t* r, const s
 void* require_buffer(SubmitState& s, const std::shared_ptr<BufferState>& keep, Access mode,
                      bool no_init, std::size_t offset, std::size_t bytes,
                      std::source_location loc) {
+  s.require_active("Buffer::get_access", loc);
   if (s.launched) {
     throw Error(Errc::invalid_state,
                 "accessor created after the command group's kernel was issued; create accessors "
@@ -242,9 +326,23 @@ void* host_access_begin(BufferState& b, Access mode, std::source_location loc) {
     b.initialized = true;
     b.host_valid = true;
   }
+  if (!b.host_valid && b.initialized) {
+    // Refused before the copy back is issued: the command group that wrote the data, or the
+    // copy itself on its context, may be held back by a HostAccessor of this thread (waiting
+    // would never return).
+    for (const auto& c : b.copies) {
+      if (!c->valid) continue;
+      check_host_wait(c->id, Access::read, {}, "HostAccessor", loc);
+      if (c->home && !gates_holding_next(c->home->impl()).empty()) {
+        check_gates(c->home->impl().timeline(), c->home->impl().issued() + 1, "HostAccessor", loc);
+      }
+    }
+  }
   b.refresh_host(loc);
+  if (mode != Access::read) b.detach_const_host(loc);
   const ObjectId id = b.host_id;
   const ByteRange range{b.host_offset, b.bytes};
+  check_host_wait(id, mode, range, "HostAccessor", loc);
   lock.unlock();
   // Waits only for the copy that brings the data back (and, to write, for copies reading it).
   Tracker::instance().wait_host(id, mode, range, loc);

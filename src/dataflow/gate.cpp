@@ -66,6 +66,11 @@ void Gate::open() noexcept {
   flag_->notify_all();
 }
 
+void Gate::park(std::shared_ptr<void> keeper) {
+  std::lock_guard lock(mutex_);
+  parked_.push_back(std::move(keeper));
+}
+
 void Gate::add_holder(std::thread::id t) {
   std::lock_guard lock(mutex_);
   holders_.push_back(t);
@@ -141,18 +146,34 @@ void unregister_gate(const Gate* g) noexcept {
   r.count.store(r.gates.size(), std::memory_order_release);
 }
 
+std::vector<std::shared_ptr<Gate>> gates_holding(std::uint64_t timeline, std::uint64_t seq) {
+  auto live = live_gates();
+  std::erase_if(live, [&](const auto& g) { return !g->blocks(timeline, seq); });
+  return live;
+}
+
+std::vector<std::shared_ptr<Gate>> gates_holding_next(ContextImpl& ctx) {
+  if (registry().count.load(std::memory_order_acquire) == 0) return {};
+  return gates_holding(ctx.timeline(), ctx.issued() + 1);
+}
+
 void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view what,
                  std::source_location loc) {
-  const auto live = live_gates();
-  for (const auto& g : live) {
-    if (g->blocks(timeline, seq)) {
-      throw Error(Errc::invalid_state,
-                  std::string(what) +
-                      " would never return: it waits for a command group that is held back "
-                      "until a HostAccessor this thread holds is destroyed; destroy the "
-                      "HostAccessor (end its scope) before waiting",
-                  loc);
-    }
+  if (!gates_holding(timeline, seq).empty()) {
+    throw Error(Errc::invalid_state,
+                std::string(what) +
+                    " would never return: it waits for a command group that is held back until "
+                    "a HostAccessor this thread holds is destroyed; destroy the HostAccessor (end "
+                    "its scope) before waiting",
+                loc);
+  }
+}
+
+void check_host_wait(ObjectId id, Access mode, ByteRange range, std::string_view what,
+                     std::source_location loc) {
+  if (registry().count.load(std::memory_order_acquire) == 0) return;  // no gate is closed
+  for (const auto& [t, s] : sluice::detail::Tracker::instance().pending(id, mode, range, loc)) {
+    check_gates(t, s, what, loc);
   }
 }
 

@@ -21,8 +21,36 @@ std::string default_name() {
 /// Command groups in construction on this thread: reused, so a submit allocates nothing once
 /// warm. A vector, because a command-group function may itself submit.
 thread_local std::vector<std::unique_ptr<SubmitState>> t_free;
+/// The command group this thread is building (0: none).
+thread_local std::uint64_t t_group = 0;
+std::atomic<std::uint64_t> g_groups{0};
 
 }  // namespace
+
+std::uint64_t current_group() noexcept {
+  return t_group;
+}
+
+void check_accessor_group(std::uint64_t group) {
+  if (t_group == 0 || t_group == group) return;
+  throw Error(Errc::invalid_state,
+              "an Accessor of an earlier command group is copied into this one (captured by its "
+              "kernel, say): only the command group whose Handler made an accessor is ordered by "
+              "it and gets the buffer's data; call get_access in this command group");
+}
+
+Handler& handler(SubmitState& s) noexcept {
+  return s.handler;
+}
+
+void SubmitState::require_active(std::string_view what, std::source_location loc) const {
+  if (active) return;
+  throw Error(Errc::invalid_state,
+              std::string(what) +
+                  ": a Handler was used after its submit returned; a Handler is valid only inside "
+                  "the command-group function given to Queue::submit",
+              loc);
+}
 
 QueueState::QueueState(const QueueOptions& options, std::source_location loc)
     : device(options.device ? *options.device : default_device()),
@@ -99,11 +127,17 @@ SubmitState& begin_submit(QueueState& q, std::source_location loc) {
     t_free.pop_back();
   }
   s->reset(q, loc);
+  s->serial = g_groups.fetch_add(1, std::memory_order_relaxed) + 1;
+  s->outer_group = t_group;
+  t_group = s->serial;
+  s->active = true;
   return *s.release();
 }
 
 namespace {
 void release(SubmitState& s) noexcept {
+  s.active = false;
+  t_group = s.outer_group;
   s.buffers.clear();
   s.host_updated.clear();
   s.written.clear();

@@ -82,8 +82,12 @@ class Gate {
   void propagate(ContextImpl& ctx, std::uint64_t from);
   void add_holder(std::thread::id t);
   void remove_holder(std::thread::id t);
+  /// Keeps `keeper` until this gate is gone (it is opened first): cleanup that must wait for
+  /// work the gate holds back (a buffer destroyed while the gate was closed).
+  void park(std::shared_ptr<void> keeper);
 
  private:
+  std::vector<std::shared_ptr<void>> parked_;  // destroyed after the gate opened
   std::vector<std::thread::id> holders_;
   DeviceOps* ops_;  // the backend's gate, or null: a blocking host task
   std::shared_ptr<std::atomic<int>> flag_ = std::make_shared<std::atomic<int>>(0);
@@ -99,6 +103,15 @@ void unregister_gate(const Gate* g) noexcept;
 /// would wait for a gate this thread keeps closed.
 void check_gates(std::uint64_t timeline, std::uint64_t seq, std::string_view what,
                  std::source_location loc);
+/// The gates this thread keeps closed that hold back operation `seq` of `timeline`.
+[[nodiscard]] std::vector<std::shared_ptr<Gate>> gates_holding(std::uint64_t timeline,
+                                                               std::uint64_t seq);
+/// The gates this thread keeps closed that would hold back the next operation issued on `ctx`.
+[[nodiscard]] std::vector<std::shared_ptr<Gate>> gates_holding_next(ContextImpl& ctx);
+/// Throws Error (naming `what`) if a host wait for `id` in `mode` would wait for work a
+/// HostAccessor of this thread holds back.
+void check_host_wait(ObjectId id, Access mode, ByteRange range, std::string_view what,
+                     std::source_location loc);
 
 class BufferState {
  public:
@@ -125,7 +138,11 @@ class BufferState {
   /// Allocates and registers host memory for a buffer made without any.
   void ensure_host(std::source_location loc);
   /// True if the host copy is the user's memory of unknown kind (pageable, on cuda).
-  [[nodiscard]] bool host_pageable() const noexcept { return registered_host_; }
+  [[nodiscard]] bool host_pageable() const noexcept { return registered_host_ && !detached_; }
+  /// Before anything writes the host copy: a buffer made over const memory moves its host copy
+  /// to memory of its own (the user's data copied there), so the user's memory is never written.
+  void detach_const_host(std::source_location loc);
+  [[nodiscard]] bool detached() const noexcept { return detached_; }
   /// Pinned memory the size of the buffer on `device`, for copies in while host accessors live
   /// (allocated on first use; see require_buffer).
   const sluice::detail::RawPinnedBuffer& mirror(const Device& device, std::source_location loc);
@@ -143,6 +160,7 @@ class BufferState {
   int host_accessors = 0;
   std::vector<std::thread::id> holders;  // threads holding the host accessors
   std::optional<Device> bound;           // made over this device's memory: no host copy
+  bool host_const = false;               // `host` is the user's const memory: never written
   // The command group that last wrote a device copy: operation `last_seq` of `last_timeline`.
   std::uint64_t last_timeline = 0;
   std::uint64_t last_seq = 0;
@@ -151,12 +169,22 @@ class BufferState {
   sluice::detail::RawPinnedBuffer own_host_;  // host memory for a buffer made without any
   sluice::detail::RawPinnedBuffer mirror_;
   bool registered_host_ = false;
+  ObjectId user_id_ = 0;   // the user's memory (registered here if registered_host_)
+  bool detached_ = false;  // const: the host copy moved to own_host_
 };
 
 /// One command group being built.
 class SubmitState {
  public:
   void reset(QueueState& q, std::source_location loc);
+  /// Throws Error(invalid_state) unless the command group is being built (its submit has not
+  /// returned): a Handler kept past its submit.
+  void require_active(std::string_view what, std::source_location loc) const;
+
+  Handler handler{*this};
+  bool active = false;
+  std::uint64_t serial = 0;       // unique per command group (accessors carry it)
+  std::uint64_t outer_group = 0;  // the group this thread was building before (nested submits)
 
   QueueState* queue = nullptr;
   const Context* ctx = nullptr;

@@ -13,6 +13,7 @@ void apply_writes(SubmitState& s, std::uint64_t seq);  // buffer.cpp
 
 namespace {
 void check_not_launched(const SubmitState& s, const char* what, std::source_location loc) {
+  s.require_active(what, loc);
   if (s.launched) {
     throw Error(Errc::invalid_state,
                 std::string(what) +
@@ -91,6 +92,7 @@ void add_dependency(SubmitState& s, const Event& e, std::source_location loc) {
 }
 
 void check_plain_range(SubmitState& s, std::source_location loc) {
+  s.require_active("a kernel", loc);
   if (s.has_local) {
     throw Error(Errc::invalid_argument,
                 "a local_accessor was created for a plain range kernel (single_task or "
@@ -122,6 +124,7 @@ void check_nd_range(const std::size_t* global, const std::size_t* local, int dim
 }
 
 void launch(SubmitState& s, const KernelDesc& k, std::source_location loc) {
+  s.require_active("a kernel", loc);
   check_not_launched(s, "a second kernel", loc);
   QueueState& q = *s.queue;
   if (k.host_run != nullptr) {

@@ -21,8 +21,8 @@ void unregister_memory(ObjectId id, std::source_location loc) {
   Tracker::instance().unregister(id, loc);
 }
 
-ObjectId new_object_id() {
-  return Tracker::instance().new_object();
+ObjectId new_object_id(std::source_location loc) {
+  return Tracker::instance().new_object(loc);
 }
 
 void mark_intent_begin(const Context& ctx, ObjectId id, Access mode, std::string_view description,

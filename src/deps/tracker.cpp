@@ -59,8 +59,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
     --it;
     if (it->first + it->second.size > base) {
       throw Error(Errc::invalid_argument,
-                  "register_memory: the region overlaps registered object " +
-                      std::to_string(it->second.id) +
+                  "register_memory: the region overlaps the registered " + describe(it->second.id) +
                       "; use find_memory() to get the id of registered memory",
                   loc);
     }
@@ -70,6 +69,7 @@ ObjectId Tracker::register_memory(const void* ptr, const MemoryAttributes& attr,
   Object& obj = objects_[id];
   obj.size = attr.size;
   obj.base = base;
+  obj.origin = {attr.size, attr.type, attr.device, loc};
   if (producer) {  // e.g. a stream-ordered allocation: others must wait for it
     auto m = std::make_shared<Mark>(Mark{producer, producer->timeline(), produced_at, nullptr, 0});
     obj.first_timeline = producer->timeline();
@@ -94,17 +94,61 @@ void Tracker::unregister(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
     throw Error(Errc::invalid_argument,
-                "unregister_memory: object " + std::to_string(id) + " is not registered", loc);
+                "unregister_memory: the " + describe(id) + " is not registered (any more)", loc);
   }
   if (it->second.base != 0) regions_.erase(it->second.base);
-  objects_.erase(it);
+  erase_object(it);
 }
 
-ObjectId Tracker::new_object() {
+ObjectId Tracker::new_object(std::source_location loc) {
   std::lock_guard lock(mutex_);
   const ObjectId id = next_id_++;
-  objects_[id];
+  objects_[id].origin.made = loc;
   return id;
+}
+
+namespace {
+const char* kind_name(MemoryType t) {
+  switch (t) {
+    case MemoryType::device:
+      return "device buffer";
+    case MemoryType::host:
+      return "host memory";
+    case MemoryType::pinned:
+      return "pinned host buffer";
+    case MemoryType::managed:
+      return "managed buffer";
+  }
+  return "buffer";
+}
+}  // namespace
+
+std::string Tracker::describe(ObjectId id, bool* gone) const {
+  const Origin* o = nullptr;
+  if (auto it = objects_.find(id); it != objects_.end()) {
+    o = &it->second.origin;
+  } else {
+    for (const auto& [erased, origin] : erased_) {
+      if (erased == id) o = &origin;
+    }
+    if (gone != nullptr) *gone = o != nullptr;
+  }
+  if (o == nullptr) return "tracked object #" + std::to_string(id);
+  std::string s;
+  if (o->type) {
+    s = std::string(kind_name(*o->type)) + " of " + std::to_string(o->size) + " bytes";
+    if (o->device && *o->type == MemoryType::device) s += " on " + o->device->to_string();
+  } else {
+    s = "tracked object #" + std::to_string(id);
+  }
+  if (o->made.line() != 0) s += " made at " + where(o->made);
+  return s;
+}
+
+void Tracker::erase_object(std::unordered_map<ObjectId, Object>::iterator it) {
+  erased_[erased_next_] = {it->first, it->second.origin};
+  erased_next_ = (erased_next_ + 1) % erased_.size();
+  objects_.erase(it);
 }
 
 void Tracker::resolve(const RawUse& a, AccessList& out) {
@@ -116,9 +160,8 @@ void Tracker::resolve(const RawUse& a, AccessList& out) {
   const std::size_t offset = p - it->first;
   if (a.bytes > it->second.size - offset) {
     throw Error(Errc::invalid_argument, std::to_string(a.bytes) + " bytes at offset " +
-                                            std::to_string(offset) + " overrun object " +
-                                            std::to_string(it->second.id) + " of " +
-                                            std::to_string(it->second.size) + " bytes");
+                                            std::to_string(offset) + " overrun the " +
+                                            describe(it->second.id));
   }
   out.add(it->second.id, {offset, a.bytes}, a.mode);
 }
@@ -151,9 +194,12 @@ void Tracker::require_tracked(std::span<const Use> accesses, std::source_locatio
 Tracker::Object& Tracker::object(ObjectId id, std::source_location loc) {
   auto it = objects_.find(id);
   if (it == objects_.end()) {
+    bool gone = false;
+    const auto name = describe(id, &gone);
     throw Error(Errc::invalid_argument,
-                "object " + std::to_string(id) +
-                    " is not tracked: it was never registered, or was destroyed or unregistered",
+                "the " + name +
+                    (gone ? " was destroyed (or unregistered) before this use"
+                          : " is not tracked: it was never registered"),
                 loc);
   }
   return it->second;
@@ -214,7 +260,7 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
   if (obj.host_writers > 0 || (obj.host_readers > 0 && a.mode != Access::read)) {
     throw Error(Errc::invalid_state,
                 "'" + std::string(what) + "' on " + ctx.name() + " would " +
-                    (a.mode == Access::read ? "read" : "write") + " object " + std::to_string(id) +
+                    (a.mode == Access::read ? "read" : "write") + " the " + describe(id) +
                     " while a host accessor " + (obj.host_writers > 0 ? "writes" : "reads") +
                     " it; destroy the accessor before issuing this work",
                 loc);
@@ -222,6 +268,10 @@ void Tracker::check_host_conflict(const Object& obj, ObjectId id, const Use& a, 
 }
 
 std::shared_ptr<EventImpl> Tracker::event_for(Mark& m) {
+  if (m.event && m.event->capture_sink() == nullptr) {
+    // A point of a capture that ended before capture_ended() reached this mark: the real point.
+    if (auto real = m.event->captured_base()) m.event = std::move(real);
+  }
   auto c = m.ctx.lock();
   if (c && c->capturing()) {
     if (auto sink = c->capture(); sink && sink->active()) return sink->record_at(*c, m.seq);
@@ -287,7 +337,14 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
                      std::uint32_t node, std::source_location loc) {
   auto [lo, hi] = bounds(obj, a, loc);
   if (lo == hi) return;
-  if (a.mode != Access::read && !obj.shared && node == 0) {
+  // An operation a capture recorded: its mark carries the capture's point, and becomes the
+  // capture's end point when the capture ends (capture_ended).
+  std::shared_ptr<CaptureSink> sink;
+  if (ctx.capturing()) {
+    sink = ctx.capture();
+    if (sink && !sink->active()) sink.reset();
+  }
+  if (a.mode != Access::read && !obj.shared && node == 0 && !sink) {
     // Fast path: a write over exactly one segment last written by this context alone, with no
     // readers: advance that mark in place (no allocation; nobody else holds it).
     auto it = obj.segments.find(lo);
@@ -298,7 +355,7 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
       return;
     }
   }
-  if (a.mode == Access::read && !obj.shared && node == 0) {
+  if (a.mode == Access::read && !obj.shared && node == 0 && !sink) {
     // Likewise for a read over exactly one segment whose only reader is this context's earlier
     // read: that mark moves forward (the latest read per timeline is all a segment keeps).
     auto it = obj.segments.find(lo);
@@ -313,7 +370,10 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
   }
   auto mark =
       std::make_shared<Mark>(Mark{ctx.weak_from_this(), ctx.timeline(), seq, nullptr, node});
-  if (obj.shared) {
+  if (sink) {
+    mark->event = sink->record(ctx, loc);
+    captured_marks_[sink.get()].push_back(mark);
+  } else if (obj.shared) {
     mark->event = ctx.record(false, loc);
     ++stats_.events_recorded;
   }
@@ -448,6 +508,29 @@ void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string
   refuse_if_captured(deps, what, loc);
 }
 
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId id, Access mode,
+                                                                      ByteRange range,
+                                                                      std::source_location loc) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return out;
+  std::vector<Mark*> deps;
+  collect(it->second, {id, mode, range}, 0, deps, loc);
+  out.reserve(deps.size());
+  for (const Mark* m : deps) {
+    // A wait uses the mark's event, or one recorded then, which covers the context's later work.
+    std::uint64_t upto = m->seq;
+    if (m->event) {
+      upto = std::max(upto, m->event->seq);
+    } else if (auto c = m->ctx.lock()) {
+      upto = std::max(upto, c->issued());
+    }
+    out.emplace_back(m->timeline, upto);
+  }
+  return out;
+}
+
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;
@@ -506,7 +589,10 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
   if (obj.host_readers > 0 || obj.host_writers > 0) return;  // inside an accessor
   for (auto& [start, s] : obj.segments) {
     if (!s.writer || complete(*s.writer)) continue;
-    if (s.writer->event && s.writer->event->query()) continue;
+    if (auto e = s.writer->event; e && e->capture_sink() == nullptr) {
+      if (auto real = e->captured_base()) e = std::move(real);
+      if (e->query()) continue;
+    }
     std::string writer = s.writer->node != 0 && s.writer->node <= nodes_.size()
                              ? nodes_[s.writer->node - 1].label
                              : "operation #" + std::to_string(s.writer->seq);
@@ -514,8 +600,8 @@ void Tracker::check_unguarded_host_access(ObjectId id, std::source_location loc)
       writer.replace(pos, 2, ", ");  // DOT line breaks in the label
     }
     throw Error(Errc::invalid_state,
-                "host access to object " + std::to_string(id) + " bytes [" + std::to_string(start) +
-                    "," + std::to_string(s.end) +
+                "host access to the " + describe(id) + ", bytes [" + std::to_string(start) + "," +
+                    std::to_string(s.end) +
                     ") outside an accessor while queued work still writes them (" + writer +
                     "); use the buffer's read()/write() accessor or synchronize first",
                 loc);
@@ -586,7 +672,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
     if (!deps.empty() && target->timeline() != home->timeline()) ++stats_.deferred_releases;
     wait_all(*target, deps, 0, std::source_location::current());
     if (it->second.base != 0) regions_.erase(it->second.base);
-    objects_.erase(it);
+    erase_object(it);
     lock.unlock();
     release(*target);
   } catch (...) {
@@ -597,7 +683,7 @@ void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
       std::lock_guard relock(mutex_);
       if (auto it = objects_.find(id); it != objects_.end()) {
         if (it->second.base != 0) regions_.erase(it->second.base);
-        objects_.erase(it);
+        erase_object(it);
       }
     }
     try {
@@ -632,6 +718,22 @@ std::shared_ptr<ContextImpl> Tracker::release_target(const std::shared_ptr<Conte
             .shared_impl();
   }
   return r;
+}
+
+void Tracker::capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
+                            const std::shared_ptr<EventImpl>& end) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = captured_marks_.find(sink);
+  if (it == captured_marks_.end()) return;
+  for (auto& weak : it->second) {
+    auto m = weak.lock();
+    if (!m) continue;
+    m->ctx = origin;
+    m->timeline = origin->timeline();
+    m->seq = end ? end->seq : 0;  // 0: complete (the host waited for the capture's streams)
+    m->event = end;
+  }
+  captured_marks_.erase(it);
 }
 
 void Tracker::set_debug(bool on) {

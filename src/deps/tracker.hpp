@@ -3,6 +3,7 @@
 // and the readers since, and the waits that follow from it (DESIGN.md, "Keeping the tracker
 // cheap"). One mutex guards all state; lock order is tracker, then context.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,14 @@ struct Segment {
   std::vector<MarkRef> readers;  // at most one per timeline: the latest
 };
 
+/// What a message names a tracked object by: its kind, size, device and where it was made.
+struct ObjectOrigin {
+  std::size_t size = 0;
+  std::optional<MemoryType> type;  // registered memory; none for other objects
+  std::optional<Device> device;
+  std::source_location made{};
+};
+
 class Tracker {
  public:
   static Tracker& instance();
@@ -50,7 +59,7 @@ class Tracker {
                            std::source_location loc);
   std::optional<RegisteredMemory> find_memory(const void* ptr);
   void unregister(ObjectId id, std::source_location loc);
-  ObjectId new_object();
+  ObjectId new_object(std::source_location loc = std::source_location::current());
 
   /// Issues `enqueue()` after making `ctx` wait for every conflicting earlier access, then
   /// records the accesses (pointers resolved to registered regions, merged by AccessList's rule)
@@ -69,6 +78,12 @@ class Tracker {
   /// through the capture if the work it would wait for is being captured.
   void refuse_host_wait_if_captured(ObjectId id, Access mode, std::string_view what,
                                     std::source_location loc);
+  /// The points (timeline, operation) a host access in `mode` would wait for: each incomplete
+  /// conflicting access, up to the end of the event a wait on it uses (one recorded at the
+  /// wait covers the context's later work too).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pending(ObjectId id, Access mode,
+                                                               ByteRange range,
+                                                               std::source_location loc);
   /// Blocks the host for the accesses a host access in `mode` conflicts with.
   void wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc);
   /// Host accessor bookkeeping: conflicting device work is refused while one is alive.
@@ -84,6 +99,12 @@ class Tracker {
   void retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
               const std::function<void(ContextImpl&)>& release) noexcept;
 
+  /// A capture stopped recording: the accesses recorded for its operations (which ran only if
+  /// its graph is launched) now stand for `end`, a point of `origin` after everything that work
+  /// waited for (null: the host waited for all of it). Never throws.
+  void capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
+                     const std::shared_ptr<EventImpl>& end) noexcept;
+
   void set_debug(bool on);
   [[nodiscard]] bool debug() const { return debug_.load(std::memory_order_relaxed); }
   void write_dot(std::ostream& out);
@@ -92,8 +113,10 @@ class Tracker {
   deps::Footprint footprint();
 
  private:
+  using Origin = ObjectOrigin;
   struct Object {
     std::map<std::size_t, Segment> segments;  // by start; disjoint
+    Origin origin;
     std::size_t size = std::numeric_limits<std::size_t>::max();
     std::uintptr_t base = 0;  // registered memory: its address; 0 for other objects
     std::uint64_t first_timeline = 0;
@@ -112,6 +135,11 @@ class Tracker {
   };
 
   Object& object(ObjectId id, std::source_location loc);
+  /// How messages name `id`: "device buffer of 64 bytes on cuda:0 made at f.cpp:12" (mutex_
+  /// held); `gone` is set when it was destroyed or unregistered.
+  [[nodiscard]] std::string describe(ObjectId id, bool* gone = nullptr) const;
+  /// Erases a tracked object, remembering how to name it in later messages (mutex_ held).
+  void erase_object(std::unordered_map<ObjectId, Object>::iterator it);
   void resolve(const RawUse& a, AccessList& out);
   void run_locked(ContextImpl& ctx, std::span<const Use> accesses, std::string_view what,
                   std::source_location loc, const std::function<void()>& enqueue);
@@ -157,6 +185,9 @@ class Tracker {
  private:
   std::mutex mutex_;
   std::unordered_map<ObjectId, Object> objects_;
+  // The last objects erased, for messages about their later use (a ring).
+  std::array<std::pair<ObjectId, Origin>, 256> erased_;
+  std::size_t erased_next_ = 0;
   std::map<std::uintptr_t, Region> regions_;  // by base address
   ObjectId next_id_ = 1;
   std::atomic<bool> debug_{false};
@@ -165,6 +196,8 @@ class Tracker {
   std::unordered_map<std::uint64_t, std::uint32_t> open_nodes_;        // begin -> end (debug)
   deps::Stats stats_;
   std::unordered_map<std::string, std::shared_ptr<ContextImpl>> release_contexts_;
+  // Marks of operations a capture recorded instead of running, per capture, until it ends.
+  std::unordered_map<const CaptureSink*, std::vector<std::weak_ptr<Mark>>> captured_marks_;
 };
 
 }  // namespace sluice::detail

@@ -2,19 +2,26 @@
 
 #include <algorithm>
 
+#include "deps/tracker.hpp"
 #include "graph/graph_stats.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail {
 namespace {
 
-/// A point inside a capture: the nodes recorded so far on its context.
+std::string at(std::source_location loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+/// A point inside a capture: the nodes recorded so far on its context. It stands for work that
+/// runs only when the graph is launched, so the host never waits for it: while the capture
+/// records, a wait on it is refused through the capture (which is discarded); afterwards it is
+/// an Error naming the capture. A context that waits on it after the capture waits for the real
+/// point the capture's work stands for (CaptureEnd).
 class CaptureEvent final : public EventImpl {
  public:
-  bool query() override { return base_ ? base_->query() : true; }
-  void synchronize() override {
-    if (base_) base_->synchronize();
-  }
+  bool query() override { refuse("a host query of an event recorded inside the capture"); }
+  void synchronize() override { refuse("a host wait on an event recorded inside the capture"); }
   double elapsed_ms_since(const EventImpl&) override {
     throw Error(Errc::invalid_state,
                 "an event recorded inside a graph capture has no time; time the graph's launch");
@@ -23,16 +30,36 @@ class CaptureEvent final : public EventImpl {
     auto s = state_.lock();
     return s && s->active() ? s.get() : nullptr;
   }
-  std::shared_ptr<EventImpl> captured_base() const override { return base_; }
+  std::shared_ptr<EventImpl> captured_base() const override {
+    {
+      std::lock_guard lock(end_->mutex);
+      if (end_->point) return end_->point;
+    }
+    if (auto s = state_.lock(); s && !s->active()) {
+      if (auto p = s->end_point()) return p;
+    }
+    return base_;  // the device failed while ending the capture: its members were synchronized
+  }
+
+  [[noreturn]] void refuse(std::string_view what) {
+    if (auto s = state_.lock(); s && s->active()) {
+      if (auto c = ctx_.lock()) s->refuse(*c, what, loc_);
+    }
+    throw Error(Errc::invalid_state,
+                "the event recorded at " + at(loc_) + " inside the " + end_->description +
+                    " stands for captured work, which runs only when its graph is launched: the "
+                    "host cannot wait for it. Record an event on the launching context after the "
+                    "launch, or give the graph an event record node (Graph::add_event_record)",
+                loc_);
+  }
 
   std::weak_ptr<CaptureState> state_;
+  std::weak_ptr<ContextImpl> ctx_;
+  std::source_location loc_;
   std::vector<std::uint32_t> nodes_;
   std::shared_ptr<EventImpl> base_;
+  std::shared_ptr<CaptureEnd> end_;
 };
-
-std::string at(std::source_location loc) {
-  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
-}
 
 }  // namespace
 
@@ -43,6 +70,7 @@ CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name
       loc_(loc),
       graph_(std::make_shared<GraphData>()) {
   graph_->name = name_;
+  end_->description = where();
   graph_->nodes.reserve(32);  // a capture rarely records fewer; moving nodes as it grows costs
 }
 
@@ -138,9 +166,12 @@ void CaptureState::append(ContextImpl& ctx, const OpInfo& op, NodeData node) {
   m->ops.emplace_back(op.seq, index);
 }
 
-std::shared_ptr<EventImpl> CaptureState::record(ContextImpl& ctx, std::source_location) {
+std::shared_ptr<EventImpl> CaptureState::record(ContextImpl& ctx, std::source_location loc) {
   auto e = std::make_shared<CaptureEvent>();
   e->state_ = weak_from_this();
+  e->ctx_ = ctx.weak_from_this();
+  e->loc_ = loc;
+  e->end_ = end_;
   e->failures = ctx.failures();
   e->seq = ctx.issued();
   e->timeline = ctx.timeline();
@@ -162,6 +193,9 @@ std::shared_ptr<EventImpl> CaptureState::record_at(ContextImpl& ctx, std::uint64
   if (it == m->ops.begin()) return m->base;  // work from before the context joined: real
   auto e = std::make_shared<CaptureEvent>();
   e->state_ = weak_from_this();
+  e->ctx_ = ctx.weak_from_this();
+  e->loc_ = loc_;
+  e->end_ = end_;
   e->failures = ctx.failures();
   e->seq = seq;
   e->timeline = ctx.timeline();
@@ -222,6 +256,23 @@ void CaptureState::refuse(const ContextImpl& ctx, std::string_view what, std::so
               loc);
 }
 
+void CaptureState::refuse_host_wait(const EventImpl& event, std::string_view what,
+                                    std::source_location loc) {
+  std::shared_ptr<ContextImpl> ctx;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& m : members_) {
+      auto c = m.ctx.lock();
+      if (c && c->timeline() == event.timeline) ctx = std::move(c);
+    }
+  }
+  refuse(ctx ? *ctx : *origin_,
+         std::string(what) +
+             " on an event recorded inside the capture (its work runs only when "
+             "the graph is launched)",
+         loc);
+}
+
 void CaptureState::adopt(std::shared_ptr<void> keeper) {
   std::lock_guard lock(mutex_);
   graph_->owned.push_back(std::move(keeper));
@@ -242,6 +293,41 @@ void CaptureState::release_members() noexcept {
     }
   }
   for (auto& c : live) c->end_capture(this);
+  // The tracker's marks of captured work stand for this point from now on (issue order after
+  // the capture is then what it would be had the captured work run).
+  Tracker::instance().capture_ended(this, origin_, end_point());
+}
+
+std::shared_ptr<EventImpl> CaptureState::end_point() noexcept {
+  std::lock_guard end_lock(end_->mutex);  // not mutex_: a member may hold its own and want it
+  if (end_->point) return end_->point;
+  std::vector<std::shared_ptr<ContextImpl>> members;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 1; i < members_.size(); ++i) {
+      if (auto c = members_[i].ctx.lock()) members.push_back(std::move(c));
+    }
+  }
+  try {
+    // The members were joined back into the origin by edges of the graph; on the streams, the
+    // origin now waits for them, so one point covers what any recorded operation waited for.
+    for (auto& c : members) origin_->wait(c->record(false, loc_), loc_);
+    end_->point = origin_->record(false, loc_);
+  } catch (...) {
+    // The device failed: the host waits for every member instead, so nothing recorded in the
+    // capture stands for unfinished work (the tracker then drops its marks).
+    for (auto& c : members) {
+      try {
+        c->stream().synchronize();
+      } catch (...) {
+      }
+    }
+    try {
+      origin_->stream().synchronize();
+    } catch (...) {
+    }
+  }
+  return end_->point;
 }
 
 std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {

@@ -13,6 +13,15 @@
 
 namespace sluice::detail {
 
+/// The real point that the capture's recorded work stands for once the capture ended: the
+/// origin's stream after every member's real work (its work from before it joined, and the waits
+/// issued eagerly during the capture). Shared with the capture's events, which outlive it.
+struct CaptureEnd {
+  std::mutex mutex;
+  std::shared_ptr<EventImpl> point;  // null until the capture ended
+  std::string description;           // "capture 'name' begun at file:line"
+};
+
 class CaptureState final : public CaptureSink, public std::enable_shared_from_this<CaptureState> {
  public:
   CaptureState(std::shared_ptr<ContextImpl> origin, std::string name, std::source_location loc);
@@ -33,14 +42,22 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
             std::source_location loc) override;
   [[noreturn]] void refuse(const ContextImpl& ctx, std::string_view what,
                            std::source_location loc) override;
+  [[noreturn]] void refuse_host_wait(const EventImpl& event, std::string_view what,
+                                     std::source_location loc) override;
   void adopt(std::shared_ptr<void> keeper) override;
 
   /// Ends the capture: checks every joined context was joined back, returns the graph.
   std::shared_ptr<GraphData> finish(std::source_location loc);
   /// Ends the capture, dropping what was recorded. Never throws.
   void discard() noexcept;
-  /// Stops every member context recording into this capture. Never throws.
+  /// Stops every member context recording into this capture, then makes the real point its
+  /// work stands for (end_point) and hands it to the tracker for the accesses recorded during the
+  /// capture. Never throws.
   void release_members() noexcept;
+  /// The point the capture's work stands for once it is no longer recording: made on first use
+  /// (the origin waits for every member's stream, then records). Never throws; null only if the
+  /// device failed, after a host synchronize of every member.
+  std::shared_ptr<EventImpl> end_point() noexcept;
 
  private:
   struct Member {
@@ -63,6 +80,7 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   std::mutex mutex_;
   std::shared_ptr<GraphData> graph_;
   std::vector<Member> members_;
+  std::shared_ptr<CaptureEnd> end_ = std::make_shared<CaptureEnd>();
 };
 
 }  // namespace sluice::detail

@@ -329,6 +329,27 @@ Node Graph::add_kernel(KernelWork work, NodeOptions options) {
   return add(std::move(n), std::move(options));
 }
 
+void detail::add_address_uses(NodeData& n, std::source_location loc) {
+  auto add = [&](const void* p, Access mode) {
+    if (p == nullptr || n.bytes == 0) return;
+    auto region = find_memory(p);
+    if (!region) return;  // untracked memory: the caller orders it
+    const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(p) -
+                                              static_cast<const std::byte*>(region->base));
+    if (n.bytes > region->attributes.size - off) {
+      throw Error(Errc::invalid_argument,
+                  std::string(to_string(n.kind)) + " node '" + n.name +
+                      "': " + std::to_string(n.bytes) + " bytes from offset " +
+                      std::to_string(off) + " run past the end of its tracked allocation of " +
+                      std::to_string(region->attributes.size) + " bytes",
+                  loc);
+    }
+    n.uses.push_back({region->id, mode, {off, n.bytes}});
+  };
+  add(n.dst, Access::write);
+  if (n.kind == NodeKind::copy) add(n.src, Access::read);
+}
+
 Node Graph::add_copy(void* dst, const void* src, std::size_t bytes, NodeOptions options) {
   if (bytes != 0 && (dst == nullptr || src == nullptr)) {
     throw Error(Errc::invalid_argument, "copy node '" + options.name + "': null pointer");
@@ -338,6 +359,8 @@ Node Graph::add_copy(void* dst, const void* src, std::size_t bytes, NodeOptions 
   n.dst = dst;
   n.src = src;
   n.bytes = bytes;
+  n.name = options.name;
+  detail::add_address_uses(n, std::source_location::current());
   return add(std::move(n), std::move(options));
 }
 
@@ -350,6 +373,8 @@ Node Graph::add_memset(void* dst, int value, std::size_t bytes, NodeOptions opti
   n.dst = dst;
   n.value = value;
   n.bytes = bytes;
+  n.name = options.name;
+  detail::add_address_uses(n, std::source_location::current());
   return add(std::move(n), std::move(options));
 }
 

@@ -58,6 +58,9 @@ class NodeEvent final : public EventImpl {
 [[nodiscard]] inline std::shared_ptr<EventImpl> resolve_point(
     const std::shared_ptr<EventImpl>& event) {
   if (event && event->moves()) return event->current_point();
+  if (event && event->capture_sink() == nullptr) {
+    if (auto real = event->captured_base()) return real;  // an event of an ended capture
+  }
   return event;
 }
 
@@ -104,6 +107,10 @@ struct GraphData {
   std::vector<std::shared_ptr<void>> owned;
 };
 
+/// Appends to `n.uses` the accesses of a copy or memset node's addresses that lie in tracked
+/// memory (its destination written, its source read), so that launches are ordered by the memory
+/// the node really touches. Throws Error if the bytes run past a tracked region.
+void add_address_uses(NodeData& n, std::source_location loc);
 /// Throws Error(unsupported) if an event node lies inside a nested graph of `g`.
 void require_top_level_events(const GraphData& g);
 /// Predecessors of each node.

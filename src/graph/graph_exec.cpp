@@ -165,7 +165,28 @@ void GraphExec::launch(const Context& ctx, std::source_location loc) {
   impl_->launch(ctx, loc);
 }
 
+namespace {
+/// A node's new uses: non-zero ids only (an empty or moved-from buffer has none).
+void check_uses(const std::vector<Use>& uses, std::string_view what, std::source_location loc) {
+  for (const auto& u : uses) {
+    if (u.id == 0) {
+      throw Error(Errc::invalid_argument,
+                  std::string(what) +
+                      ": a use of object 0 (an empty or moved-from buffer); declare uses of live "
+                      "buffers only",
+                  loc);
+    }
+  }
+}
+}  // namespace
+
 void GraphExec::set_kernel(const Node& node, KernelWork work, std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::kernel, "set_kernel", loc);
+  set_kernel(node, std::move(work), impl_->graph()->nodes[i].uses, loc);
+}
+
+void GraphExec::set_kernel(const Node& node, KernelWork work, std::vector<Use> uses,
+                           std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::kernel, "set_kernel", loc);
   if (impl_->graph()->nodes[i].kernel.device.has_value() != work.device.has_value()) {
     throw Error(Errc::invalid_argument,
@@ -174,38 +195,70 @@ void GraphExec::set_kernel(const Node& node, KernelWork work, std::source_locati
                     "kind of work (instantiate anew to change it)",
                 loc);
   }
+  check_uses(uses, "set_kernel", loc);
   auto g = impl_->editable();
   g->nodes[i].kernel = std::move(work);
+  g->nodes[i].uses = std::move(uses);
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
                          std::source_location loc) {
+  set_copy(node, dst, src, bytes, {}, loc);
+}
+
+void GraphExec::set_copy(const Node& node, void* dst, const void* src, std::size_t bytes,
+                         std::vector<Use> uses, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::copy, "set_copy", loc);
+  if (bytes != 0 && (dst == nullptr || src == nullptr)) {
+    throw Error(Errc::invalid_argument, "set_copy: null pointer", loc);
+  }
+  check_uses(uses, "set_copy", loc);
   auto g = impl_->editable();
   auto& n = g->nodes[i];
   n.dst = dst;
   n.src = src;
   n.bytes = bytes;
+  n.uses = std::move(uses);
+  if (n.uses.empty()) detail::add_address_uses(n, loc);
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::set_memset(const Node& node, void* dst, int value, std::size_t bytes,
                            std::source_location loc) {
+  set_memset(node, dst, value, bytes, {}, loc);
+}
+
+void GraphExec::set_memset(const Node& node, void* dst, int value, std::size_t bytes,
+                           std::vector<Use> uses, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::memset, "set_memset", loc);
+  if (bytes != 0 && dst == nullptr) {
+    throw Error(Errc::invalid_argument, "set_memset: null pointer", loc);
+  }
+  check_uses(uses, "set_memset", loc);
   auto g = impl_->editable();
   auto& n = g->nodes[i];
   n.dst = dst;
   n.value = value;
   n.bytes = bytes;
+  n.uses = std::move(uses);
+  if (n.uses.empty()) detail::add_address_uses(n, loc);
   (void)impl_->update(std::move(g), loc);
 }
 
 void GraphExec::set_host(const Node& node, std::function<void()> fn, std::source_location loc) {
   auto i = checked_index(impl_.get(), node, NodeKind::host, "set_host", loc);
+  set_host(node, std::move(fn), impl_->graph()->nodes[i].uses, loc);
+}
+
+void GraphExec::set_host(const Node& node, std::function<void()> fn, std::vector<Use> uses,
+                         std::source_location loc) {
+  auto i = checked_index(impl_.get(), node, NodeKind::host, "set_host", loc);
   if (!fn) throw Error(Errc::invalid_argument, "set_host: empty function", loc);
+  check_uses(uses, "set_host", loc);
   auto g = impl_->editable();
   g->nodes[i].host = std::move(fn);
+  g->nodes[i].uses = std::move(uses);
   (void)impl_->update(std::move(g), loc);
 }
 

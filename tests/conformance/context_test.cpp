@@ -187,11 +187,20 @@ TEST_P(ContextTest, ForkStartsAfterParentAndJoinWaitsForChildren) {
 }
 
 TEST_P(ContextTest, PrioritiesAreClampedAndQueryable) {
+  // One convention on every backend, CUDA's and Warp's: lower numbers are more urgent, 0 is the
+  // default, and no backend's default is its most urgent value while it can go lower.
   auto info = device_info(device());
-  EXPECT_LE(info.priority_lowest, info.priority_highest);
-  EXPECT_EQ(make_context(StreamKind::async, 1000).priority(), info.priority_highest);
-  EXPECT_EQ(make_context(StreamKind::async, -1000).priority(), info.priority_lowest);
-  EXPECT_EQ(make_context().priority(), std::clamp(0, info.priority_lowest, info.priority_highest));
+  EXPECT_GE(info.priority_lowest, info.priority_highest) << "lower numbers are more urgent";
+  EXPECT_GE(info.priority_lowest, 0);
+  EXPECT_LE(info.priority_highest, 0);
+  EXPECT_EQ(make_context(StreamKind::async, -1000).priority(), info.priority_highest);
+  EXPECT_EQ(make_context(StreamKind::async, 1000).priority(), info.priority_lowest);
+  EXPECT_EQ(make_context().priority(), 0);
+  if (!is_host()) {
+    // CUDA's range: 0 (the default, least urgent) down to its most urgent, e.g. -5.
+    EXPECT_EQ(info.priority_lowest, 0);
+    EXPECT_LT(info.priority_highest, 0);
+  }
   // A low-priority context still runs its work.
   auto low = make_context(StreamKind::async, info.priority_lowest);
   std::atomic<bool> ran{false};

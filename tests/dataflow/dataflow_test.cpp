@@ -5,4 +5,5 @@
 #include "dataflow_api_kernels_cases.hpp"
 #include "dataflow_api_reduction_cases.hpp"
 #include "dataflow_cases.hpp"
+#include "dataflow_hold_cases.hpp"
 #include "dataflow_submit_cases.hpp"

@@ -239,6 +239,42 @@ TEST_P(GraphDifferentialTest, ReplayedProgramsOverChangingBuffersMatchEagerOnes)
   }
 }
 
+TEST_P(GraphDifferentialTest, LaunchesInterleavedWithEagerWorkOnTheSameBuffersMatchSequential) {
+  // A captured program and eager programs on the same buffers, over the same contexts: launches
+  // and eager work in between must run in issue order (the capture itself runs nothing).
+  for (std::uint64_t seed = 200; seed < 212; ++seed) {
+    auto ctxs = contexts();
+    const auto captured_ops = random_program(seed, 20);
+    State s = make_state(ctxs[0], seed);
+    double expected_acc = 0;
+    auto expected = contents(ctxs[0], s, &expected_acc);
+    // Eager work issued before the capture, not waited for: the capture orders after it.
+    const auto before = random_program(seed + 1000, 10);
+    issue(ctxs, before, s);
+    simulate(before, expected, expected_acc);
+    Graph g;
+    {
+      Capture cap(ctxs[seed % kContexts], "interleaved " + std::to_string(seed));
+      std::vector<Context> order = ctxs;
+      std::swap(order[0], order[seed % kContexts]);
+      issue(order, captured_ops, s);
+      g = cap.end();
+    }
+    GraphExec exec(g, device());
+    for (int round = 0; round < 4; ++round) {
+      const auto eager_ops = random_program(seed * 31 + static_cast<std::uint64_t>(round), 12);
+      issue(ctxs, eager_ops, s);  // eager, right after the capture or the last launch
+      simulate(eager_ops, expected, expected_acc);
+      exec.launch(ctxs[static_cast<std::size_t>(round + 1) % kContexts]);
+      simulate(captured_ops, expected, expected_acc);
+    }
+    double acc = 0;
+    auto got = contents(ctxs[0], s, &acc);
+    ASSERT_EQ(got, expected) << "seed " << seed;
+    ASSERT_EQ(acc, expected_acc) << "seed " << seed;
+  }
+}
+
 SLUICE_INSTANTIATE_BACKENDS(GraphDifferentialTest);
 
 }  // namespace

@@ -43,7 +43,7 @@ PUBLIC = {
     "graph.hpp": "graph",
     "dataflow.hpp": "dataflow", "dataflow_cuda.cuh": "dataflow",
     "la.hpp": "la", "detail/la_format.hpp": "la", "ext/la_kernels.hpp": "la",
-    "lazy.hpp": "lazy",
+    "lazy.hpp": "lazy", "ext/lazy_kernels.hpp": "lazy",
     "dist.hpp": "dist", "ext/dist.hpp": "dist",
     "sluice.hpp": "dist",  # the umbrella header includes everything
 }

@@ -125,8 +125,8 @@ int print_table() {
   for (const auto& d : devices()) {
     fmt::print("  {:<8} {}\n", d.device.to_string(), d.name);
     fmt::print("           memory {:.1f} GiB, {} compute units, priorities {}..{}{}\n",
-               gib(d.total_memory), d.compute_units, d.priority_lowest, d.priority_highest,
-               d.priority_lowest == d.priority_highest ? " (ignored)" : "");
+               gib(d.total_memory), d.compute_units, d.priority_highest, d.priority_lowest,
+               d.priority_lowest == d.priority_highest ? " (ignored)" : " (lower is more urgent)");
     print_inspection(d);
     if (!d.details.empty()) fmt::print("           {}\n", d.details);
   }

@@ -203,8 +203,19 @@ class Subscript {
 };
 }  // namespace detail
 
-/// Device access to a buffer inside a command group, from `Buffer::get_access`. Trivially
-/// copyable: kernels capture it by value. Indices are relative to the accessed range's offset.
+namespace detail {
+/// The command group being built on this thread (0: none), for the check of accessor copies.
+[[nodiscard]] std::uint64_t current_group() noexcept;
+/// Throws Error(invalid_state) if an accessor of command group `group` is copied while another
+/// command group is being built on this thread (into that group's kernel).
+void check_accessor_group(std::uint64_t group);
+}  // namespace detail
+
+/// Device access to a buffer inside a command group, from `Buffer::get_access`. Kernels capture
+/// it by value (its bytes are copied to the device). Indices are relative to the accessed
+/// range's offset. It belongs to the command group whose Handler made it: copying it into
+/// another command group (a later kernel's capture) is an Error, since only the group that
+/// declared it is ordered by it and has the data moved for it.
 template <class T, int D, Access Mode>
 class Accessor {
  public:
@@ -213,8 +224,33 @@ class Accessor {
   static constexpr Access mode = Mode;
   static constexpr int dimensions = D;
   Accessor() = default;
-  Accessor(T* base, range<D> buffer_range, range<D> r, id<D> offset) noexcept
-      : base_(base), buffer_range_(buffer_range), range_(r), offset_(offset) {}
+  Accessor(T* base, range<D> buffer_range, range<D> r, id<D> offset)
+      : base_(base),
+        buffer_range_(buffer_range),
+        range_(r),
+        offset_(offset),
+        group_(detail::current_group()) {}
+  SLUICE_HD Accessor(const Accessor& other)
+      : base_(other.base_),
+        buffer_range_(other.buffer_range_),
+        range_(other.range_),
+        offset_(other.offset_),
+        group_(other.group_) {
+#if !defined(__CUDA_ARCH__)
+    if (group_ != 0) detail::check_accessor_group(group_);
+#endif
+  }
+  SLUICE_HD Accessor& operator=(const Accessor& other) {
+#if !defined(__CUDA_ARCH__)
+    if (other.group_ != 0) detail::check_accessor_group(other.group_);
+#endif
+    base_ = other.base_;
+    buffer_range_ = other.buffer_range_;
+    range_ = other.range_;
+    offset_ = other.offset_;
+    group_ = other.group_;
+    return *this;
+  }
 
   SLUICE_HD value_type& operator[](id<D> i) const noexcept {
     for (int d = 0; d < D; ++d) i[d] += offset_[d];
@@ -228,22 +264,33 @@ class Accessor {
     return {this, idx};
   }
   /// The accessed range and its offset in the buffer.
-  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept { return range_; }
-  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept { return offset_; }
-  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept { return range_.size(); }
-  [[nodiscard]] SLUICE_HD std::size_t byte_size() const noexcept { return size() * sizeof(T); }
+  [[nodiscard]] SLUICE_HD range<D> get_range() const noexcept {
+    return range_;
+  }
+  [[nodiscard]] SLUICE_HD id<D> get_offset() const noexcept {
+    return offset_;
+  }
+  [[nodiscard]] SLUICE_HD std::size_t size() const noexcept {
+    return range_.size();
+  }
+  [[nodiscard]] SLUICE_HD std::size_t byte_size() const noexcept {
+    return size() * sizeof(T);
+  }
   /// The first accessed element (elements of a row are contiguous).
   [[nodiscard]] SLUICE_HD value_type* get_pointer() const noexcept {
     return base_ + detail::linearize<D>(offset_, buffer_range_);
   }
   /// The whole buffer's extents.
-  [[nodiscard]] SLUICE_HD range<D> buffer_range() const noexcept { return buffer_range_; }
+  [[nodiscard]] SLUICE_HD range<D> buffer_range() const noexcept {
+    return buffer_range_;
+  }
 
  private:
   T* base_ = nullptr;
   range<D> buffer_range_;
   range<D> range_;
   id<D> offset_;
+  std::uint64_t group_ = 0;  // the command group that made it (0: default-constructed)
 };
 
 /// Work-group local memory for an nd_range kernel: one uninitialized array per work-group, alive

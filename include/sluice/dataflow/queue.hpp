@@ -103,6 +103,9 @@ typename Param::return_type device::get_info() const {
 namespace detail {
 /// One command group being built; returned to a thread-local pool by `end_submit`.
 SubmitState& begin_submit(QueueState& q, std::source_location loc);
+/// The Handler of `s`: it lives as long as the thread's pool of command groups, so a Handler kept
+/// past its submit is refused with an Error instead of touching freed memory.
+Handler& handler(SubmitState& s) noexcept;
 /// Issues what the command group declared (a group without a kernel still orders: it completes
 /// after its dependencies), returns its event and releases `s`.
 Event end_submit(SubmitState& s, std::source_location loc);
@@ -139,8 +142,7 @@ class Queue {
   Event submit(CGF&& cgf, std::source_location loc = std::source_location::current()) {
     detail::SubmitState& s = detail::begin_submit(*state_, loc);
     try {
-      Handler h(s);
-      cgf(h);
+      cgf(detail::handler(s));
     } catch (...) {
       detail::abandon_submit(s);
       throw;

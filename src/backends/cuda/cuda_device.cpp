@@ -85,14 +85,14 @@ std::string describe_device(int i, int driver, int runtime, DeviceInfo& d) {
   d.name = p.name;
   d.total_memory = p.totalGlobalMem;
   d.compute_units = p.multiProcessorCount;
-  // CUDA: 0 is the least urgent and more negative is more urgent; sluice: larger is more urgent.
-  d.priority_lowest = -least;
-  d.priority_highest = -greatest;
+  // sluice counts like CUDA: 0 is the least urgent and more negative is more urgent.
+  d.priority_lowest = least;
+  d.priority_highest = greatest;
   d.details = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
-              ", PCI " + pci_text(p) + ", stream priorities " + std::to_string(d.priority_lowest) +
-              ".." + std::to_string(d.priority_highest) + " (CUDA " + std::to_string(least) + ".." +
-              std::to_string(greatest) + "), stream-ordered pools " + (pools != 0 ? "yes" : "no") +
-              ", driver " + version_text(driver) + ", runtime " + version_text(runtime);
+              ", PCI " + pci_text(p) + ", stream priorities " + std::to_string(greatest) + ".." +
+              std::to_string(least) + " (lower is more urgent), stream-ordered pools " +
+              (pools != 0 ? "yes" : "no") + ", driver " + version_text(driver) + ", runtime " +
+              version_text(runtime);
   return {};
 }
 

@@ -74,8 +74,8 @@ CudaStream::CudaStream(const StreamConfig& config)
       failures_(config.failures ? config.failures : std::make_shared<FailureState>()) {
   require_device(device_);
   DeviceGuard guard(device_);
-  // CUDA counts the other way: 0 is the least urgent, more negative is more urgent.
-  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, -priority_),
+  // sluice counts like CUDA: 0 is the least urgent, more negative is more urgent.
+  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority_),
         "cudaStreamCreateWithPriority");
 }
 
@@ -97,7 +97,7 @@ CudaStream::CudaStream(const StreamConfig& config, cudaStream_t native)
   }
   int p = 0;
   check(cudaStreamGetPriority(native, &p), "cudaStreamGetPriority");
-  priority_ = -p;
+  priority_ = p;
 }
 
 CudaStream::~CudaStream() {

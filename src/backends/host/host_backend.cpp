@@ -1,5 +1,10 @@
 #include "backends/host/host_backend.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -17,7 +22,21 @@ namespace {
 
 // A priority below 0 raises the worker's nice value (makes it less urgent) by up to this much;
 // the other direction needs privilege.
-constexpr int kLowestPriority = -10;
+// Priorities are nice offsets of a context's worker: up to 10 less urgent than the process, and
+// as much more urgent where the process may raise a thread's priority.
+constexpr int kLeastUrgent = 10;
+
+/// Whether this process may lower a thread's nice value (root with CAP_SYS_NICE, or
+/// RLIMIT_NICE): tried on the calling thread, which is restored at once.
+bool may_raise_priority() {
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, tid);
+  if (errno != 0 || nice <= -20) return false;
+  if (setpriority(PRIO_PROCESS, tid, nice - 1) != 0) return false;
+  (void)setpriority(PRIO_PROCESS, tid, nice);
+  return true;
+}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -44,9 +63,9 @@ class HostBackend final : public Backend {
       info.name = cpu_model();
       info.total_memory = physical_memory();
       info.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      info.priority_lowest = kLowestPriority;
-      info.priority_highest = 0;
-      info.details = "a worker thread per context; priority p < 0 runs it at nice value -p";
+      info.priority_lowest = kLeastUrgent;
+      info.priority_highest = may_raise_priority() ? -kLeastUrgent : 0;
+      info.details = "a worker thread per context; priority p runs it at nice value +p";
       describe_topology(info);
       return info;
     }();
@@ -87,7 +106,6 @@ class HostBackend final : public Backend {
     check_device(device);
     return pool_.reserved();
   }
-
 
   std::unique_ptr<GraphExecutable> instantiate_graph(const std::shared_ptr<const GraphData>& graph,
                                                      int device) override {

@@ -147,15 +147,17 @@ double HostEvent::elapsed_ms_since(const EventImpl& start) {
 HostStream::HostStream(const StreamConfig& config, HostPool& pool)
     : queue_(std::make_shared<Queue>()), pool_(pool), priority_(config.priority) {
   queue_->failures = config.failures;
-  worker_ = std::thread([q = queue_, nice = -config.priority] {
-    // Priorities map onto the worker's nice value: lowering one's own priority needs no privilege.
-    // Relative to the nice value the thread inherited, which setting -priority outright would
-    // undercut (and fail, silently ignoring the priority) in a process already running niced.
-    if (nice > 0) {
+  worker_ = std::thread([q = queue_, offset = config.priority] {
+    // Priorities map onto the worker's nice value, relative to the one it inherited (lower is
+    // more urgent, as nice values are). The core clamped a negative priority to 0 unless the
+    // process may raise a thread's priority (host_backend.cpp).
+    if (offset != 0) {
       const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
       errno = 0;
       const int inherited = getpriority(PRIO_PROCESS, tid);
-      if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(inherited + nice, 19));
+      if (errno == 0) {
+        (void)setpriority(PRIO_PROCESS, tid, std::clamp(inherited + offset, -20, 19));
+      }
     }
     q->run_worker();
   });

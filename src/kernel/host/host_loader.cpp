@@ -1,10 +1,14 @@
 #include "kernel/host/host_loader.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
@@ -12,6 +16,17 @@
 
 namespace sluice::detail::host {
 namespace {
+
+/// "<float, float*>" for typeid(std::tuple<float, float*>) (demangled where the ABI allows).
+std::string type_list(std::type_index t) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+  std::string s = status == 0 && name ? name.get() : t.name();
+  if (const auto open = s.find('<'); open != std::string::npos) s.erase(0, open);
+  if (s == "std::tuple" || s.empty()) return "<>";
+  return s;
+}
 
 // Indices per chunk of the pool: enough work per chunk to pay for handing it out.
 constexpr std::size_t kChunkIndices = 4096;
@@ -89,14 +104,12 @@ class HostLoader final : public KernelLoader {
                   loc);
     }
     if (host->signature != signature.args) {
-      std::vector<std::size_t> sizes(signature.sizes.begin(), signature.sizes.end());
       throw Error(Errc::invalid_argument,
-                  "kernel " + spec.name() +
-                      " (host implementation): add_host<...> was given other parameter types "
-                      "than the TypedKernel (" +
-                      std::to_string(host->arity) + " vs " + std::to_string(sizes.size()) +
-                      " parameters, or the same count of other types); make both list the "
-                      "kernel's parameter types",
+                  "kernel " + spec.name() + " (host implementation): add_host" +
+                      type_list(host->signature) +
+                      " was given other parameter types than the "
+                      "TypedKernel" +
+                      type_list(signature.args) + "; make both list the kernel's parameter types",
                   loc);
     }
     std::vector<std::size_t> sizes(signature.sizes.begin(), signature.sizes.end());

@@ -31,14 +31,17 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "core/context_impl.hpp"
 #include "la/cuda/fast_div.hpp"
 #include "la/cuda/la_kernels.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -75,10 +78,41 @@ constexpr int cg_block_min_blocks(LaStencilKind) {
 // Stencils of up to this many points run async CG in blocks of one kernel (cg_blocks_for).
 constexpr std::int64_t kCgBlockMaxRows = 10'000'000;
 
-// ---- per-stream scratch ------------------------------------------------------------------------
+// ---- per-context scratch -----------------------------------------------------------------------
 
-/// Reduction partials and a ticket counter per stream (kernels of one stream run one at a time,
-/// so they share it), plus temporaries for the cuSPARSE path.
+void cuda_check(cudaError_t err, const char* what, const OpInfo& op) {
+  check(err, what, op.where);
+}
+
+/// One device allocation of a context's scratch. Its last holder frees it: the context's state
+/// (once the context drained, or once the stream passed the work issued before it was replaced)
+/// or a graph captured with it (once the graph's launches completed).
+struct ScratchBlock {
+  void* ptr = nullptr;
+  int device = 0;
+  ScratchBlock(std::size_t bytes, int dev, const OpInfo& op) : device(dev) {
+    // cudaMalloc, not the stream's pool: legal inside a (relaxed) stream capture, where a
+    // stream-ordered allocation would become a node of the graph.
+    cuda_check(cudaMalloc(&ptr, bytes), "cudaMalloc", op);
+  }
+  ScratchBlock(const ScratchBlock&) = delete;
+  ScratchBlock& operator=(const ScratchBlock&) = delete;
+  ~ScratchBlock() {
+    int current = 0;
+    const bool switched = cudaGetDevice(&current) == cudaSuccess && current != device &&
+                          cudaSetDevice(device) == cudaSuccess;
+    if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();  // a broken context only leaks
+    if (switched) (void)cudaSetDevice(current);
+  }
+};
+using BlockRef = std::shared_ptr<ScratchBlock>;
+
+/// A context's la scratch, kept in its extension state (ContextImpl::extension_state_slot):
+/// reduction partials and a ticket counter (kernels of one stream run one at a time, so they
+/// share them), and the temporaries of the CSR path. It grows without waiting for the stream, so
+/// also inside a capture: a larger block replaces a smaller one, which stays alive until the
+/// stream passed the work issued before (an event, recorded outside captures) and no graph holds
+/// it.
 struct Scratch {
   double* partials = nullptr;
   unsigned int* counter = nullptr;
@@ -87,26 +121,97 @@ struct Scratch {
   void* spmv = nullptr;
   std::size_t spmv_size = 0;
   int sms = 0;
+  bool counter_zeroed = false;  // on the stream itself (not only inside a captured graph)
+  BlockRef reduce_block;
+  BlockRef temp_blocks[2];
+  BlockRef spmv_block;
+  struct Retired {
+    BlockRef block;
+    cudaEvent_t passed = nullptr;  // the stream's point after every use (null: not yet known)
+  };
+  std::vector<Retired> retired;
+
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {  // the context drained before dropping its state: every block may go
+    for (auto& r : retired) {
+      if (r.passed != nullptr) (void)cudaEventDestroy(r.passed);
+    }
+  }
 };
 
-std::mutex g_scratch_mutex;
-std::unordered_map<const CudaStream*, Scratch>* g_scratch = nullptr;  // never destroyed
-
-void cuda_check(cudaError_t err, const char* what, const OpInfo& op) {
-  check(err, what, op.where);
+std::size_t scratch_slot() {
+  static const std::size_t slot = next_extension_slot();
+  return slot;
 }
 
-Scratch& scratch_for(CudaStream& s, const OpInfo& op) {
-  std::lock_guard lock(g_scratch_mutex);
-  if (g_scratch == nullptr) g_scratch = new std::unordered_map<const CudaStream*, Scratch>;
-  auto& sc = (*g_scratch)[&s];
-  if (sc.partials == nullptr) {
-    cuda_check(cudaDeviceGetAttribute(&sc.sms, cudaDevAttrMultiProcessorCount, s.device()),
+bool capturing(cudaStream_t st) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(st, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+}
+
+/// A graph being recorded from this operation uses `block`: the graph keeps it alive.
+void hold_for_capture(const BlockRef& block) {
+  if (auto* sink = ContextImpl::issuing().capture; sink != nullptr && block) sink->adopt(block);
+}
+
+/// Frees retired blocks the stream is done with and no graph holds (outside captures only).
+void collect_retired(Scratch& sc, cudaStream_t st, const OpInfo& op) {
+  for (auto& r : sc.retired) {
+    if (r.passed != nullptr) continue;
+    cuda_check(cudaEventCreateWithFlags(&r.passed, cudaEventDisableTiming), "cudaEventCreate", op);
+    cuda_check(cudaEventRecord(r.passed, st), "cudaEventRecord", op);
+  }
+  std::erase_if(sc.retired, [](Scratch::Retired& r) {
+    if (r.block.use_count() > 1 || cudaEventQuery(r.passed) != cudaSuccess) {
+      (void)cudaGetLastError();  // cudaErrorNotReady
+      return false;
+    }
+    (void)cudaEventDestroy(r.passed);
+    return true;
+  });
+}
+
+void retire(Scratch& sc, BlockRef& block) {
+  if (block) sc.retired.push_back({std::move(block), nullptr});
+  block.reset();
+}
+
+/// The scratch of the context whose operation is being enqueued (made on first use).
+Scratch& scratch_for(CudaStream& s, cudaStream_t st, const OpInfo& op) {
+  auto* ctx = ContextImpl::issuing().ctx;
+  auto* slot = ctx != nullptr ? ctx->extension_state_slot(scratch_slot()) : nullptr;
+  if (slot == nullptr) {
+    throw Error(Errc::invalid_state,
+                ctx == nullptr ? "cuda la kernels called outside an operation of a context"
+                               : "cuda la kernels: no per-context state slot left",
+                op.where);
+  }
+  if (!*slot) {
+    auto fresh = std::make_shared<Scratch>();
+    cuda_check(cudaDeviceGetAttribute(&fresh->sms, cudaDevAttrMultiProcessorCount, s.device()),
                "cudaDeviceGetAttribute", op);
-    cuda_check(cudaMalloc(&sc.partials, sizeof(double) * 3 * kMaxBlocks), "cudaMalloc", op);
-    cuda_check(cudaMalloc(&sc.counter, sizeof(unsigned int)), "cudaMalloc", op);
-    cuda_check(cudaMemsetAsync(sc.counter, 0, sizeof(unsigned int), s.handle()), "cudaMemsetAsync",
-               op);
+    constexpr std::size_t partial_bytes = sizeof(double) * 3 * kMaxBlocks;
+    fresh->reduce_block =
+        std::make_shared<ScratchBlock>(partial_bytes + sizeof(unsigned int), s.device(), op);
+    fresh->partials = static_cast<double*>(fresh->reduce_block->ptr);
+    fresh->counter = reinterpret_cast<unsigned int*>(
+        static_cast<std::byte*>(fresh->reduce_block->ptr) + partial_bytes);
+    *slot = std::move(fresh);
+  }
+  auto& sc = *static_cast<Scratch*>(slot->get());
+  const bool captured = capturing(st);
+  if (!sc.counter_zeroed || captured) {
+    // The kernels leave the ticket at 0; it starts at 0 on the stream, and in every graph
+    // recorded before the stream zeroed it (the graph may run first).
+    cuda_check(cudaMemsetAsync(sc.counter, 0, sizeof(unsigned int), st), "cudaMemsetAsync", op);
+    if (!captured) sc.counter_zeroed = true;
+  }
+  if (captured) {
+    hold_for_capture(sc.reduce_block);
+  } else if (!sc.retired.empty()) {
+    collect_retired(sc, st, op);
   }
   return sc;
 }
@@ -129,27 +234,35 @@ int resident_blocks(const void* kernel, int threads, int device, const OpInfo& o
   return it->second;
 }
 
-/// Grows the stream's temporaries to n doubles each (waits for the stream first: rare).
+/// Grows the context's temporaries to n doubles each (never waits for the stream).
 void ensure_temps(CudaStream& s, Scratch& sc, std::size_t n, const OpInfo& op) {
-  if (sc.temp_size >= n) return;
-  cuda_check(cudaStreamSynchronize(s.handle()), "cudaStreamSynchronize", op);
-  for (auto*& t : sc.temp) {
-    if (t != nullptr) cudaFree(t);
-    t = nullptr;
+  if (sc.temp_size < n) {
+    const std::size_t size = std::max(n, 2 * sc.temp_size);  // few growths, few retired blocks
+    for (int i = 0; i < 2; ++i) {
+      retire(sc, sc.temp_blocks[i]);
+      sc.temp[i] = nullptr;
+    }
+    sc.temp_size = 0;
+    for (int i = 0; i < 2; ++i) {
+      sc.temp_blocks[i] = std::make_shared<ScratchBlock>(sizeof(double) * size, s.device(), op);
+      sc.temp[i] = static_cast<double*>(sc.temp_blocks[i]->ptr);
+    }
+    sc.temp_size = size;
   }
-  sc.temp_size = 0;
-  for (auto*& t : sc.temp) cuda_check(cudaMalloc(&t, sizeof(double) * n), "cudaMalloc", op);
-  sc.temp_size = n;
+  for (const auto& b : sc.temp_blocks) hold_for_capture(b);
 }
 
 void ensure_spmv_buffer(CudaStream& s, Scratch& sc, std::size_t bytes, const OpInfo& op) {
-  if (sc.spmv_size >= bytes) return;
-  cuda_check(cudaStreamSynchronize(s.handle()), "cudaStreamSynchronize", op);
-  if (sc.spmv != nullptr) cudaFree(sc.spmv);
-  sc.spmv = nullptr;
-  sc.spmv_size = 0;
-  cuda_check(cudaMalloc(&sc.spmv, bytes), "cudaMalloc", op);
-  sc.spmv_size = bytes;
+  if (sc.spmv_size < bytes) {
+    const std::size_t size = std::max(bytes, 2 * sc.spmv_size);
+    retire(sc, sc.spmv_block);
+    sc.spmv = nullptr;
+    sc.spmv_size = 0;
+    sc.spmv_block = std::make_shared<ScratchBlock>(size, s.device(), op);
+    sc.spmv = sc.spmv_block->ptr;
+    sc.spmv_size = size;
+  }
+  hold_for_capture(sc.spmv_block);
 }
 
 struct Reducer {
@@ -1228,7 +1341,7 @@ class CudaLaKernels final : public LaKernels {
   void vector(Stream& stream, const LaVecArgs& args, const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la vector operation");
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       const unsigned grid = grid_for(vec_kernel, blocks_of(args.n), kBlock, false, s, sc, op);
       launch(vec_kernel, grid, kBlock, st, op, args);
       check_launch(op);
@@ -1238,7 +1351,7 @@ class CudaLaKernels final : public LaKernels {
   void reduce(Stream& stream, const LaReduceArgs& args, const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la reduction");
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       const Reducer red{sc.partials, sc.counter};
       const unsigned grid =
           grid_for(reduce_kernel, reduction_blocks(args.n, sc), kBlock, true, s, sc, op);
@@ -1250,7 +1363,7 @@ class CudaLaKernels final : public LaKernels {
   void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la solver step");
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       const Reducer red{sc.partials, sc.counter};
       m::with_fused_op(args.op, [&](auto o) {
         constexpr LaFusedOp kOp = decltype(o)::value;
@@ -1272,7 +1385,7 @@ class CudaLaKernels final : public LaKernels {
       const bool cg_direction = is_cg_direction(args);
       const Tiles tiles = tiles_for(args.A.stencil, op, cg_direction);
       run_on(s, op, [&](cudaStream_t stream_) {
-        auto& sc = scratch_for(s, op);
+        auto& sc = scratch_for(s, stream_, op);
         const Reducer red{sc.partials, sc.counter};
         auto with_kernel = [&](auto&& fn) {
           if (!cg_direction) return with_stencil_kernel(args, sums, fn);
@@ -1299,7 +1412,7 @@ class CudaLaKernels final : public LaKernels {
     const bool plain = args.epilogue == LaEpilogue::store && direct_input &&
                        args.left.v == nullptr && args.left.c == 1.0 && args.sums.state == nullptr;
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       const Reducer red{sc.partials, sc.counter};
       if (plain) {  // y = A x: cuSPARSE straight into y
         spmv(s, sc, A, args.x, args.y, op);
@@ -1335,7 +1448,7 @@ class CudaLaKernels final : public LaKernels {
     shape.tiles = tiles_for(stencil, op, true);
     shape.chunks = blocks_of(args.update.n);
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       m::with_stencil_kind(stencil.kind, [&](auto kind) {
         constexpr LaStencilKind kKind = decltype(kind)::value;
         shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
@@ -1385,7 +1498,7 @@ class CudaLaKernels final : public LaKernels {
     const auto n = static_cast<std::size_t>(
         A.is_stencil ? A.stencil.nx * A.stencil.ny * A.stencil.nz : A.csr.rows);
     run_on(s, op, [&](cudaStream_t st) {
-      auto& sc = scratch_for(s, op);
+      auto& sc = scratch_for(s, st, op);
       const unsigned grid = grid_for(diagonal_kernel, blocks_of(n), kBlock, false, s, sc, op);
       launch(diagonal_kernel, grid, kBlock, st, op, A, out, n);
       check_launch(op);

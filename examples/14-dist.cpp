@@ -1,4 +1,4 @@
-// 11-dist: work across ranks (sluice/dist.hpp). Run it alone, or as `mpirun -np 2 example_11_dist`:
+// 14-dist: work across ranks (sluice/dist.hpp). Run it alone, or as `mpirun -np 2 example_14_dist`:
 // every process runs the same code, each rank on the device it picks.
 //
 // A device value reduced across ranks without a host round trip, then a distributed CG solve of

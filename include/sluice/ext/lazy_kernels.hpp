@@ -1,0 +1,79 @@
+#pragma once
+/// @file
+/// The lazy layer's extension interface (sluice/extension.hpp): how a backend builds the source
+/// that the lazy layer generates for a program (sluice/lazy.hpp) and turns each kernel of it into
+/// the work of a graph's kernel node. For backend authors; users never need it.
+///
+/// The layer generates one module per program instance in the backend's dialect: C++ for a host
+/// backend (extern "C" functions `void name(const void* args, long long lo, long long hi)` that
+/// compute output elements [lo, hi)), CUDA C++ for a cuda backend (extern "C" kernels taking their
+/// argument struct by value, each thread of a grid-stride loop computing elements). A kernel's
+/// argument struct is its buffer addresses (8 bytes each) followed by its 64-bit parameters.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/ext/canned.hpp"
+#include "sluice/graph.hpp"
+#include "sluice/platform.hpp"
+
+namespace sluice {
+
+/// The source language a backend compiles.
+enum class LazyDialect : std::uint8_t { cpp, cuda };
+
+/// A built module: the backend's handle on its compiled kernels.
+class LazyModule {
+ public:
+  virtual ~LazyModule() = default;
+};
+
+/// How a module was obtained.
+struct LazyBuildInfo {
+  std::string origin;  ///< "compiled", "disk" or "memory"
+  double ms = 0;       ///< time taken
+};
+
+/// A backend's builder and launcher of generated lazy kernels.
+class LazyKernels {
+ public:
+  static constexpr std::string_view extension_name = "LazyKernels";
+  /// Registers the built-in implementations (host, and cuda where built).
+  static void register_builtins();
+
+  virtual ~LazyKernels() = default;
+  [[nodiscard]] virtual LazyDialect dialect() const noexcept = 0;
+  /// Compiles (or finds in a cache) `source`, which holds the kernels `names`, for `device`.
+  /// Throws Error with the compiler's log if it does not compile.
+  [[nodiscard]] virtual std::shared_ptr<const LazyModule> build(const Device& device,
+                                                                const std::string& source,
+                                                                std::span<const std::string> names,
+                                                                LazyBuildInfo& info,
+                                                                std::source_location loc) = 0;
+  /// The work of a kernel node running kernel `index` of `module` over `elements` output
+  /// elements (more than 0) with the argument struct `args`. `weight` is the work per element
+  /// relative to a plain element-wise one (a host backend sizes its chunks by it).
+  [[nodiscard]] virtual KernelWork work(const std::shared_ptr<const LazyModule>& module,
+                                        std::size_t index, std::int64_t elements, double weight,
+                                        std::span<const std::byte> args) = 0;
+  /// A matrix product as the work of a kernel node through the backend's BLAS, or nothing when
+  /// its BLAS cannot be a node whose addresses change in place (the layer then generates a
+  /// kernel). The default has none.
+  [[nodiscard]] virtual std::optional<KernelWork> gemm(const BlasGemmArgs& args) {
+    (void)args;
+    return std::nullopt;
+  }
+  /// True if `gemm` gives work (the layer then keeps matrix products for it).
+  [[nodiscard]] virtual bool has_gemm() const noexcept { return false; }
+  /// Forgets the modules cached in memory (a later build reads the disk cache).
+  virtual void forget_memory() {}
+};
+
+}  // namespace sluice

@@ -1,0 +1,599 @@
+// Source generation for both dialects (see codegen.hpp).
+
+#include "lazy/codegen.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "sluice/error.hpp"
+
+namespace sluice::lazy::detail {
+namespace {
+
+const char* ctype(DType t) {
+  switch (t) {
+    case DType::boolean:
+      return "bool";
+    case DType::i32:
+      return "int";
+    case DType::i64:
+      return "long long";
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+  }
+  return "?";
+}
+
+std::string float_text(double v, DType t) {
+  if (std::isinf(v)) {
+    const char* s = v > 0 ? "SL_INF" : "(-SL_INF)";
+    return t == DType::f32 ? std::string("((float)") + s + ")" : s;
+  }
+  if (std::isnan(v)) return t == DType::f32 ? "((float)SL_NAN)" : "SL_NAN";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  std::string s(buf);
+  if (t == DType::f32) return "((float)" + s + ")";
+  return s;
+}
+
+/// Emits the element code of one kernel: each distinct subexpression becomes a named constant in
+/// the outermost loop level it depends on (loop-invariant code leaves the inner loops), except
+/// inside a lazy branch (a concatenation's), which keeps its code to itself.
+class Emitter {
+ public:
+  Emitter(LazyDialect d, std::vector<int> var_levels, int post_level, bool debug,
+          std::vector<std::int64_t>& params)
+      : dialect_(d),
+        var_levels_(std::move(var_levels)),
+        post_(post_level),
+        debug_(debug),
+        params_(params),
+        blocks_(static_cast<std::size_t>(post_level) + 1) {}
+
+  /// Buffer j of the kernel holds the lowered node `slot` with `shape`.
+  void bind_buffer(int slot, int j, const Shape& shape, DType t) { buffers_[slot] = {j, shape, t}; }
+  std::string value(const ExPtr& e) { return emit(e); }
+  [[nodiscard]] int level(const ExPtr& e) { return level_of(e); }
+  /// Keeps an expression built for emission alive (levels are remembered by address).
+  void keep(const ExPtr& e) { keep_.push_back(e); }
+  [[nodiscard]] const std::string& block(int level) const {
+    return blocks_[static_cast<std::size_t>(level)];
+  }
+  std::string param(std::int64_t v) {
+    if (v == 0 || v == 1 || v == -1) return std::to_string(v) + "LL";
+    // Each occurrence is its own parameter (the source then depends on the structure only),
+    // until a kernel has so many that its argument struct nears CUDA's 4 KB: then equal values
+    // share one.
+    if (params_.size() >= kShareParamsFrom) {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        if (params_[i] == v) return "P[" + std::to_string(i) + "]";
+      }
+    }
+    params_.push_back(v);
+    return "P[" + std::to_string(params_.size() - 1) + "]";
+  }
+  static constexpr std::size_t kShareParamsFrom = 320;
+
+ private:
+  struct Buffer {
+    int index;
+    Shape shape;
+    DType dtype;
+  };
+  struct Memo {
+    ExPtr e;
+    std::string name;
+  };
+
+  int level_of(const ExPtr& e) {
+    if (auto it = levels_.find(e.get()); it != levels_.end()) return it->second;
+    int l = 0;
+    if (e->kind == ExKind::var) {
+      l = var_levels_[static_cast<std::size_t>(e->var)];
+    } else if (e->kind == ExKind::acc) {
+      l = post_;
+    } else {
+      for (const auto& a : e->args) l = std::max(l, level_of(a));
+    }
+    levels_.emplace(e.get(), l);
+    return l;
+  }
+
+  std::string* target_block(int level) {
+    if (!branches_.empty()) return branches_.back();
+    return &blocks_[static_cast<std::size_t>(level)];
+  }
+
+  const std::string* find(const ExPtr& e) const {
+    auto it = memo_.find(e->hash);
+    if (it == memo_.end()) return nullptr;
+    for (const auto& m : it->second) {
+      if (same(m.e, e)) return &m.name;
+    }
+    return nullptr;
+  }
+
+  std::string define(const ExPtr& e, const std::string& expr, const char* type = nullptr) {
+    const std::string name = "t" + std::to_string(next_++);
+    *target_block(level_of(e)) +=
+        "const " + std::string(type ? type : ctype(e->dtype)) + " " + name + " = " + expr + ";\n";
+    memo_[e->hash].push_back({e, name});
+    if (!branches_.empty()) branch_memo_.back().push_back(e->hash);
+    return name;
+  }
+
+  std::string offset(const ExPtr& load) {
+    const auto& b = buffers_.at(load->slot);
+    std::vector<std::int64_t> st(b.shape.size(), 1);
+    for (std::size_t k = b.shape.size(); k-- > 1;) st[k - 1] = st[k] * b.shape[k];
+    ExPtr off = ex_int(0);
+    for (std::size_t k = 0; k < load->args.size(); ++k) {
+      off = ex_add(off, ex_mul(load->args[k], ex_int(st[k])));
+    }
+    keep_.push_back(off);  // levels_ is keyed by address: keep the expression alive
+    return emit(off);
+  }
+
+  std::string emit(const ExPtr& e) {
+    switch (e->kind) {
+      case ExKind::literal:
+        if (is_float(e->dtype)) return float_text(e->lit.f, e->dtype);
+        if (e->dtype == DType::boolean) return e->lit.i ? "true" : "false";
+        if (e->dtype == DType::i32) {
+          return e->lit.i >= -1 && e->lit.i <= 1 ? std::to_string(e->lit.i)
+                                                 : "((int)" + param(e->lit.i) + ")";
+        }
+        return param(e->lit.i);
+      case ExKind::var:
+        return "i" + std::to_string(e->var);
+      case ExKind::acc:
+        return "acc";
+      default:
+        break;
+    }
+    if (const std::string* n = find(e)) return *n;
+    switch (e->kind) {
+      case ExKind::load: {
+        const auto& b = buffers_.at(e->slot);
+        const std::string off = offset(e);
+        return define(e, "b" + std::to_string(b.index) + "[" + off + "]");
+      }
+      case ExKind::cast: {
+        const std::string a = emit(e->args[0]);
+        if (e->dtype == DType::boolean) return define(e, "(" + a + " != 0)");
+        return define(e, "(" + std::string(ctype(e->dtype)) + ")(" + a + ")");
+      }
+      case ExKind::unary:
+        return define(e, unary(e->op, e->dtype, emit(e->args[0])));
+      case ExKind::binary: {
+        const std::string a = emit(e->args[0]);
+        const std::string b = emit(e->args[1]);
+        return define(e, binary(e->op, e->args[0]->dtype, a, b));
+      }
+      case ExKind::bound: {
+        const std::string i = emit(e->args[0]);
+        const std::string n = emit(e->args[1]);
+        if (debug_) {
+          return define(e, "SL_bndd(" + i + ", " + n + ", " + std::to_string(e->site) + ", " +
+                               (e->wrap ? "1" : "0") + ", err)");
+        }
+        return define(e, (e->wrap ? "SL_bndw(" : "SL_bnd(") + i + ", " + n + ")");
+      }
+      case ExKind::where: {
+        const std::string c = emit(e->args[0]);
+        if (!e->lazy) {
+          const std::string a = emit(e->args[1]);
+          const std::string b = emit(e->args[2]);
+          return define(e, "(" + c + " ? " + a + " : " + b + ")");
+        }
+        // Each branch is evaluated only when taken: its code stays inside it.
+        const std::string name = "t" + std::to_string(next_++);
+        std::string* outer = target_block(level_of(e));
+        std::string then_code, else_code;
+        const std::string a = branch(e->args[1], then_code);
+        const std::string b = branch(e->args[2], else_code);
+        *outer += std::string(ctype(e->dtype)) + " " + name + ";\nif (" + c + ") {\n" + then_code +
+                  name + " = " + a + ";\n} else {\n" + else_code + name + " = " + b + ";\n}\n";
+        memo_[e->hash].push_back({e, name});
+        if (!branches_.empty()) branch_memo_.back().push_back(e->hash);
+        return name;
+      }
+      default:
+        throw Error(Errc::invalid_state,
+                    "sluice::lazy internal error: codegen: unexpected expression");
+    }
+  }
+
+  std::string branch(const ExPtr& e, std::string& code) {
+    branches_.push_back(&code);
+    branch_memo_.emplace_back();
+    const std::string v = emit(e);
+    for (auto h : branch_memo_.back()) {
+      auto& list = memo_[h];
+      if (!list.empty()) list.pop_back();
+    }
+    branch_memo_.pop_back();
+    branches_.pop_back();
+    return v;
+  }
+
+  std::string unary(Op op, DType t, const std::string& a) {
+    switch (op) {
+      case Op::neg:
+        return "(-" + a + ")";
+      case Op::abs:
+        return "SL_abs(" + a + ")";
+      case Op::logical_not:
+        return "(!" + a + ")";
+      case Op::bit_not:
+        return "(~" + a + ")";
+      default:
+        break;
+    }
+    (void)t;
+    return std::string("SL_") + op_symbol(op) + "(" + a + ")";
+  }
+
+  std::string binary(Op op, DType t, const std::string& a, const std::string& b) {
+    const bool integer = is_int(t) || t == DType::boolean;
+    switch (op) {
+      case Op::add:
+        return "(" + a + " + " + b + ")";
+      case Op::sub:
+        return "(" + a + " - " + b + ")";
+      case Op::mul:
+        return "(" + a + " * " + b + ")";
+      case Op::div:
+        return integer ? "SL_idiv(" + a + ", " + b + ")" : "(" + a + " / " + b + ")";
+      case Op::mod:
+        return "SL_imod(" + a + ", " + b + ")";
+      case Op::pow:
+        return "SL_pow(" + a + ", " + b + ")";
+      case Op::minimum:
+        return "(" + b + " < " + a + " ? " + b + " : " + a + ")";
+      case Op::maximum:
+        return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+      case Op::eq:
+        return "(" + a + " == " + b + ")";
+      case Op::ne:
+        return "(" + a + " != " + b + ")";
+      case Op::lt:
+        return "(" + a + " < " + b + ")";
+      case Op::le:
+        return "(" + a + " <= " + b + ")";
+      case Op::gt:
+        return "(" + a + " > " + b + ")";
+      case Op::ge:
+        return "(" + a + " >= " + b + ")";
+      case Op::logical_and:
+        return "(" + a + " && " + b + ")";
+      case Op::logical_or:
+        return "(" + a + " || " + b + ")";
+      case Op::bit_and:
+        return "(" + a + " & " + b + ")";
+      case Op::bit_or:
+        return "(" + a + " | " + b + ")";
+      case Op::bit_xor:
+        return "(" + a + " ^ " + b + ")";
+      default:
+        break;
+    }
+    throw Error(Errc::invalid_state,
+                std::string("sluice::lazy codegen: no binary ") + op_symbol(op));
+  }
+
+  LazyDialect dialect_;
+  std::vector<int> var_levels_;
+  int post_;
+  bool debug_;
+  std::vector<std::int64_t>& params_;
+  std::vector<std::string> blocks_;
+  std::vector<std::string*> branches_;
+  std::vector<std::vector<std::uint64_t>> branch_memo_;
+  std::unordered_map<int, Buffer> buffers_;
+  std::unordered_map<std::uint64_t, std::vector<Memo>> memo_;
+  std::unordered_map<const Ex*, int> levels_;
+  std::vector<ExPtr> keep_;
+  int next_ = 0;
+};
+
+std::string combine(ReduceOp op, const std::string& v) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "acc += " + v + ";\n";
+    case ReduceOp::prod:
+      return "acc *= " + v + ";\n";
+    case ReduceOp::min:
+      return "acc = " + v + " < acc ? " + v + " : acc;\n";
+    case ReduceOp::max:
+      return "acc = acc < " + v + " ? " + v + " : acc;\n";
+  }
+  return {};
+}
+
+/// Factors of a product tree (of one type).
+void factors_of(const ExPtr& e, std::vector<ExPtr>& out) {
+  if (e->kind == ExKind::binary && e->op == Op::mul && e->args[0]->dtype == e->dtype &&
+      e->args[1]->dtype == e->dtype) {
+    factors_of(e->args[0], out);
+    factors_of(e->args[1], out);
+    return;
+  }
+  out.push_back(e);
+}
+
+/// A sum over reduction loops of a product whose factors do not all depend on the innermost
+/// loop: each loop sums the product of its own factors times the next loop's partial sum, and the
+/// factors independent of every reduction variable multiply the total (an einsum's geometric
+/// factor leaves the loop over nodes, as one writes it by hand). Changes only the rounding.
+bool factored_sum(const Kernel& k, Emitter& em, int element, int rank,
+                  const std::vector<std::string>& red_ext, std::string& inner, std::string& value) {
+  const int nred = static_cast<int>(k.red.size());
+  if (k.rop != ReduceOp::sum || nred == 0 || !is_float(k.body->dtype)) return false;
+  std::vector<ExPtr> fs;
+  factors_of(k.body, fs);
+  if (fs.size() < 2) return false;
+  // Bucket 0: independent of the reduction; bucket r + 1: innermost dependence on variable r.
+  std::vector<std::vector<ExPtr>> buckets(static_cast<std::size_t>(nred) + 1);
+  for (const auto& f : fs) {
+    const int l = em.level(f);
+    buckets[static_cast<std::size_t>(std::max(0, l - element))].push_back(f);
+  }
+  if (buckets.back().size() == fs.size()) return false;  // nothing leaves the inner loop
+  std::vector<std::string> prod(buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].empty()) continue;
+    ExPtr p = buckets[b][0];
+    for (std::size_t q = 1; q < buckets[b].size(); ++q) p = ex_mul(p, buckets[b][q]);
+    em.keep(p);
+    prod[b] = em.value(p);
+  }
+  const char* T = ctype(k.body->dtype);
+  const std::string zero = float_text(0.0, k.body->dtype);
+  std::string code;
+  for (int r = 0; r < nred; ++r) {
+    const std::string i = std::to_string(rank + r);
+    code += std::string(T) + " s" + std::to_string(r) + " = " + zero + ";\n";
+    code += "for (long long i" + i + " = 0; i" + i + " < " + red_ext[static_cast<std::size_t>(r)] +
+            "; ++i" + i + ") {\n" + em.block(element + 1 + r);
+  }
+  for (int r = nred - 1; r >= 0; --r) {
+    const auto& f = prod[static_cast<std::size_t>(r) + 1];
+    std::string term;
+    if (r == nred - 1) {
+      term = f.empty() ? std::string("1") : f;
+    } else {
+      term = f.empty() ? "s" + std::to_string(r + 1) : f + " * s" + std::to_string(r + 1);
+    }
+    code += "s" + std::to_string(r) + " += " + term + ";\n}\n";
+  }
+  code += std::string(T) + " acc = " + (prod[0].empty() ? std::string("s0") : prod[0] + " * s0") +
+          ";\n";
+  value = k.epilogue ? em.value(k.epilogue) : "acc";
+  inner = code + em.block(element + 1 + nred);
+  return true;
+}
+
+double weight_of(const Kernel& k) {
+  if (k.kind != Kernel::Kind::reduce) return 1;
+  return std::clamp(static_cast<double>(numel(k.red)) / 8.0, 1.0, 4096.0);
+}
+
+}  // namespace
+
+std::string prelude(LazyDialect d) {
+  std::string s = "// generated by sluice::lazy\n";
+  if (d == LazyDialect::cuda) {
+    s += "#define SL_FN static __device__ __forceinline__\n"
+         "#define SL_INF __longlong_as_double(0x7ff0000000000000LL)\n"
+         "#define SL_NAN __longlong_as_double(0x7ff8000000000000LL)\n"
+         "#define SL_RESTRICT __restrict__\n";
+  } else {
+    s += "#define SL_FN static inline __attribute__((always_inline))\n"
+         "#define SL_INF __builtin_inf()\n"
+         "#define SL_NAN __builtin_nan(\"\")\n"
+         "#define SL_RESTRICT __restrict__\n";
+  }
+  // Math in both precisions: the CUDA math library's names are C's, the host's are builtins.
+  const char* host_fns[][2] = {{"sqrt", "sqrt"}, {"exp", "exp"},     {"log", "log"},
+                               {"sin", "sin"},   {"cos", "cos"},     {"tan", "tan"},
+                               {"tanh", "tanh"}, {"floor", "floor"}, {"ceil", "ceil"}};
+  for (auto& f : host_fns) {
+    const std::string n = f[0];
+    const std::string impl = d == LazyDialect::cuda ? n : "__builtin_" + n;
+    s += "SL_FN double SL_" + n + "(double x) { return " + impl + "(x); }\n";
+    s += "SL_FN float SL_" + n + "(float x) { return " + impl + "f(x); }\n";
+  }
+  const std::string pw = d == LazyDialect::cuda ? "pow" : "__builtin_pow";
+  s += "SL_FN double SL_pow(double x, double y) { return " + pw + "(x, y); }\n";
+  s += "SL_FN float SL_pow(float x, float y) { return " + pw + "f(x, y); }\n";
+  s +=
+      "SL_FN double SL_abs(double x) { return x < 0 ? -x : (x == 0 ? 0.0 : x); }\n"
+      "SL_FN float SL_abs(float x) { return x < 0 ? -x : (x == 0 ? 0.0f : x); }\n"
+      "SL_FN int SL_abs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }\n"
+      "SL_FN long long SL_abs(long long x) { return x < 0 ? (long long)(0ull - (unsigned long "
+      "long)x) : x; }\n"
+      "SL_FN int SL_idiv(int a, int b) { return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) "
+      ": a / b); }\n"
+      "SL_FN long long SL_idiv(long long a, long long b) { return b == 0 ? 0 : (b == -1 ? (long "
+      "long)(0ull - (unsigned long long)a) : a / b); }\n"
+      "SL_FN int SL_imod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }\n"
+      "SL_FN long long SL_imod(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; "
+      "}\n"
+      "SL_FN long long SL_bnd(long long i, long long n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); "
+      "}\n"
+      "SL_FN long long SL_bndw(long long i, long long n) { return SL_bnd(i < 0 ? i + n : i, n); "
+      "}\n";
+  if (d == LazyDialect::cuda) {
+    s += "SL_FN void SL_report(long long* err, int site, long long i, long long n) {\n"
+         "  if (atomicCAS((unsigned long long*)err, 0ull, 1ull) == 0ull) {\n"
+         "    err[1] = site; err[2] = i; err[3] = n; __threadfence_system(); }\n}\n";
+  } else {
+    s +=
+        "SL_FN void SL_report(long long* err, int site, long long i, long long n) {\n"
+        "  long long expected = 0;\n"
+        "  if (__atomic_compare_exchange_n(err, &expected, 2, 0, __ATOMIC_ACQ_REL, "
+        "__ATOMIC_ACQUIRE)) {\n"
+        "    err[1] = site; err[2] = i; err[3] = n; __atomic_store_n(err, 1, __ATOMIC_RELEASE); }\n"
+        "}\n";
+  }
+  s += "SL_FN long long SL_bndd(long long i, long long n, int site, int wrap, long long* err) {\n"
+       "  long long j = (wrap && i < 0) ? i + n : i;\n"
+       "  if (j < 0 || j >= n) { SL_report(err, site, i, n); return SL_bnd(j, n); }\n"
+       "  return j;\n}\n";
+  return s;
+}
+
+KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int index, bool debug) {
+  KernelCode code;
+  code.name = "sl_k" + std::to_string(index);
+  code.elements = numel(k.shape);
+  code.weight = weight_of(k);
+  code.debug = debug;
+  code.buffers = k.reads;
+  const bool cuda = d == LazyDialect::cuda;
+  const int rank = static_cast<int>(k.shape.size());
+  const int nred = k.kind == Kernel::Kind::reduce ? static_cast<int>(k.red.size()) : 0;
+  // Loop levels: 0 the prologue; host: 1 the row (all but the last output axis), 2 the element;
+  // cuda: 1 the element (a thread); then one level per reduction variable; then "after the
+  // reduction" (the epilogue).
+  const int element = cuda ? 1 : 2;
+  std::vector<int> var_levels(static_cast<std::size_t>(rank + nred));
+  for (int v = 0; v < rank; ++v)
+    var_levels[static_cast<std::size_t>(v)] = (cuda || v == rank - 1) ? element : 1;
+  for (int r = 0; r < nred; ++r) var_levels[static_cast<std::size_t>(rank + r)] = element + 1 + r;
+  const int post = element + 1 + nred;
+  Emitter em(d, var_levels, post, debug, code.params);
+  for (std::size_t j = 0; j < k.reads.size(); ++j) {
+    const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
+    em.bind_buffer(k.reads[j], static_cast<int>(j) + 1, n.shape, n.dtype);
+  }
+  // Extents of the loops (parameters unless 0 or 1).
+  std::vector<std::string> ext(static_cast<std::size_t>(rank));
+  for (int v = 0; v < rank; ++v)
+    ext[static_cast<std::size_t>(v)] = em.param(k.shape[static_cast<std::size_t>(v)]);
+  std::vector<std::string> red_ext(static_cast<std::size_t>(nred));
+  for (int r = 0; r < nred; ++r)
+    red_ext[static_cast<std::size_t>(r)] = em.param(k.red[static_cast<std::size_t>(r)]);
+  const std::string total = em.param(code.elements);
+
+  // The element's value (and for a reduction, its loop).
+  std::string inner;  // code of the element level after the blocks, up to the store
+  std::string value;
+  if (k.kind == Kernel::Kind::reduce && factored_sum(k, em, element, rank, red_ext, inner, value)) {
+    // A sum of products with factors independent of the inner loops: nested partial sums.
+  } else if (k.kind == Kernel::Kind::reduce) {
+    const std::string v = em.value(k.body);
+    value = k.epilogue ? em.value(k.epilogue) : "acc";
+    const std::string init = [&] {
+      const ExPtr id = reduce_identity(k.rop, k.body->dtype);
+      if (is_float(id->dtype)) return float_text(id->lit.f, id->dtype);
+      if (id->dtype == DType::i32) return std::to_string(id->lit.i);
+      return std::to_string(id->lit.i) + "LL";
+    }();
+    std::string loops = std::string(ctype(k.body->dtype)) + " acc = " + init + ";\n";
+    for (int r = 0; r < nred; ++r) {
+      loops += "for (long long i" + std::to_string(rank + r) + " = 0; i" +
+               std::to_string(rank + r) + " < " + red_ext[static_cast<std::size_t>(r)] + "; ++i" +
+               std::to_string(rank + r) + ") {\n" + em.block(element + 1 + r);
+    }
+    loops += combine(k.rop, v);
+    for (int r = 0; r < nred; ++r) loops += "}\n";
+    inner = loops + em.block(post);
+  } else {
+    value = em.value(k.body);
+  }
+
+  const std::string args = "sl_a" + std::to_string(index);
+  std::string t = "struct " + args + " { void* b[" + std::to_string(code.buffer_slots()) +
+                  "]; long long p[" + std::to_string(std::max<std::size_t>(code.params.size(), 1)) +
+                  "]; };\n";
+  const char* out_type = ctype(L.nodes[static_cast<std::size_t>(k.out)].dtype);
+  std::string pro;
+  const std::string a = cuda ? "a." : "a->";
+  pro += std::string("const long long* SL_RESTRICT P = ") + a + "p;\n";
+  pro += std::string(out_type) + "* SL_RESTRICT out = (" + out_type + "*)" + a + "b[0];\n";
+  for (std::size_t j = 0; j < k.reads.size(); ++j) {
+    const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.reads[j])].dtype);
+    pro += "const " + std::string(ty) + "* SL_RESTRICT b" + std::to_string(j + 1) + " = (const " +
+           ty + "*)" + a + "b[" + std::to_string(j + 1) + "];\n";
+  }
+  if (debug) {
+    pro += "long long* err = (long long*)" + a + "b[" + std::to_string(code.buffer_slots() - 1) +
+           "];\n";
+  }
+  const std::string store = "out[f] = " + value + ";\n";
+  if (cuda) {
+    // Index arithmetic of the loop in 32 bits when everything fits.
+    std::int64_t biggest = code.elements;
+    for (int r : k.reads)
+      biggest = std::max(biggest, numel(L.nodes[static_cast<std::size_t>(r)].shape));
+    const char* I = biggest < (std::int64_t{1} << 31) - 1024 ? "int" : "long long";
+    t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
+         " a) {\n" + pro + em.block(0) + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n" +
+         "for (I f = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; f < n; f += (I)gridDim.x * "
+         "(I)blockDim.x) {\n";
+    if (rank > 0) {
+      t += "I q = f;\n";
+      for (int v = rank - 1; v >= 0; --v) {
+        const auto& e = ext[static_cast<std::size_t>(v)];
+        if (v == 0) {
+          t += "const long long i0 = q;\n";
+        } else {
+          t +=
+              "const long long i" + std::to_string(v) + " = q % (I)" + e + "; q /= (I)" + e + ";\n";
+        }
+      }
+    }
+    t += em.block(1) + inner + store + "}\n}\n";
+  } else {
+    t += "extern \"C\" void " + code.name + "(const void* args_, long long lo, long long hi) {\n" +
+         "const " + args + "* a = (const " + args + "*)args_;\n" + pro + em.block(0) +
+         "if (lo >= hi) return;\n";
+    if (rank == 0) {
+      t += "const long long f = 0;\n" + em.block(1) + em.block(2) + inner + store + "}\n";
+    } else {
+      const std::string last = "i" + std::to_string(rank - 1);
+      t += "long long v[" + std::to_string(rank) + "];\n{ long long q = lo;\n";
+      for (int v = rank - 1; v >= 0; --v) {
+        const auto& e = ext[static_cast<std::size_t>(v)];
+        if (v == 0) {
+          t += "v[0] = q; }\n";
+        } else {
+          t += "v[" + std::to_string(v) + "] = q % " + e + "; q /= " + e + ";\n";
+        }
+      }
+      t += "for (long long g = lo; g < hi;) {\n";
+      for (int v = 0; v + 1 < rank; ++v) {
+        t += "const long long i" + std::to_string(v) + " = v[" + std::to_string(v) + "];\n";
+      }
+      t += em.block(1);
+      t += "const long long m = (hi - g) < (" + ext[static_cast<std::size_t>(rank - 1)] + " - v[" +
+           std::to_string(rank - 1) + "]) ? (hi - g) : (" +
+           ext[static_cast<std::size_t>(rank - 1)] + " - v[" + std::to_string(rank - 1) + "]);\n";
+      t += "for (long long e = 0; e < m; ++e) {\nconst long long " + last + " = v[" +
+           std::to_string(rank - 1) + "] + e;\nconst long long f = g + e;\n" + em.block(2) + inner +
+           store + "}\n";
+      t += "g += m;\nv[" + std::to_string(rank - 1) + "] = 0;\n";
+      // Carry into the outer axes: the innermost of them is tested first.
+      std::string nested;
+      for (int v = 0; v <= rank - 2; ++v) {
+        nested = v == 0
+                     ? "if (++v[0] == " + ext[0] + ") { v[0] = 0; }\n"
+                     : "if (++v[" + std::to_string(v) + "] == " + ext[static_cast<std::size_t>(v)] +
+                           ") {\nv[" + std::to_string(v) + "] = 0;\n" + nested + "}\n";
+      }
+      t += nested + "}\n}\n";
+    }
+  }
+  code.text = std::move(t);
+  return code;
+}
+
+}  // namespace sluice::lazy::detail

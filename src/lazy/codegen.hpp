@@ -1,0 +1,43 @@
+#pragma once
+// Source generation: a kernel (fuse.hpp) as a C++ function over a range of output elements (the
+// host's dialect, compiled at run time) or a CUDA kernel over a grid (compiled by NVRTC). Both
+// dialects share the element code; they differ in the loop around it and a small prelude.
+//
+// Sizes, strides and other integers of the index arithmetic are not part of the source: each
+// occurrence is a run-time parameter (except 0, 1 and -1), so a new shape with the same structure
+// gives the same source and needs no compilation.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lazy/fuse.hpp"
+#include "sluice/ext/lazy_kernels.hpp"
+
+namespace sluice::lazy::detail {
+
+struct KernelCode {
+  std::string name;          // "sl_k3"
+  std::string text;          // its argument struct and function
+  std::vector<int> buffers;  // lowered nodes bound to b[1..] (b[0] is the output; the debug
+                             // error record, if any, comes last)
+  std::vector<std::int64_t> params;
+  std::int64_t elements = 0;  // output elements
+  double weight = 1;          // work per element (host chunking)
+  bool debug = false;
+  [[nodiscard]] std::size_t buffer_slots() const noexcept {
+    return 1 + buffers.size() + (debug ? 1 : 0);
+  }
+  /// Bytes of the argument struct: the buffer pointers, then the parameters.
+  [[nodiscard]] std::size_t arg_bytes() const noexcept {
+    return 8 * (buffer_slots() + std::max<std::size_t>(params.size(), 1));
+  }
+};
+
+/// Generates kernel `index` of an instance.
+[[nodiscard]] KernelCode emit_kernel(const Kernel& k, const Lowered& lowered, LazyDialect dialect,
+                                     int index, bool debug);
+/// The dialect's prelude (types, math, index checks).
+[[nodiscard]] std::string prelude(LazyDialect dialect);
+
+}  // namespace sluice::lazy::detail

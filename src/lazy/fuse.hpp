@@ -1,0 +1,47 @@
+#pragma once
+// Fusion: which lowered nodes get a buffer of their own, and the kernels that compute them.
+// A lowered node that is not materialized is substituted into each of its readers (its body at
+// their load's indices), so element-wise work, broadcasts and gathers fuse into the kernel that
+// reads them; a reduction's element-wise producers fuse into its loop; a reduction read only by
+// one element-wise kernel at its own indices becomes that kernel's epilogue.
+
+#include <cstdint>
+#include <vector>
+
+#include "lazy/lower.hpp"
+
+namespace sluice::lazy::detail {
+
+/// A matrix product done by the backend's BLAS (column-major, as BLAS sees the row-major data).
+struct GemmPlan {
+  int a = -1, b = -1;  // lowered nodes read as A and B (C is the kernel's output)
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 1, n = 1, k = 1, lda = 1, ldb = 1, ldc = 1;
+  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+struct Kernel {
+  enum class Kind : std::uint8_t { map, reduce, gemm, copy } kind = Kind::map;
+  int out = -1;  // the lowered node whose buffer it writes
+  DType dtype = DType::f64;
+  Shape shape;
+  ExPtr body;  // map: over the output's vars; reduce: then the reduction's vars
+  ReduceOp rop = ReduceOp::sum;
+  Shape red;
+  ExPtr epilogue;          // reduce: the value stored, in terms of `acc` (null: acc itself)
+  std::vector<int> reads;  // lowered nodes read (all materialized), in order of first load
+  std::vector<int> parts;  // lowered nodes it computes (inlined ones included)
+  GemmPlan gemm;
+  int copy_from = -1;  // copy: the lowered node copied
+};
+
+struct Fused {
+  std::vector<bool> materialized;  // per lowered node
+  std::vector<Kernel> kernels;     // in topological order
+};
+
+/// `outputs`: lowered nodes that must be materialized (the program's outputs).
+[[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
+                         bool backend_gemm);
+
+}  // namespace sluice::lazy::detail

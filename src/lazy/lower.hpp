@@ -1,0 +1,48 @@
+#pragma once
+// Lowering: the user's DAG, with the shapes of one instance, into lowered nodes that are each a
+// buffer (a placeholder or constant), an element expression over the output's index variables (a
+// "lambda": element-wise work, broadcasts, gathers, slices, reshapes, ...) or a reduction of one
+// over more variables (sums, products, extrema, einsum). Every array read is a load at index
+// expressions, so fusion is substitution (fuse.hpp).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lazy/ir.hpp"
+
+namespace sluice::lazy::detail {
+
+struct LNode {
+  enum class Kind : std::uint8_t { buffer, lambda, reduce } kind = Kind::lambda;
+  DType dtype = DType::f64;
+  Shape shape;
+  ExPtr body;  // lambda: over vars [0, rank); reduce: [0, rank) then the reduction's vars
+  ReduceOp rop = ReduceOp::sum;
+  Shape red;          // reduce: extents of the reduction's vars
+  int node = -1;      // the user node it stands for (-1: the first stage of a split reduction)
+  bool fill = false;  // a lambda whose body is a literal
+};
+
+/// Where an index is checked (debug mode): the message names the operation and the axis.
+struct Site {
+  int node = -1;
+  std::string what;  // "take (file.cpp:12), axis 0"
+};
+
+struct Lowered {
+  std::vector<LNode> nodes;  // in topological order
+  std::vector<int> of_node;  // user node (program order) -> its lowered node
+  std::vector<Site> sites;
+};
+
+/// Lowers `order` (the program's nodes, operands first) with `shapes` (one per node).
+/// `split_reductions`: reductions with few outputs and many terms become two stages.
+[[nodiscard]] Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes,
+                            bool split_reductions);
+
+/// The reduction's identity as a literal of `t`.
+[[nodiscard]] ExPtr reduce_identity(ReduceOp op, DType t);
+
+}  // namespace sluice::lazy::detail

@@ -10,6 +10,9 @@ if(NOT SLUICE_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper; override with -DCMAKE_CUDA_ARCHITECTURES=...
     endif()
+    # The shared runtime everywhere: the cuda module and a program's own .cu files must share one
+    # (a kernel registered with one runtime cannot be launched through another).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     if(CMAKE_VERSION VERSION_LESS 3.26 AND NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
       # CMake 3.25 (Debian 12) knows no nvcc flag for CUDA20 and refuses to generate; nvcc 12+

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "dataflow/submit_profile.hpp"
 #include "sluice/cuda.hpp"
 #include "sluice/sluice.hpp"
 
@@ -86,6 +87,97 @@ Stat submit_cost(df::Queue& q, std::vector<df::Buffer<int>>& bufs, int k, access
     if (b >= 3) per.push_back(us);  // the first batches warm pools and caches
   }
   return stat(per);
+}
+
+/// Host microseconds per call of `issue` (batches of kBatch; `drain` waits for a batch's work
+/// after its timing).
+template <class Issue, class Drain>
+Stat per_call(Issue&& issue, Drain&& drain) {
+  std::vector<double> per;
+  for (int b = 0; b < kBatches + 3; ++b) {
+    const auto t = Clock::now();
+    for (int i = 0; i < kBatch; ++i) issue();
+    const double us = us_since(t) / kBatch;
+    drain();
+    if (b >= 3) per.push_back(us);
+  }
+  return stat(per);
+}
+
+/// The in-order submit of an empty single_task taken apart: the same kernel launched by layers
+/// of what a submit does, from plain CUDA up, then the submit's own phases (std::chrono around
+/// each step, src/dataflow/submit_profile.hpp).
+void bench_submit_layers(const sluice::Device& dev) {
+  sluice::Context ctx(dev);
+  auto* stream = static_cast<cudaStream_t>(sluice::cuda::stream(ctx));
+  int* none = nullptr;
+  auto body = [=] SLUICE_KERNEL() {
+    if (none != nullptr) none[0] = 0;  // never true
+  };
+  using Task = df::detail::SingleTask<decltype(body)>;
+  const Task task{body};
+  std::printf("\nin-order submit taken apart, us per call (median / min of %d batches of %d)\n",
+              kBatches, kBatch);
+  auto row = [&](const char* name, const char* key, const Stat& s) {
+    std::printf("  %-52s %7.2f / %7.2f\n", name, s.median, s.min);
+    emit(std::string("layer_") + key,
+         "\"median_us\": " + std::to_string(s.median) + ", \"min_us\": " + std::to_string(s.min));
+  };
+  auto sync = [&] { ctx.synchronize(); };
+  row("CUDA <<<>>> of an empty kernel on the context's stream", "cuda_chevron",
+      per_call([&] { empty_kernel<<<1, 1, 0, stream>>>(nullptr); }, sync));
+  row("  + cudaGetLastError", "cuda_chevron_check",
+      per_call(
+          [&] {
+            empty_kernel<<<1, 1, 0, stream>>>(nullptr);
+            (void)cudaGetLastError();
+          },
+          sync));
+  row("the dataflow's launch of the lambda kernel, on the stream", "dataflow_launch",
+      per_call([&] { (void)df::detail::cuda_launch<Task>(stream, &task, 0, nullptr); }, sync));
+  row("  through sluice::cuda::enqueue (a context operation)", "enqueue_dataflow_launch",
+      per_call(
+          [&] {
+            sluice::cuda::enqueue(ctx, "layer", [&](cudaStream_t s) {
+              (void)df::detail::cuda_launch<Task>(s, &task, 0, nullptr);
+            });
+          },
+          sync));
+  row("sluice::cuda::launch of the empty kernel (raw)", "raw_launch",
+      per_call([&] { sluice::cuda::launch(ctx, empty_kernel, 1, 1, 0, nullptr); }, sync));
+  df::Queue q(df::QueueOptions{.device = dev, .in_order = true});
+  auto submit = [&] { (void)q.submit([&](df::Handler& h) { h.single_task(body); }); };
+  row("in-order submit, event dropped", "submit_in_order", per_call(submit, [&] { q.wait(); }));
+  // The submit's phases, summed over batches of submits.
+  df::detail::set_submit_profiling(true);
+  for (int b = 0; b < kBatches; ++b) {
+    for (int i = 0; i < kBatch; ++i) submit();
+    q.wait();
+  }
+  const auto p = df::detail::submit_profile();
+  df::detail::set_submit_profiling(false);
+  static const char* names[] = {"begin_submit",
+                                "command-group function",
+                                "waits",
+                                "issue path (lock, number, tracker)",
+                                "kernel launch",
+                                "deferred point",
+                                "writes, gates, Event",
+                                "end_submit"};
+  const double n = static_cast<double>(std::max<std::uint64_t>(1, p.submits));
+  double total = 0;
+  std::string fields;
+  std::printf("  phases of %llu profiled submits (the clock's own reads included), us each:\n",
+              static_cast<unsigned long long>(p.submits));
+  for (int i = 0; i < static_cast<int>(df::detail::SubmitPhase::count); ++i) {
+    const double us = static_cast<double>(p.ns[i]) / n / 1000;
+    total += us;
+    std::printf("    %-40s %7.3f\n", names[i], us);
+    fields +=
+        (fields.empty() ? "" : ", ") + std::string("\"") + names[i] + "\": " + std::to_string(us);
+  }
+  std::printf("    %-40s %7.3f\n", "sum", total);
+  emit("submit_phases_us", fields);
 }
 
 Stat raw_launch_cost(const sluice::Context& ctx) {
@@ -296,6 +388,7 @@ int main(int argc, char** argv) {
   // argv[2] == "submit": only the submit costs (quick, for before/after rounds).
   const bool all = argc < 3 || std::string(argv[2]) != "submit";
   bench_submit(dev);
+  bench_submit_layers(dev);
   if (all) {
     bench_y(dev);
     bench_matmul(dev, 1024);

@@ -2,6 +2,9 @@
 // seconds per node ("s_per_node"); the replay/eager pair reports host time per 100-op body.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 
 #ifdef SLUICE_BENCH_CUDA
 #include "empty_kernel.hpp"
+#include "pdl_chain.hpp"
 #include "raw_graph.hpp"
 #endif
 
@@ -100,6 +104,16 @@ void BM_Update(benchmark::State& state) {
   per_node(state, kBodyOps);
 }
 
+#ifdef SLUICE_BENCH_CUDA
+/// BM_Update with the whole-graph path (one cudaGraphExecUpdate of the rebuilt graph) instead of
+/// a SetParams call per changed node: SLUICE_CUDA_GRAPH_WHOLE_UPDATE=1 for its duration.
+void BM_UpdateWhole(benchmark::State& state) {
+  ::setenv("SLUICE_CUDA_GRAPH_WHOLE_UPDATE", "1", 1);
+  BM_Update(state);
+  ::unsetenv("SLUICE_CUDA_GRAPH_WHOLE_UPDATE");
+}
+#endif
+
 /// Host cost of issuing the body eagerly (completion excluded: synchronized outside the timing).
 void BM_EagerBody(benchmark::State& state) {
   if (!have_backend(state, backend_of(state))) return;
@@ -114,12 +128,23 @@ void BM_EagerBody(benchmark::State& state) {
   }
 }
 
-/// Host cost of the same body through Replay (capture, compare, update, launch).
+/// Counters of the replays a benchmark ran: how many were issued eagerly as cheaper.
+void count_eager(benchmark::State& state, const graph::Stats& before) {
+  const auto after = graph::stats();
+  state.counters["eager_share"] =
+      static_cast<double>(after.eager_cheaper - before.eager_cheaper) /
+      static_cast<double>(std::max<std::int64_t>(1, state.iterations()));
+}
+
+/// Host cost of the same body through Replay: capture, compare, update, launch, or the body
+/// issued eagerly where that measured cheaper (range(1) = 1: the default policy; 0: every run
+/// replays, ReplayOptions::eager_when_cheaper off). eager_share: the runs issued eagerly.
 void BM_ReplayBody(benchmark::State& state) {
   if (!have_backend(state, backend_of(state))) return;
   Context ctx(Device{backend_of(state), 0});
   Body body(ctx);
-  Replay replay;
+  Replay replay(ReplayOptions{.eager_when_cheaper = state.range(1) != 0});
+  const auto before = graph::stats();
   int i = 0;
   for (auto _ : state) {
     const int v = ++i;
@@ -128,6 +153,7 @@ void BM_ReplayBody(benchmark::State& state) {
     ctx.synchronize();
     state.ResumeTiming();
   }
+  count_eager(state, before);
 }
 
 /// As BM_ReplayBody with the same memset values every time: capture, compare and launch only
@@ -136,9 +162,32 @@ void BM_ReplayBodyUnchanged(benchmark::State& state) {
   if (!have_backend(state, backend_of(state))) return;
   Context ctx(Device{backend_of(state), 0});
   Body body(ctx);
-  Replay replay;
+  Replay replay(ReplayOptions{.eager_when_cheaper = state.range(1) != 0});
+  const auto before = graph::stats();
   for (auto _ : state) {
     replay.run(ctx, "body", [&] { body.issue(7); });
+    state.PauseTiming();
+    ctx.synchronize();
+    state.ResumeTiming();
+  }
+  count_eager(state, before);
+}
+
+/// The launch of the captured 100-memset body alone (its tracked accesses and the backend's
+/// launch): what a replay adds to the capture and the updates.
+void BM_LaunchBody(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  Body body(ctx);
+  Graph g;
+  {
+    Capture cap(ctx);
+    body.issue(1);
+    g = cap.end();
+  }
+  GraphExec exec(g, ctx.device());
+  for (auto _ : state) {
+    exec.launch(ctx);
     state.PauseTiming();
     ctx.synchronize();
     state.ResumeTiming();
@@ -148,9 +197,13 @@ void BM_ReplayBodyUnchanged(benchmark::State& state) {
 BENCHMARK(BM_Capture)->Arg(0)->Arg(1);
 BENCHMARK(BM_Instantiate)->Arg(0)->Arg(1);
 BENCHMARK(BM_Update)->Arg(0)->Arg(1);
+#ifdef SLUICE_BENCH_CUDA
+BENCHMARK(BM_UpdateWhole)->Arg(1);
+#endif
 BENCHMARK(BM_EagerBody)->Arg(0)->Arg(1);
-BENCHMARK(BM_ReplayBody)->Arg(0)->Arg(1);
-BENCHMARK(BM_ReplayBodyUnchanged)->Arg(0)->Arg(1);
+BENCHMARK(BM_ReplayBody)->ArgsProduct({{0, 1}, {1, 0}});
+BENCHMARK(BM_ReplayBodyUnchanged)->ArgsProduct({{0, 1}, {1, 0}});
+BENCHMARK(BM_LaunchBody)->Arg(0)->Arg(1);
 
 #ifdef SLUICE_BENCH_CUDA
 constexpr int kNodes = 1000;
@@ -199,6 +252,32 @@ void BM_ScratchCaptureProbe(benchmark::State& state) {
   state.counters["detects"] = detects ? 1.0 : 0.0;
 }
 
+/// A chain of 20 streaming kernels with programmatic dependent launch (the la step kernels'
+/// launch): microseconds per kernel on a stream with and without PDL, captured into a graph,
+/// nested as a child graph and inside a while node's body (graph-mode CG's place for them), and
+/// how many of the captured graph's edges CUDA made programmatic. range(0): doubles per vector
+/// (2^25: ~200 us kernels, the 1e8-nonzero case; 2^20: ~8 us ones).
+void BM_PdlChain(benchmark::State& state) {
+  if (!have_backend(state, "cuda")) return;
+  PdlChainTimes t;
+  for (auto _ : state) {
+    t = run_pdl_chain(20, state.range(0), 7);
+    if (!t.error.empty()) {
+      state.SkipWithError(t.error.c_str());
+      return;
+    }
+  }
+  state.counters["stream_pdl_us"] = t.stream_pdl;
+  state.counters["stream_plain_us"] = t.stream_plain;
+  state.counters["graph_pdl_us"] = t.graph_pdl;
+  state.counters["graph_plain_us"] = t.graph_plain;
+  state.counters["child_pdl_us"] = t.child_pdl;
+  state.counters["while_pdl_us"] = t.while_pdl;
+  state.counters["programmatic_edges"] = t.programmatic_edges;
+  state.counters["edges"] = t.edges;
+}
+
+BENCHMARK(BM_PdlChain)->Arg(1 << 25)->Arg(1 << 20)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScratchCaptureProbe);
 BENCHMARK(BM_SluiceGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_RawGraphLaunch)->Arg(1)->Arg(0)->UseRealTime();

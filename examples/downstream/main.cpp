@@ -1,4 +1,5 @@
-// Uses an installed sluice through find_package(sluice) and sluice::sluice.
+// Uses an installed sluice through find_package(sluice) and sluice::sluice (or
+// sluice::sluice_static).
 
 #include <sluice/sluice.hpp>
 
@@ -6,6 +7,12 @@
 #include <vector>
 
 int main() {
+  for (const auto& b : sluice::backends()) {
+    std::printf("backend %s: %zu devices", b.name.c_str(), b.device_count);
+    if (!b.module.empty()) std::printf(" (module %s)", b.module.c_str());
+    if (!b.unavailable_reason.empty()) std::printf(": %s", b.unavailable_reason.c_str());
+    std::printf("\n");
+  }
   for (const auto& d : sluice::devices()) {
     std::printf("%s: %s\n", d.device.to_string().c_str(), d.name.c_str());
   }

@@ -4,6 +4,7 @@
 #   -DDOWNSTREAM_SOURCE_DIR=  examples/downstream
 #   -DWORK_DIR=  scratch directory (emptied first)
 #   -DGENERATOR=, -DCXX_COMPILER=, -DBUILD_TYPE=  as the sluice build used
+#   -DHAVE_CUDA=  whether that build made the cuda module
 foreach(var SLUICE_BUILD_DIR DOWNSTREAM_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "packaging_test.cmake needs -D${var}=...")
@@ -19,6 +20,7 @@ function(run)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "packaging test: command failed (${rc}): ${ARGV}")
   endif()
+  set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -33,7 +35,18 @@ run(${CMAKE_COMMAND} -S ${DOWNSTREAM_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENER
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/downstream)
+# Where the cuda backend was built, its module is installed beside libsluice and both programs
+# load it from there, not from the build tree.
+file(GLOB module ${prefix}/lib*/libsluice-cuda.so)
+if(HAVE_CUDA AND NOT module)
+  message(FATAL_ERROR "packaging test: the cuda module libsluice-cuda.so was not installed")
+endif()
+foreach(program downstream downstream_static)
+  run(${WORK_DIR}/build/${program})
+  if(module AND NOT last_output MATCHES "backend cuda: [0-9]+ devices \\(module ${module}\\)")
+    message(FATAL_ERROR "packaging test: ${program} did not load the installed ${module}")
+  endif()
+endforeach()
 if(EXISTS ${prefix}/bin/sluice)
   run(${prefix}/bin/sluice devices)
 endif()

@@ -3,7 +3,12 @@
 /// cuda-backend interop: a context's cuBLAS and cuSPARSE handles, its `cudaStream_t`, and kernel
 /// launches issued as operations of a context.
 ///
-/// Available where sluice was built with the cuda backend (`sluice::backends()` lists "cuda").
+/// The functions are part of libsluice and work wherever the cuda module (libsluice-cuda.so) is
+/// loaded (`sluice::backends()` lists "cuda" with devices); on a context of another backend they
+/// throw Error(unsupported). A program with its own CUDA code (kernels launched through `launch`,
+/// streams shared with a context) links CMake's `sluice::cuda` and builds its .cu files with the
+/// shared CUDA runtime (`CUDA_RUNTIME_LIBRARY Shared`, nvcc `-cudart shared`): the module uses
+/// that one, and a kernel registered with another copy of the runtime cannot be launched here.
 /// Includes no CUDA header, so plain C++ translation units can use it: the handle types are
 /// declared here under the names CUDA gives them (`cublasHandle_t` is `cublasContext*`,
 /// `cusparseHandle_t` is `cusparseContext*`, `cudaStream_t` is `CUstream_st*`), so the results

@@ -405,13 +405,18 @@ struct Stats {
   std::uint64_t updates = 0;           ///< whole-exec updates (replay hits)
   std::uint64_t reinstantiations = 0;  ///< replays whose topology changed
   std::uint64_t eager_fallbacks = 0;   ///< replays run eagerly after a capture-guard error
+  /// Replays run eagerly because issuing their body so cost less host time than their recent
+  /// replays (capture, comparison, updates and launch) did, and the eager runs that measure it.
+  std::uint64_t eager_cheaper = 0;
 };
 [[nodiscard]] Stats stats();
 }  // namespace graph
 
 /// Why a replay did not simply update and launch.
 struct ReplayEvent {
-  enum class Kind : std::uint8_t { instantiated, reinstantiated, eager } kind;
+  /// eager: the capture guard stopped the capture; eager_cheaper: the key's body is issued
+  /// eagerly from now on (until a later replay measures cheaper), as that costs less host time.
+  enum class Kind : std::uint8_t { instantiated, reinstantiated, eager, eager_cheaper } kind;
   std::string key;
   std::string reason;  ///< e.g. "node 3 'axpy': operation differs", or the guard error
 };
@@ -419,17 +424,28 @@ struct ReplayEvent {
 /// Record and replay: `run(ctx, key, body)` captures `body` on ctx; the first time it
 /// instantiates and launches; later it captures again, compares with the cached topology, and if
 /// equal updates the parameters and launches, else re-instantiates (reported through the
-/// callback). A body that hits the capture guard runs eagerly instead (also reported). Outputs
-/// are ordinary tracked buffers.
+/// callback). A body that hits the capture guard runs eagerly instead (also reported). A key whose
+/// replays cost more host time than issuing its body eagerly (many changed parameters to apply)
+/// runs eagerly instead, measuring both now and then (`graph::Stats::eager_cheaper`, reported
+/// as `ReplayEvent::Kind::eager_cheaper` when it switches): never slower than eager issue by
+/// more than those measurements. Outputs are ordinary tracked buffers.
 ///
 /// @code
 /// sluice::Replay replay;
 /// for (auto& batch : batches) replay.run(ctx, "step", [&] { step(ctx, batch); });
 /// @endcode
+struct ReplayOptions {
+  /// Issue a key's body eagerly while that measures cheaper in host time than its replays (see
+  /// Replay). Off: every run replays (to test the update path, or where a graph's shorter device
+  /// time matters more than the host's issue time).
+  bool eager_when_cheaper = true;
+};
+
 class Replay {
  public:
   using Callback = std::function<void(const ReplayEvent&)>;
   Replay();
+  explicit Replay(ReplayOptions options);
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;

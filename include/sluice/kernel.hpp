@@ -575,7 +575,8 @@ struct Compiled {
 
 /// Compiles `source` for sm_`arch` (e.g. 90) with NVRTC, or takes it from the cache. Needs no
 /// GPU. Throws Error(invalid_argument) with NVRTC's log if the source does not compile, and
-/// Error(unsupported) where sluice was built without the cuda backend.
+/// Error(unsupported) where the cuda module (which brings NVRTC) is not available, with the
+/// reason.
 [[nodiscard]] Compiled compile(std::string_view source, std::string_view kernel_name,
                                std::span<const std::string> options, int arch,
                                std::source_location loc = std::source_location::current());

@@ -54,14 +54,19 @@ struct DeviceInfo {
   std::vector<bool> peer_access;
 };
 
-/// One registered backend and whether it has devices.
+/// One backend and whether it has devices.
 struct BackendInfo {
   std::string name;
   std::size_t device_count = 0;
   std::string unavailable_reason;  ///< why there are no devices (empty when there are)
+  /// The module it was loaded from (libsluice-<name>.so); empty for a backend linked into
+  /// libsluice or registered by the program.
+  std::string module;
 };
 
-/// Every registered backend, in registration order.
+/// Every backend: the built-in host, every backend module this build knows of or finds (loaded
+/// now if not yet; one that failed to load is listed with the reason and no devices, see
+/// sluice/ext/plugin.hpp), and those the program registered, in that order.
 [[nodiscard]] std::vector<BackendInfo> backends();
 
 /// Every device of every backend.

@@ -10,9 +10,6 @@
 #include <utility>
 
 #include "core/context_impl.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "core/cuda/nvtx_observer.hpp"
-#endif
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -91,10 +88,7 @@ std::atomic<bool> g_host_tasks_note_completion{[] {
 void observers_from_environment() {
   static std::once_flag once;
   std::call_once(once, [] {
-    trace_from_environment();
-#ifdef SLUICE_HAVE_CUDA
-    cuda::install_nvtx_observer_if_requested();
-#endif
+    trace_from_environment();  // NVTX ranges come with the cuda module (core/cuda/nvtx_observer.cpp)
   });
 }
 

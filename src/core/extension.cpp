@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/context_impl.hpp"
+#include "core/plugin_loader.hpp"
 #include "sluice/context.hpp"
 #include "sluice/error.hpp"
 
@@ -44,11 +45,20 @@ void register_extension(std::type_index type, std::string_view extension_name,
   }
 }
 
-void* find_extension(std::type_index type, std::string_view backend) noexcept {
+namespace {
+void* registered_extension(std::type_index type, std::string_view backend) noexcept {
   auto& r = extension_registry();
   std::lock_guard lock(r.mutex);
   auto it = r.impls.find(std::pair{type, std::string(backend)});
   return it == r.impls.end() ? nullptr : it->second.get();
+}
+}  // namespace
+
+void* find_extension(std::type_index type, std::string_view backend) noexcept {
+  if (void* impl = registered_extension(type, backend)) return impl;
+  // A backend module registers its extensions when it loads: load it (once) and look again.
+  const auto* outcome = load_plugin(backend);
+  return outcome != nullptr && outcome->loaded ? registered_extension(type, backend) : nullptr;
 }
 
 void throw_missing_extension(std::string_view extension_name, std::string_view backend,

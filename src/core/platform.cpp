@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/plugin_loader.hpp"
 #include "core/registry.hpp"
 #include "sluice/error.hpp"
 
@@ -34,8 +35,11 @@ std::string Device::to_string() const {
 std::vector<BackendInfo> backends() {
   std::vector<BackendInfo> out;
   for (const auto& b : detail::all_backends()) {
-    BackendInfo info{std::string(b->name()), b->devices().size(), {}};
+    BackendInfo info{std::string(b->name()), b->devices().size(), {}, {}};
     if (info.device_count == 0) info.unavailable_reason = b->unavailable_reason();
+    if (const auto* o = detail::load_plugin(info.name); o != nullptr && o->loaded) {
+      info.module = o->path;
+    }
     out.push_back(std::move(info));
   }
   return out;

@@ -1,8 +1,8 @@
 #pragma once
 // What the dataflow runtime needs from a device backend beyond the runtime interface: an
-// extension (sluice/extension.hpp), registered by the backends that need it (cuda). Without it
-// the portable paths are used: a blocking host task as the host-accessor gate, pinned host memory
-// as "shared" USM.
+// extension (sluice/extension.hpp), registered by the backends that need it (the cuda module:
+// src/dataflow/cuda/). Without it the portable paths are used: a blocking host task as the
+// host-accessor gate, pinned host memory as "shared" USM.
 
 #include <cstddef>
 #include <string>
@@ -15,8 +15,6 @@ namespace sluice::dataflow::detail {
 class DeviceOps {
  public:
   static constexpr std::string_view extension_name = "DataflowDeviceOps";
-  /// Registers the built-in implementations (cuda where built).
-  static void register_builtins();
 
   virtual ~DeviceOps() = default;
   /// Enqueues on `stream` work that holds it until `*flag` (mapped pinned memory) becomes

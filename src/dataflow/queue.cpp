@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dataflow/state.hpp"
+#include "dataflow/submit_profile.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::dataflow {
@@ -119,6 +120,7 @@ void SubmitState::reset(QueueState& q, std::source_location) {
 }
 
 SubmitState& begin_submit(QueueState& q, std::source_location loc) {
+  PhaseClock clock;
   std::unique_ptr<SubmitState> s;
   if (t_free.empty()) {
     s = std::make_unique<SubmitState>();
@@ -131,6 +133,8 @@ SubmitState& begin_submit(QueueState& q, std::source_location loc) {
   s->outer_group = t_group;
   t_group = s->serial;
   s->active = true;
+  clock.mark(SubmitPhase::begin);
+  s->profile_from = clock.last();
   return *s.release();
 }
 
@@ -158,8 +162,12 @@ Event end_submit(SubmitState& s, std::source_location loc) {
     release(s);
     throw;
   }
+  PhaseClock clock;
+  if (clock.on()) clock.restart_from(s.profile_from);
   Event e = std::move(s.result);
   release(s);
+  clock.mark(SubmitPhase::end);
+  count_submit();
   return e;
 }
 

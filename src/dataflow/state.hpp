@@ -3,6 +3,7 @@
 // that hold device work back while host accessors live. Lock order: buffer, tracker, context.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -204,6 +205,8 @@ class SubmitState {
   bool has_local = false;
   bool launched = false;
   Event result;
+  /// Where the submit's phase profile continues (SLUICE bench/dataflow; submit_profile.hpp).
+  std::chrono::steady_clock::time_point profile_from{};
 };
 
 /// An out-of-order queue runs a command group on the context of operation `seq` of `timeline`,

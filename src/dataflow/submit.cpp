@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dataflow/state.hpp"
+#include "dataflow/submit_profile.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::dataflow::detail {
@@ -184,7 +185,11 @@ void issue_group(SubmitState& s, const char* what, std::source_location loc,
   auto& c = ctx.impl();
   s.launched = true;
   s.placed = true;
+  PhaseClock clock;  // the command-group function so far, then each step (submit_profile.hpp)
+  if (clock.on()) clock.restart_from(s.profile_from);
+  clock.mark(SubmitPhase::cgf);
   for (const auto& e : s.waits) c.wait(e, loc);
+  clock.mark(SubmitPhase::waits);
   const bool profiling = q.profiling && !c.capturing();
   std::shared_ptr<Profile> profile;
   if (profiling) {
@@ -200,15 +205,19 @@ void issue_group(SubmitState& s, const char* what, std::source_location loc,
   auto enqueue = [&] {
     if (work == nullptr) return;
     c.enqueue(what, loc, [&](Stream& st, const OpInfo& op) {
+      clock.mark(SubmitPhase::enqueue);
       if (profile) profile->start = st.record(true, op);
       work(st, op, state);
       if (profile) profile->end = st.record(true, op);
+      clock.mark(SubmitPhase::launch);
       seq = op.seq;
       point = c.spare_point();
       deferred = c.defer_point(point, op.seq);
+      clock.mark(SubmitPhase::point);
     });
   };
   sluice::detail::issue_tracked(c, s.accesses, what, loc, enqueue);
+  clock.mark(SubmitPhase::enqueue);
   if (!deferred) {
     // No operation (the group completes after its dependencies), or a capturing context.
     point = std::make_shared<sluice::detail::DeferredPoint>();
@@ -220,6 +229,8 @@ void issue_group(SubmitState& s, const char* what, std::source_location loc,
   apply_writes(s, seq);
   propagate_gates(c, seq);
   s.result = EventAccess::make(ctx.shared_impl(), std::move(point), seq, std::move(profile));
+  clock.mark(SubmitPhase::after);
+  if (clock.on()) s.profile_from = clock.last();
 }
 
 }  // namespace sluice::dataflow::detail

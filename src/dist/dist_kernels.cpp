@@ -1,26 +1,17 @@
-// The built-in DistKernels (sluice/ext/dist.hpp): the host backend's, and the cuda backend's
-// where it is built with NCCL.
+// The built-in DistKernels (sluice/ext/dist.hpp): the host backend's. The cuda backend's comes
+// with the cuda module where it is built with NCCL (dist/cuda/register.cpp).
+
+#include <memory>
 
 #include "dist/host/dist_kernels.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_NCCL
-#include "dist/cuda/dist_kernels.hpp"
-#endif
 
 namespace sluice {
 
-namespace {
-// The registry owns what it is given; the built-ins are process-lifetime statics.
-std::shared_ptr<DistKernels> unowned(DistKernels& k) {
-  return {std::shared_ptr<void>(), &k};
-}
-}  // namespace
-
 void DistKernels::register_builtins() {
-  register_extension<DistKernels>("host", unowned(detail::dist::host_dist_kernels()));
-#ifdef SLUICE_HAVE_NCCL
-  register_extension<DistKernels>("cuda", unowned(detail::dist::cuda_dist_kernels()));
-#endif
+  // The registry owns what it is given; the built-in is a process-lifetime static.
+  register_extension<DistKernels>("host",
+                                  {std::shared_ptr<void>(), &detail::dist::host_dist_kernels()});
 }
 
 }  // namespace sluice

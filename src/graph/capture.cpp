@@ -1,10 +1,12 @@
 // Capture and Replay: recording work issued on contexts into a Graph, and replaying it.
+#include <chrono>
 #include <map>
 #include <mutex>
 
 #include "graph/capture_state.hpp"
 #include "graph/graph_exec_impl.hpp"
 #include "graph/graph_stats.hpp"
+#include "graph/replay_policy.hpp"
 #include "sluice/error.hpp"
 #include "sluice/graph.hpp"
 
@@ -35,10 +37,12 @@ bool Capture::active() const noexcept {
 struct Replay::Impl {
   struct Entry {
     std::unique_ptr<detail::GraphExecImpl> exec;
+    detail::ReplayPolicy policy;  // replay or issue eagerly, whichever costs less host time
   };
   std::mutex mutex;  // one replay at a time per cache
   std::map<std::string, Entry> cache;
   Callback callback;
+  ReplayOptions options;
 
   void report(ReplayEvent::Kind kind, const std::string& key, std::string reason) {
     if (callback) callback({kind, key, std::move(reason)});
@@ -46,6 +50,9 @@ struct Replay::Impl {
 };
 
 Replay::Replay() : impl_(std::make_unique<Impl>()) {}
+Replay::Replay(ReplayOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
 Replay::~Replay() = default;
 void Replay::on_event(Callback callback) {
   std::lock_guard lock(impl_->mutex);
@@ -57,12 +64,37 @@ std::size_t Replay::size() const noexcept {
 
 void Replay::run(const Context& ctx, const std::string& key, const std::function<void()>& body,
                  std::source_location loc) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   std::lock_guard lock(impl_->mutex);
+  auto found = impl_->cache.find(key);
+  if (impl_->options.eager_when_cheaper && found != impl_->cache.end() && found->second.exec &&
+      found->second.exec->device() == ctx.device() &&
+      found->second.policy.next() == detail::ReplayPolicy::Choice::eager) {
+    // Issuing the body as it is costs less host time than its recent replays did (or this run
+    // measures that again): the same operations, run eagerly.
+    auto& policy = found->second.policy;
+    const bool was_ahead = policy.eager_ahead();
+    const auto start = Clock::now();
+    body();
+    policy.ran_eagerly(seconds_since(start));
+    detail::graph_stats().eager_cheaper.fetch_add(1, std::memory_order_relaxed);
+    if (policy.eager_ahead() && !was_ahead) {
+      impl_->report(ReplayEvent::Kind::eager_cheaper, key,
+                    "a replay took " + std::to_string(policy.replay_seconds() * 1e6) +
+                        " us of host time, issuing the body eagerly " +
+                        std::to_string(policy.eager_seconds() * 1e6) + " us");
+    }
+    return;
+  }
+  const auto start = Clock::now();
   std::shared_ptr<detail::GraphData> graph;
   try {
     Capture cap(ctx, key, loc);
-    if (auto it = impl_->cache.find(key); it != impl_->cache.end() && it->second.exec) {
-      cap.state_->reserve(it->second.exec->graph()->nodes.size());
+    if (found != impl_->cache.end() && found->second.exec) {
+      cap.state_->reserve(found->second.exec->graph()->nodes.size());
     }
     body();
     graph = cap.end(loc).data();
@@ -75,6 +107,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
     return;
   }
   auto& entry = impl_->cache[key];
+  bool instantiated = true;
   if (!entry.exec) {
     entry.exec = std::make_unique<detail::GraphExecImpl>(std::move(graph), ctx.device(), loc);
     impl_->report(ReplayEvent::Kind::instantiated, key, "first run");
@@ -90,6 +123,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
       diff = entry.exec->update(graph, loc);
       if (diff.empty()) {
         detail::graph_stats().updates.fetch_add(1, std::memory_order_relaxed);
+        instantiated = false;
       } else {
         diff = "the backend could not update in place: " + diff;
         detail::graph_stats().reinstantiations.fetch_add(1, std::memory_order_relaxed);
@@ -102,6 +136,7 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
     }
   }
   entry.exec->launch(ctx, loc);
+  entry.policy.replayed(seconds_since(start), instantiated);
 }
 
 void replay(const Context& ctx, const std::string& key, const std::function<void()>& body,

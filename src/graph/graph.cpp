@@ -529,8 +529,9 @@ std::string Graph::dot() const {
 
 graph::Stats graph::stats() {
   auto& c = detail::graph_stats();
-  return {c.captures.load(), c.instantiations.load(),   c.launches.load(),
-          c.updates.load(),  c.reinstantiations.load(), c.eager_fallbacks.load()};
+  return {c.captures.load(),     c.instantiations.load(),   c.launches.load(),
+          c.updates.load(),      c.reinstantiations.load(), c.eager_fallbacks.load(),
+          c.eager_cheaper.load()};
 }
 
 }  // namespace sluice

@@ -13,6 +13,7 @@ struct GraphCounters {
   std::atomic<std::uint64_t> updates{0};
   std::atomic<std::uint64_t> reinstantiations{0};
   std::atomic<std::uint64_t> eager_fallbacks{0};
+  std::atomic<std::uint64_t> eager_cheaper{0};
 };
 GraphCounters& graph_stats();
 

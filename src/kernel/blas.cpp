@@ -8,9 +8,6 @@
 #include "kernel/canned_common.hpp"
 #include "kernel/host/canned.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "kernel/cuda/canned.hpp"
-#endif
 
 namespace sluice {
 
@@ -23,9 +20,6 @@ std::shared_ptr<E> unowned(E& e) {
 
 void Blas::register_builtins() {
   register_extension<Blas>("host", unowned(detail::host::canned_blas()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<Blas>("cuda", unowned(detail::cuda::canned_blas()));
-#endif
 }
 
 namespace blas {

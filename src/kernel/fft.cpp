@@ -7,17 +7,11 @@
 #include "kernel/canned_common.hpp"
 #include "kernel/host/canned.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "kernel/cuda/canned.hpp"
-#endif
 
 namespace sluice {
 
 void Fft::register_builtins() {
   register_extension<Fft>("host", {std::shared_ptr<void>(), &detail::host::canned_fft()});
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<Fft>("cuda", {std::shared_ptr<void>(), &detail::cuda::canned_fft()});
-#endif
 }
 
 namespace fft {

@@ -7,13 +7,10 @@
 
 #include "core/context_impl.hpp"
 #include "deps/issue.hpp"
+#include "kernel/host/host_loader.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/kernel_loader.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "kernel/cuda/cuda_loader.hpp"
-#endif
-#include "kernel/host/host_loader.hpp"
 
 namespace sluice {
 
@@ -26,9 +23,6 @@ std::shared_ptr<T> unowned(T& k) {  // the built-ins are process-lifetime static
 
 void KernelLoader::register_builtins() {
   register_extension<KernelLoader>("host", unowned<KernelLoader>(detail::host::kernel_loader()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<KernelLoader>("cuda", unowned<KernelLoader>(detail::cuda::kernel_loader()));
-#endif
 }
 
 namespace detail {

@@ -14,8 +14,10 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "core/plugin_loader.hpp"
 #include "kernel/nvrtc.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 #include "sluice/kernel.hpp"
 
 namespace sluice::kernel_cache {
@@ -73,7 +75,7 @@ std::filesystem::path entry_path(const std::string& key) {
 }
 
 // The whole key is stored and compared, so a hash collision or a truncated file is a miss.
-[[maybe_unused]] std::optional<Compiled> read_disk(const std::string& key) {
+std::optional<Compiled> read_disk(const std::string& key) {
   std::ifstream in(entry_path(key), std::ios::binary);
   if (!in) return std::nullopt;
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -89,7 +91,7 @@ std::filesystem::path entry_path(const std::string& key) {
 }
 
 // Best-effort: written to a temporary name and renamed, so a reader sees all of it or nothing.
-[[maybe_unused]] void write_disk(const std::string& key, const Compiled& c) {
+void write_disk(const std::string& key, const Compiled& c) {
   std::error_code ec;
   const auto path = entry_path(key);
   std::filesystem::create_directories(path.parent_path(), ec);
@@ -160,23 +162,26 @@ Stats stats() {
 
 Compiled compile(std::string_view source, std::string_view kernel_name,
                  std::span<const std::string> options, int arch, std::source_location loc) {
-#ifndef SLUICE_HAVE_CUDA
-  (void)source;
-  (void)kernel_name;
-  (void)options;
-  (void)arch;
-  throw Error(Errc::unsupported,
-              "kernel_cache::compile: sluice was built without the cuda backend, so NVRTC is not "
-              "available; rebuild with SLUICE_CUDA=ON",
-              loc);
-#else
+  // NVRTC comes with the cuda module; asking for it loads the module.
+  auto* nvrtc = find_extension<detail::Nvrtc>("cuda");
+  if (nvrtc == nullptr) {
+    const auto* why = detail::load_plugin("cuda");
+    throw Error(Errc::unsupported,
+                "kernel_cache::compile: NVRTC comes with the cuda backend module, which is not "
+                "available" +
+                    (why != nullptr && !why->loaded ? ": " + why->reason
+                                                    : std::string(" (sluice was built without the "
+                                                                  "cuda backend; rebuild with "
+                                                                  "SLUICE_CUDA=ON)")),
+                loc);
+  }
   if (arch < 10) {
     throw Error(Errc::invalid_argument,
                 "kernel_cache::compile: arch " + std::to_string(arch) +
                     " is not an SM architecture; pass e.g. 90 for sm_90",
                 loc);
   }
-  std::string key = "nvrtc " + detail::nvrtc_version() + "\nsm_" + std::to_string(arch) + "\n";
+  std::string key = "nvrtc " + nvrtc->version() + "\nsm_" + std::to_string(arch) + "\n";
   key += kernel_name;
   key += '\n';
   for (const auto& o : options) {
@@ -200,7 +205,7 @@ Compiled compile(std::string_view source, std::string_view kernel_name,
   if (found) {
     s.disk_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
-    auto out = detail::nvrtc_compile(source, kernel_name, options, arch, loc);
+    auto out = nvrtc->compile(source, kernel_name, options, arch, loc);
     s.compiles.fetch_add(1, std::memory_order_relaxed);
     found = Compiled{std::move(out.image), std::move(out.lowered_name), Origin::compiled};
     write_disk(key, *found);
@@ -210,7 +215,6 @@ Compiled compile(std::string_view source, std::string_view kernel_name,
     s.memory.emplace(std::move(key), std::make_shared<const Compiled>(*found));
   }
   return std::move(*found);
-#endif
 }
 
 }  // namespace sluice::kernel_cache

@@ -1,6 +1,6 @@
 #pragma once
-// NVRTC itself (src/kernel/cuda/nvrtc.cpp, built with the cuda backend); the cache around it is
-// src/kernel/kernel_cache.cpp.
+// NVRTC, as an extension that the cuda module registers for "cuda" (src/kernel/cuda/nvrtc.cpp);
+// the cache around it is src/kernel/kernel_cache.cpp, in libsluice.
 
 #include <source_location>
 #include <span>
@@ -14,11 +14,16 @@ struct NvrtcOutput {
   std::string lowered_name;  // the kernel's name in it
 };
 
-/// Compiles `source` for sm_`arch`; throws Error(invalid_argument) with NVRTC's log.
-[[nodiscard]] NvrtcOutput nvrtc_compile(std::string_view source, std::string_view kernel_name,
-                                        std::span<const std::string> options, int arch,
-                                        std::source_location loc);
-/// "13.0": part of the cache key, so a new NVRTC never reuses an old one's output.
-[[nodiscard]] std::string nvrtc_version();
+class Nvrtc {
+ public:
+  static constexpr std::string_view extension_name = "Nvrtc";
+  virtual ~Nvrtc() = default;
+  /// Compiles `source` for sm_`arch`; throws Error(invalid_argument) with NVRTC's log.
+  [[nodiscard]] virtual NvrtcOutput compile(std::string_view source, std::string_view kernel_name,
+                                            std::span<const std::string> options, int arch,
+                                            std::source_location loc) = 0;
+  /// "13.0": part of the cache key, so a new NVRTC never reuses an old one's output.
+  [[nodiscard]] virtual std::string version() = 0;
+};
 
 }  // namespace sluice::detail

@@ -10,17 +10,11 @@
 #include "kernel/host/canned.hpp"
 #include "kernel/philox_math.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "kernel/cuda/canned.hpp"
-#endif
 
 namespace sluice {
 
 void Rng::register_builtins() {
   register_extension<Rng>("host", {std::shared_ptr<void>(), &detail::host::canned_rng()});
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<Rng>("cuda", {std::shared_ptr<void>(), &detail::cuda::canned_rng()});
-#endif
 }
 
 namespace rng {

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -195,9 +196,15 @@ class Run {
       run_graph();
       return finish();
     }
-    upload_state();
     if (o_.type == KspType::cg) {
-      cg_setup();
+      // Async from a zero guess: the set-up travels with the first block of iterations (one
+      // operation instead of three; a backend may run it in the block's kernel).
+      if (async_ && cg_folds_setup()) {
+        setup_pending_ = true;
+      } else {
+        upload_state();
+        cg_setup();
+      }
       if (async_) {
         run_async([this](int n, int slot) {
           if (par_ == nullptr) return cg_iterations(n, slot);
@@ -210,10 +217,12 @@ class Run {
         }
       }
     } else {
+      upload_state();
       tf_setup();
       if (async_) {
-        run_async([this](int n, int) {
-          for (int i = 0; i < n; ++i) tf_iteration();
+        run_async([this](int n, int slot) {
+          if (par_ == nullptr) return tf_iterations(n, slot);
+          for (int i = 0; i < n; ++i) tf_iteration();  // across ranks, as CG's above
           return false;
         });
       } else {
@@ -487,11 +496,17 @@ class Run {
   /// One pass from a zero guess: x = 0, r = b, z = B r, p = 0 and the sums (with a guess, r
   /// comes from initial_residual first). p = 0 makes the first direction p = z + 0 p equal z.
   void cg_setup() {
-    const bool zero = !o_.initial_guess_nonzero;
-    if (!zero) initial_residual(w_.r);
-    LaFusedArgs f = fused_args(LaFusedOp::cg_init);
+    if (o_.initial_guess_nonzero) initial_residual(w_.r);
     AccessList acc;
-    if (zero) {
+    const LaFusedArgs f = cg_init_args(acc);
+    fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
+    cur_ = 0;
+  }
+
+  /// CG's set-up pass (see cg_setup) and its accesses; its sums are the caller's.
+  LaFusedArgs cg_init_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::cg_init);
+    if (!o_.initial_guess_nonzero) {
       f.b = acc.read(b_);
       f.x = acc.write(x_);
       f.r = acc.write(w_.r);
@@ -502,9 +517,13 @@ class Run {
     f.p = acc.write(w_.p);
     f.pc = pc_;
     read_pc(acc);
-    fused(f, acc, LaFinalize::cg_init, "KSPSolve_CG init");
-    cur_ = 0;
+    return f;
   }
+
+  /// Whether the first block of an async CG solve carries the set-up (LaCgBlockArgs::initial):
+  /// from a zero guess, where the set-up is the state's upload and one pass.
+  /// Not across ranks, where the set-up's steps end in reductions of their own.
+  [[nodiscard]] bool cg_folds_setup() const { return par_ == nullptr && !o_.initial_guess_nonzero; }
 
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
   /// with p'w (z = c r formed here when not stored), and its accesses but its inputs' (z or r,
@@ -585,6 +604,14 @@ class Run {
     a.direction.sums = sums_for(LaFinalize::cg_dpi, acc);
     a.update.sums = a.direction.sums;
     a.update.sums.finalize = LaFinalize::cg_iter;
+    if (setup_pending_) {  // the solve's set-up first (see cg_folds_setup)
+      a.initial = &st_;
+      (void)acc.write(w_.state);
+      a.init = cg_init_args(acc);
+      a.init.sums = a.direction.sums;
+      a.init.sums.finalize = LaFinalize::cg_init;
+      setup_pending_ = false;
+    }
     if (slot >= 0) a.mirror = acc.write(w_.slots, slot_range(slot)) + slot;
     if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
       a.running = graph_flag_;
@@ -618,59 +645,97 @@ class Run {
   }
 
   /// v = K p and s = v'rp (the top of the next iteration).
-  void tf_v() {
+  // The five operations of a TFQMR iteration, each with its accesses (their sums are set by the
+  // caller: one operation each in sync and the step path, one block in tf_iterations).
+
+  /// v = K p and s = v'rp (the top of the next iteration).
+  LaMatvecArgs tf_v_args(AccessList& acc) const {
     LaMatvecArgs m;
-    AccessList acc;
-    m.x = w_.p.data();
+    m.x = w_.p.data();  // an input: marked by matvec (tf_v) or tf_iterations
     m.left = left_pc_;
     m.right = right_pc_;
     m.epilogue = LaEpilogue::store_dot;
     m.y = acc.write(w_.v);
     m.z = acc.read(w_.rp);
     read_pc(acc);
+    return m;
+  }
+
+  /// q = u - a v, t = u + q.
+  LaFusedArgs tf_qt_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
+    f.u = input(acc, w_.u);
+    f.v = input(acc, w_.v);
+    f.q = acc.write(w_.q);
+    f.t = acc.write(w_.t);
+    f.s[0] = scalar(&LaKspState::a);
+    return f;
+  }
+
+  /// r -= a K t with r'r.
+  LaMatvecArgs tf_residual_args(AccessList& acc) const {
+    LaMatvecArgs m;
+    m.x = w_.t.data();  // an input: marked by matvec or tf_iterations
+    m.left = left_pc_;
+    m.right = right_pc_;
+    m.epilogue = LaEpilogue::residual;
+    m.y = acc.read_write(w_.r);
+    m.a = scalar(&LaKspState::a);
+    read_pc(acc);
+    return m;
+  }
+
+  /// The quasi-minimal steps of d and x (into y under right preconditioning) with r'rp.
+  LaFusedArgs tf_dx_args(AccessList& acc) {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
+    Vec& x = xs();
+    f.x = acc.read_write(x);
+    f.d = acc.read_write(w_.d);
+    f.u = input(acc, w_.u);
+    f.q = input(acc, w_.q);
+    f.r = input(acc, w_.r);
+    f.rp = input(acc, w_.rp);
+    f.s[0] = scalar(&LaKspState::eta0);
+    f.s[1] = scalar(&LaKspState::cf0);
+    f.s[2] = scalar(&LaKspState::eta1);
+    f.s[3] = scalar(&LaKspState::cf1);
+    f.steps = st_.stop == 1 ? st_.xsteps : 2;  // sync; a device state decides itself
+    return f;
+  }
+
+  /// u = r + b q, q = q + b p, p = u + b q.
+  LaFusedArgs tf_uqp_args(AccessList& acc) const {
+    LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
+    f.r = input(acc, w_.r);
+    f.q = acc.read_write(w_.q);
+    f.p = acc.read_write(w_.p);
+    f.u = acc.write(w_.u);
+    f.s[0] = scalar(&LaKspState::b);
+    return f;
+  }
+
+  void tf_v() {
+    AccessList acc;
+    const LaMatvecArgs m = tf_v_args(acc);
     matvec(m, {&w_.p, nullptr, right_vec()}, acc, LaFinalize::tf_s, "KSPSolve_TFQMR v = K p, v'rp");
   }
 
   bool tf_iteration() {
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_qt);
       AccessList acc;
-      f.u = input(acc, w_.u);
-      f.v = input(acc, w_.v);
-      f.q = acc.write(w_.q);
-      f.t = acc.write(w_.t);
-      f.s[0] = scalar(&LaKspState::a);
+      const LaFusedArgs f = tf_qt_args(acc);
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR q = u - a v, t = u + q");
     }
     {
-      LaMatvecArgs m;
       AccessList acc;
-      m.x = w_.t.data();
-      m.left = left_pc_;
-      m.right = right_pc_;
-      m.epilogue = LaEpilogue::residual;
-      m.y = acc.read_write(w_.r);
-      m.a = scalar(&LaKspState::a);
-      read_pc(acc);
+      const LaMatvecArgs m = tf_residual_args(acc);
       matvec(m, {&w_.t, nullptr, right_vec()}, acc, LaFinalize::tf_m,
              "KSPSolve_TFQMR r -= a K t, r'r");
       if (st_.stop == 2) return false;
     }
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_dx);
-      Vec& x = xs();
       AccessList acc;
-      f.x = acc.read_write(x);
-      f.d = acc.read_write(w_.d);
-      f.u = input(acc, w_.u);
-      f.q = input(acc, w_.q);
-      f.r = input(acc, w_.r);
-      f.rp = input(acc, w_.rp);
-      f.s[0] = scalar(&LaKspState::eta0);
-      f.s[1] = scalar(&LaKspState::cf0);
-      f.s[2] = scalar(&LaKspState::eta1);
-      f.s[3] = scalar(&LaKspState::cf1);
-      f.steps = st_.stop == 1 ? st_.xsteps : 2;
+      const LaFusedArgs f = tf_dx_args(acc);
       if (!async_ && st_.stop == 1) {
         // The last steps of x; rho is not needed any more.
         fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR d, x");
@@ -681,17 +746,44 @@ class Run {
       if (st_.stop != 0) return false;
     }
     {
-      LaFusedArgs f = fused_args(LaFusedOp::tf_uqp);
       AccessList acc;
-      f.r = input(acc, w_.r);
-      f.q = acc.read_write(w_.q);
-      f.p = acc.read_write(w_.p);
-      f.u = acc.write(w_.u);
-      f.s[0] = scalar(&LaKspState::b);
+      const LaFusedArgs f = tf_uqp_args(acc);
       fused(f, acc, LaFinalize::none, "KSPSolve_TFQMR u, q, p");
     }
     tf_v();
     return st_.stop == 0;
+  }
+
+  /// `n` TFQMR iterations as one operation (async and graph modes): the backend may run them as
+  /// one task or kernel (LaKernels::tf_block), with the same arithmetic as n calls of
+  /// tf_iteration. The block leaves the final state in pinned slot `slot` too, if one (true).
+  bool tf_iterations(int n, int slot) {
+    LaTfBlockArgs a;
+    AccessList acc;  // every operation's accesses
+    a.qt = tf_qt_args(acc);
+    a.qt.sums = sums_for(LaFinalize::none, acc);
+    a.residual = tf_residual_args(acc);
+    (void)acc.read(w_.t);  // the products' inputs (matvec marks them elsewhere)
+    a.residual.A = A_.op(acc);
+    a.residual.sums = sums_for(LaFinalize::tf_m, acc);
+    a.dx = tf_dx_args(acc);
+    a.dx.steps = 2;  // the device state decides
+    a.dx.sums = sums_for(LaFinalize::tf_rho, acc);
+    a.uqp = tf_uqp_args(acc);
+    a.uqp.sums = sums_for(LaFinalize::none, acc);
+    a.v = tf_v_args(acc);
+    (void)acc.read(w_.p);
+    a.v.A = A_.op(acc);
+    a.v.sums = sums_for(LaFinalize::tf_s, acc);
+    a.iterations = n;
+    if (slot >= 0) a.mirror = acc.write(w_.slots, slot_range(slot)) + slot;
+    if (graph_flag_ != nullptr) {  // graph mode: the loop's condition too
+      a.running = graph_flag_;
+      acc.write(w_.running.object_id());
+    }
+    issue_tracked(ctx_.impl(), acc, "KSPSolve_TFQMR iterations", loc_,
+                  [&](Stream& s, const OpInfo& op) { k_.tf_block(s, a, op); });
+    return slot >= 0;
   }
 
   // ---- async driver ----
@@ -825,9 +917,11 @@ class Run {
     return capture.end(loc_);
   }
 
-  /// The solve as a graph: the set-up, then a while node over blocks of iterations, each ending
-  /// with the running flag from the device state and the state's copy in pinned slot 0 (so the
-  /// last one done is the final state), then TFQMR's unwinding of right preconditioning.
+  /// The solve as a graph: the set-up (for CG from a zero guess, the set-up and the first block
+  /// of iterations as one operation), then a while node over blocks of iterations (none for a
+  /// fixed-iteration solve of one block), each ending with the running flag from the device state
+  /// and the state's copy in pinned slot 0 (so the last one done is the final state), then
+  /// TFQMR's unwinding of right preconditioning.
   Graph record_solve() {
     const bool cg = o_.type == KspType::cg;
     const std::string name = cg ? "KSPSolve_CG" : "KSPSolve_TFQMR";
@@ -842,29 +936,54 @@ class Run {
       issue_tracked(ctx_.impl(), acc, "KSP running", loc_,
                     [&](Stream& s, const OpInfo& op) { k_.running(s, dst_, flag, mirror, op); });
     };
+    // CG from a zero guess: the set-up travels with the first block (see cg_folds_setup), which
+    // sets the flag and slot 0 itself; later trips run the body.
+    const bool fold = cg && cg_folds_setup();
     Graph setup = record(name + " set-up", [&] {
+      if (fold) {
+        setup_pending_ = true;
+        graph_flag_ = flag;
+        cg_iterations(k, 0);
+        graph_flag_ = nullptr;
+        return;
+      }
       upload_state();
       cg ? cg_setup() : tf_setup();
       running();
     });
-    Graph body = record(name + " iterations", [&] {
-      if (cg && par_ == nullptr) {  // the block sets the flag and slot 0 itself
-        graph_flag_ = flag;
-        cg_iterations(k, 0);
+    auto body = [&] {
+      return record(name + " iterations", [&] {
+        if (par_ != nullptr) {
+          // Across ranks every step ends in a reduction: the iterations one by one.
+          for (int i = 0; i < k; ++i) (void)(cg ? cg_iteration() : tf_iteration());
+          running();
+          return;
+        }
+        graph_flag_ = flag;  // the block sets the flag and slot 0 itself
+        (void)(cg ? cg_iterations(k, 0) : tf_iterations(k, 0));
         graph_flag_ = nullptr;
-      } else if (cg) {
-        for (int i = 0; i < k; ++i) cg_iteration();
-        running();
-      } else {
-        for (int i = 0; i < k; ++i) tf_iteration();
-        running();
-      }
-    });
+      });
+    };
     Graph g(name);
-    const Node first = g.add_child(setup, {.name = name + " set-up"});
-    const Node loop = g.add_while(
-        w_.running, body,
-        {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
+    const Node first = g.add_child(
+        setup, {.name = name + (fold ? " set-up and " + std::to_string(k) + " iterations"
+                                     : std::string(" set-up"))});
+    // A fixed-iteration solve of at most one block needs no loop: its body as a plain child graph
+    // (its kernels do nothing if the set-up already stopped, as a while node would skip them), or
+    // none where the set-up's block is that one trip. SLUICE_KSP_GRAPH_LOOP=always keeps the
+    // while node (to measure what it costs).
+    const char* loop_env = std::getenv("SLUICE_KSP_GRAPH_LOOP");
+    const bool one_trip = o_.fixed_iterations && o_.max_it <= k &&
+                          (loop_env == nullptr || std::string(loop_env) != "always");
+    Node loop = first;
+    if (!one_trip) {
+      loop = g.add_while(
+          w_.running, body(),
+          {.name = name + " " + std::to_string(k) + " iterations while running", .after = {first}});
+    } else if (!fold) {
+      loop = g.add_child(
+          body(), {.name = name + " " + std::to_string(k) + " iterations", .after = {first}});
+    }
     if (right_)
       g.add_child(record(name + " end", [&] { unwind(); }),
                   {.name = name + " end", .after = {loop}});
@@ -968,6 +1087,7 @@ class Run {
   int reported_ = 0;
   int cur_ = 0;                         // CG: which of p, p2 holds the current direction
   std::int32_t* graph_flag_ = nullptr;  // graph mode: where a CG block sets the loop condition
+  bool setup_pending_ = false;          // CG: the next block carries the set-up
 };
 
 void validate(const KspOptions& o, std::source_location loc) {

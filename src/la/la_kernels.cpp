@@ -5,9 +5,6 @@
 #include "la/ksp_logic.hpp"
 #include "sluice/ext/la_kernels.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "la/cuda/la_kernels.hpp"
-#endif
 
 namespace sluice {
 
@@ -20,12 +17,13 @@ std::shared_ptr<LaKernels> unowned(LaKernels& k) {
 
 void LaKernels::register_builtins() {
   register_extension<LaKernels>("host", unowned(detail::host::la_kernels()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<LaKernels>("cuda", unowned(detail::cuda::la_kernels()));
-#endif
 }
 
 void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) {
+  if (args.initial != nullptr) {
+    set_state(stream, args.direction.sums.state, *args.initial, op);
+    fused(stream, args.init, op);
+  }
   LaMatvecArgs direction;
   LaFusedArgs update;
   for (std::int32_t k = 0; k < args.iterations; ++k) {
@@ -37,6 +35,21 @@ void LaKernels::cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo
     running(stream, args.direction.sums.state, args.running, args.mirror, op);
   } else if (args.mirror != nullptr) {
     stream.copy(args.mirror, args.direction.sums.state, sizeof(LaKspState), op);
+  }
+}
+
+void LaKernels::tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) {
+  for (std::int32_t k = 0; k < args.iterations; ++k) {
+    fused(stream, args.qt, op);
+    matvec(stream, args.residual, op);
+    fused(stream, args.dx, op);
+    fused(stream, args.uqp, op);
+    matvec(stream, args.v, op);
+  }
+  if (args.running != nullptr) {
+    running(stream, args.v.sums.state, args.running, args.mirror, op);
+  } else if (args.mirror != nullptr) {
+    stream.copy(args.mirror, args.v.sums.state, sizeof(LaKspState), op);
   }
 }
 

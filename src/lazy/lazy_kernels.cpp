@@ -1,14 +1,11 @@
-// The lazy layer's built-in kernel builders, registered as the LazyKernels extension of their
-// backends (sluice/extension.hpp).
+// The lazy layer's host kernel builder, registered as the LazyKernels extension of the host
+// backend (sluice/extension.hpp).
 
 #include <memory>
 
 #include "lazy/host/lazy_kernels.hpp"
 #include "sluice/ext/lazy_kernels.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "lazy/cuda/lazy_kernels.hpp"
-#endif
 
 namespace sluice {
 
@@ -20,10 +17,8 @@ std::shared_ptr<LazyKernels> unowned(LazyKernels& k) {
 }  // namespace
 
 void LazyKernels::register_builtins() {
+  // The cuda kernel builder comes with the cuda module (lazy/cuda/register.cpp).
   register_extension<LazyKernels>("host", unowned(detail::host::lazy_kernels()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<LazyKernels>("cuda", unowned(detail::cuda::lazy_kernels()));
-#endif
 }
 
 }  // namespace sluice

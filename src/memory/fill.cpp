@@ -13,10 +13,8 @@
 namespace sluice {
 
 void Fill::register_builtins() {
+  // The cuda fill comes with the cuda module (memory/cuda/register.cpp).
   register_extension<Fill>("host", {std::shared_ptr<void>(), &detail::host::memory_fill()});
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<Fill>("cuda", {std::shared_ptr<void>(), &detail::cuda::memory_fill()});
-#endif
 }
 
 namespace detail {

@@ -6,9 +6,6 @@
 #include "scalar/host/scalar_kernels.hpp"
 #include "sluice/ext/scalar_kernels.hpp"
 #include "sluice/extension.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "scalar/cuda/scalar_kernels.hpp"
-#endif
 
 namespace sluice {
 
@@ -21,9 +18,6 @@ std::shared_ptr<ScalarKernels> unowned(ScalarKernels& k) {
 
 void ScalarKernels::register_builtins() {
   register_extension<ScalarKernels>("host", unowned(detail::host::scalar_interpreter()));
-#ifdef SLUICE_HAVE_CUDA
-  register_extension<ScalarKernels>("cuda", unowned(detail::cuda::scalar_interpreter()));
-#endif
 }
 
 }  // namespace sluice

@@ -467,7 +467,9 @@ TEST_P(GraphTest, CapturedCopiesAndMemsetsAreNodesUpdatedInPlaceByReplays) {
     EXPECT_EQ(g.node(1).kind(), NodeKind::copy);
     EXPECT_NE(g.dot().find("[" + ctx.name() + "]"), std::string::npos) << g.dot();
   }
-  Replay replay;
+  // Updates in place on every run: the cost fallback, which may issue a cheap body eagerly
+  // instead, is off (ReplayCostFallbackIssuesEagerlyWhenCheaper tests it).
+  Replay replay(ReplayOptions{.eager_when_cheaper = false});
   std::vector<ReplayEvent> events;
   replay.on_event([&](const ReplayEvent& e) { events.push_back(e); });
   const auto before = graph::stats();
@@ -644,7 +646,7 @@ TEST_P(GraphTest, ReplayUpdatesChangedBuffersAndReportsReinstantiation) {
     outs.emplace_back(a, n);
     memset(a, ins.back(), 10 + i);
   }
-  Replay r;
+  Replay r(ReplayOptions{.eager_when_cheaper = false});  // every run replays (see above)
   std::vector<ReplayEvent> events;
   r.on_event([&](const ReplayEvent& e) { events.push_back(e); });
   const auto updates_before = graph::stats().updates;
@@ -671,6 +673,44 @@ TEST_P(GraphTest, ReplayUpdatesChangedBuffersAndReportsReinstantiation) {
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[2].kind, ReplayEvent::Kind::eager);
   EXPECT_NE(events[2].reason.find("synchronize"), std::string::npos) << events[2].reason;
+}
+
+// A body of many small memsets whose values change every run: each run either replays (an
+// update of every node) or, where that measured cheaper in host time, issues the body eagerly
+// (ReplayPolicy). Either way the results are the body's, and every run is accounted for.
+TEST_P(GraphTest, ReplayCostFallbackKeepsResultsAndCountsEveryRun) {
+  auto ctx = make_context();
+  constexpr int kOps = 64, kRuns = 40;
+  std::vector<DeviceBuffer<std::uint8_t>> bufs;
+  for (int i = 0; i < kOps; ++i) bufs.emplace_back(ctx, 64);
+  for (bool fallback : {true, false}) {
+    SCOPED_TRACE(fallback ? "cost fallback on" : "cost fallback off");
+    Replay r(ReplayOptions{.eager_when_cheaper = fallback});
+    std::vector<ReplayEvent> events;
+    r.on_event([&](const ReplayEvent& e) { events.push_back(e); });
+    const auto before = graph::stats();
+    for (int run = 1; run <= kRuns; ++run) {
+      r.run(ctx, "memsets", [&] {
+        for (int i = 0; i < kOps; ++i) memset(ctx, bufs[i], (run + i) % 251);
+      });
+      for (int i : {0, kOps / 2, kOps - 1}) {
+        EXPECT_EQ(read(ctx, bufs[i]),
+                  std::vector<std::uint8_t>(64, static_cast<std::uint8_t>((run + i) % 251)))
+            << "run " << run;
+      }
+    }
+    const auto after = graph::stats();
+    const auto eager = after.eager_cheaper - before.eager_cheaper;
+    EXPECT_EQ(after.instantiations - before.instantiations, 1u);
+    EXPECT_EQ(after.updates - before.updates + eager, static_cast<std::uint64_t>(kRuns - 1));
+    EXPECT_EQ(after.launches - before.launches, static_cast<std::uint64_t>(kRuns) - eager);
+    if (!fallback) {
+      EXPECT_EQ(eager, 0u);
+    }
+    for (std::size_t i = 1; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].kind, ReplayEvent::Kind::eager_cheaper) << events[i].reason;
+    }
+  }
 }
 
 TEST_P(GraphTest, ReplayOutputsReadByTheHostAreOrdered) {

@@ -53,6 +53,7 @@ struct BenchOptions {
   double min_nnz = 1e3;
   double max_nnz = 0;  // 0: 1e8 on an accelerator, 1e7 on the host
   int per_decade = 2;
+  std::string grids;  // points per dimension, comma-separated: these sizes instead of the nnz rule
   int iterations = 20;
   int repeat = 10;
   int check_every = 0;
@@ -295,11 +296,24 @@ int run(const BenchOptions& o) {
   std::vector<Size> sizes;
   for (auto kind : stencils) {
     std::set<std::int64_t> ns;
-    const int steps =
-        static_cast<int>(std::ceil(std::log10(max_nnz / o.min_nnz) * o.per_decade - 1e-9));
-    for (int i = 0; i <= steps; ++i) {
-      const double target = o.min_nnz * std::pow(10.0, static_cast<double>(i) / o.per_decade);
-      ns.insert(grid_for_nnz(kind, std::min(target, max_nnz)));
+    if (!o.grids.empty()) {
+      for (const auto& g : split(o.grids)) {
+        const long long n = std::atoll(g.c_str());
+        if (n < 2) {
+          throw Error(Errc::invalid_argument,
+                      fmt::format("--grids: '{}' is not a grid size (points per dimension, at "
+                                  "least 2)",
+                                  g));
+        }
+        ns.insert(n);
+      }
+    } else {
+      const int steps =
+          static_cast<int>(std::ceil(std::log10(max_nnz / o.min_nnz) * o.per_decade - 1e-9));
+      for (int i = 0; i <= steps; ++i) {
+        const double target = o.min_nnz * std::pow(10.0, static_cast<double>(i) / o.per_decade);
+        ns.insert(grid_for_nnz(kind, std::min(target, max_nnz)));
+      }
     }
     for (auto n : ns) sizes.push_back({kind, n});
   }
@@ -562,6 +576,9 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--per-decade", o->per_decade, "Sizes per decade of nonzeros")
       ->capture_default_str()
       ->check(whole_number(1, 100));
+  app->add_option("--grids", o->grids,
+                  "Comma-separated grid sizes (points per dimension, e.g. 64,1024) instead of the "
+                  "sizes from --min-nnz, --max-nnz and --per-decade");
   app->add_option("--iterations", o->iterations, "Iterations per solve")
       ->capture_default_str()
       ->check(whole_number(1, 1000000));

@@ -77,6 +77,7 @@ int print_json() {
   out["backends"] = nlohmann::ordered_json::array();
   for (const auto& b : backends()) {
     nlohmann::ordered_json j{{"name", b.name}, {"device_count", b.device_count}};
+    if (!b.module.empty()) j["module"] = b.module;
     if (b.device_count == 0) j["unavailable_reason"] = b.unavailable_reason;
     out["backends"].push_back(std::move(j));
   }
@@ -115,10 +116,12 @@ int print_json() {
 int print_table() {
   fmt::print("backends:\n");
   for (const auto& b : backends()) {
+    const std::string from = b.module.empty() ? "" : fmt::format(" (module {})", b.module);
     if (b.device_count > 0) {
-      fmt::print("  {:<8} {} device{}\n", b.name, b.device_count, b.device_count == 1 ? "" : "s");
+      fmt::print("  {:<8} {} device{}{}\n", b.name, b.device_count, b.device_count == 1 ? "" : "s",
+                 from);
     } else {
-      fmt::print("  {:<8} no devices: {}\n", b.name, b.unavailable_reason);
+      fmt::print("  {:<8} no devices{}: {}\n", b.name, from, b.unavailable_reason);
     }
   }
   fmt::print("\ndevices:\n");

@@ -213,6 +213,29 @@ struct LaCgBlockArgs {
   /// Where the block also leaves 1 if the solve still iterates after it, else 0 (device memory;
   /// null: nowhere): a graph-mode solve's loop condition (LaKernels::running).
   std::int32_t* running = nullptr;
+  /// The solve's set-up, run before the iterations when set (the first block of a solve from a
+  /// zero guess): the state's initial value (a host address, read when the block is issued: the
+  /// value travels with the operation, as LaKernels::set_state's does) and CG's first pass
+  /// `init` (LaFusedOp::cg_init from b, ending in its finalize on the state).
+  const LaKspState* initial = nullptr;
+  LaFusedArgs init;
+};
+
+/// A block of TFQMR iterations in async mode (LaKernels::tf_block): per iteration KSPSolve_TFQMR's
+/// five operations, each as issued for one iteration (every iteration's are the same: no
+/// iteration number in any argument; the kernels take their scalars from the device state).
+struct LaTfBlockArgs {
+  LaFusedArgs qt;         ///< q = u - a v, t = u + q
+  LaMatvecArgs residual;  ///< r -= a K t with r'r (tf_m)
+  LaFusedArgs dx;         ///< d and x steps with r'rp (tf_rho)
+  LaFusedArgs uqp;        ///< u = r + b q, q = q + b p, p = u + b q
+  LaMatvecArgs v;         ///< v = K p with v'rp (tf_s)
+  std::int32_t iterations = 0;
+  /// Where the block also leaves the final state (pinned host memory; null: nowhere).
+  LaKspState* mirror = nullptr;
+  /// Where the block also leaves 1 if the solve still iterates after it, else 0 (device memory;
+  /// null: nowhere): a graph-mode solve's loop condition.
+  std::int32_t* running = nullptr;
 };
 
 /// The arguments of iteration k of a CG block.

@@ -57,7 +57,7 @@ class LoadedKernel {
 class KernelLoader {
  public:
   static constexpr std::string_view extension_name = "KernelLoader";
-  /// Registers the built-in loaders (host, and cuda where built).
+  /// Registers the host loader; the cuda module registers its own when it loads.
   static void register_builtins();
 
   virtual ~KernelLoader() = default;

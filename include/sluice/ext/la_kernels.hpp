@@ -23,7 +23,7 @@ namespace sluice {
 class LaKernels {
  public:
   static constexpr std::string_view extension_name = "LaKernels";
-  /// Registers the built-in implementations (host, and cuda where built).
+  /// Registers the host implementation; the cuda module registers its own when it loads.
   static void register_builtins();
 
   virtual ~LaKernels() = default;
@@ -31,11 +31,16 @@ class LaKernels {
   virtual void reduce(Stream& stream, const LaReduceArgs& args, const OpInfo& op) = 0;
   virtual void matvec(Stream& stream, const LaMatvecArgs& args, const OpInfo& op) = 0;
   virtual void fused(Stream& stream, const LaFusedArgs& args, const OpInfo& op) = 0;
-  /// A block of CG iterations in async mode (see LaCgBlockArgs). The default issues each
-  /// iteration's two steps and copies the state to `args.mirror`; a backend may run the whole
-  /// block as one kernel, with the same arithmetic in the same order (the iterates stay
-  /// bit-identical to sync mode's).
+  /// A block of CG iterations in async mode (see LaCgBlockArgs). The default issues the set-up
+  /// if the block carries one (set_state, then fused for `args.init`), each iteration's two steps,
+  /// and copies the state to `args.mirror`; a backend may run the whole block as one kernel,
+  /// with the same arithmetic in the same order (the iterates stay bit-identical to sync mode's).
   virtual void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op);
+  /// A block of TFQMR iterations in async mode (see LaTfBlockArgs). The default issues each
+  /// iteration's five operations, then `running` or a copy of the state to `args.mirror`; a
+  /// backend may run the block as one operation or kernel, with the same arithmetic in the same
+  /// order.
+  virtual void tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op);
   /// *dst = value (a solver's device state), in stream order: the value travels with the
   /// operation (a kernel argument, a task's copy), so the caller's copy may go at once.
   virtual void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,

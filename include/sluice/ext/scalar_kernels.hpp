@@ -30,7 +30,7 @@ struct ScalarProgramView {
 class ScalarKernels {
  public:
   static constexpr std::string_view extension_name = "ScalarKernels";
-  /// Registers the built-in implementations (host, and cuda where built).
+  /// Registers the host implementation; the cuda module registers its own when it loads.
   static void register_builtins();
 
   virtual ~ScalarKernels() = default;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -406,12 +407,15 @@ class CudaGraph final : public GraphExecutable {
 
   std::string update(const std::shared_ptr<const GraphData>& next) override {
     DeviceGuard guard(device_);
-    if (update_in_place(*next)) {
+    // Many changed nodes: one whole-graph update may cost less than a SetParams call per node
+    // (decided by count, see whole_update_from).
+    const std::size_t whole = whole_update_from();
+    if ((whole == 0 || changed_nodes(*next) < whole) && update_in_place(*next)) {
       graph_ = next;
       return {};
     }
     // Something the node-by-node path does not handle (a nested graph changed, a parameter CUDA
-    // refused in place): the whole graph rebuilt and applied at once.
+    // refused in place), or enough changed nodes: the whole graph rebuilt and applied at once.
     Built rebuilt;
     rebuilt.errors = errors_.get();
     rebuilt.unrecorded = unrecorded_;
@@ -512,6 +516,41 @@ class CudaGraph final : public GraphExecutable {
     }
     built_.calls = std::move(calls);
     return true;
+  }
+
+  /// The number of changed nodes from which update() rebuilds the graph and applies it with one
+  /// cudaGraphExecUpdate instead of a cudaGraphExec*SetParams call per changed node; 0: never.
+  /// SLUICE_CUDA_GRAPH_WHOLE_UPDATE sets it (read at every update, to measure both in one run).
+  /// Never by default: on an H100 the whole path took 1.24 us per node of a 100-memset graph,
+  /// the node-by-node one 0.55 us per changed node (docs/graph.md).
+  static std::size_t whole_update_from() {
+    const char* v = std::getenv("SLUICE_CUDA_GRAPH_WHOLE_UPDATE");
+    return v == nullptr ? 0 : static_cast<std::size_t>(std::strtoull(v, nullptr, 10));
+  }
+
+  /// How many copy, memset and kernel nodes of `next` differ from the current IR (a first pass
+  /// over the parameters; the other kinds are left to update_in_place).
+  std::size_t changed_nodes(const GraphData& next) const {
+    const GraphData& cur = *graph_;
+    if (next.nodes.size() != cur.nodes.size()) return 0;
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < next.nodes.size(); ++i) {
+      const NodeData& a = cur.nodes[i];
+      const NodeData& b = next.nodes[i];
+      switch (b.kind) {
+        case NodeKind::copy:
+        case NodeKind::memset:
+          changed += a.dst != b.dst || a.src != b.src || a.bytes != b.bytes || a.value != b.value;
+          break;
+        case NodeKind::kernel:
+          changed += a.kernel.device && b.kernel.device &&
+                     !same_kernel(*a.kernel.device, *b.kernel.device);
+          break;
+        default:
+          break;
+      }
+    }
+    return changed;
   }
 
   void retire_completed() {

@@ -1,4 +1,4 @@
-#include "backends/host/host_backend.hpp"
+// The host backend: every context is a FIFO worker thread; device memory is host memory.
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -125,9 +125,15 @@ class HostBackend final : public Backend {
 };
 
 }  // namespace
+}  // namespace sluice::detail::host
 
-std::shared_ptr<Backend> make_backend() {
-  return std::make_shared<HostBackend>();
+namespace sluice::detail {
+
+// Declared in core/builtin_backends.hpp, which the registry includes and this file does not: the
+// backends sit below the platform layer. A signature that drifted would not link (libsluice is
+// linked with --no-undefined).
+std::shared_ptr<Backend> make_host_backend() {
+  return std::make_shared<host::HostBackend>();
 }
 
-}  // namespace sluice::detail::host
+}  // namespace sluice::detail

@@ -1,6 +1,7 @@
 // NVTX ranges for Nsight Systems (sluice/observe.hpp): each operation's enqueue is a range named
 // by what it does in the "sluice" domain, so the profiler shows it above the CUDA calls it made
-// and the kernels they launched. On with SLUICE_NVTX=1, or by itself when a tool injects NVTX.
+// and the kernels they launched. On with SLUICE_NVTX=1, or by itself when a tool injects NVTX;
+// part of the cuda module, installed when it loads (before the first cuda context exists).
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -8,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/cuda/nvtx_observer.hpp"
+#include "backends/cuda/cuda_module.hpp"
 #include "sluice/observe.hpp"
 
 namespace sluice::detail::cuda {
@@ -44,13 +45,12 @@ class NvtxObserver final : public Observer {
 
 thread_local std::string NvtxObserver::name_;
 
-}  // namespace
-
-void install_nvtx_observer_if_requested() {
+const ModuleRegistration registration{[] {
   const char* on = std::getenv("SLUICE_NVTX");
   const char* injected = std::getenv("NVTX_INJECTION64_PATH");
   const bool requested = on != nullptr ? std::string(on) == "1" : injected != nullptr;
-  if (requested) add_observer(std::make_shared<NvtxObserver>());
-}
+  if (requested) sluice::add_observer(std::make_shared<NvtxObserver>());
+}};
 
+}  // namespace
 }  // namespace sluice::detail::cuda

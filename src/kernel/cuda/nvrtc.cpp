@@ -34,8 +34,6 @@ std::string log_of(nvrtcProgram p) {
   return log;
 }
 
-}  // namespace
-
 NvrtcOutput nvrtc_compile(std::string_view source, std::string_view kernel_name,
                           std::span<const std::string> options, int arch,
                           std::source_location loc) {
@@ -72,10 +70,27 @@ NvrtcOutput nvrtc_compile(std::string_view source, std::string_view kernel_name,
   return out;
 }
 
-std::string nvrtc_version() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
+class NvrtcImpl final : public Nvrtc {
+ public:
+  NvrtcOutput compile(std::string_view source, std::string_view kernel_name,
+                      std::span<const std::string> options, int arch,
+                      std::source_location loc) override {
+    return nvrtc_compile(source, kernel_name, options, arch, loc);
+  }
+  std::string version() override {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+    return std::to_string(major) + "." + std::to_string(minor);
+  }
+};
+
+}  // namespace
+
+namespace cuda {
+Nvrtc& nvrtc() {
+  static NvrtcImpl impl;
+  return impl;
 }
+}  // namespace cuda
 
 }  // namespace sluice::detail

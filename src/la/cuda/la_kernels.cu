@@ -36,8 +36,10 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "core/context_impl.hpp"
+#include "la/cuda/cg_small.hpp"
 #include "la/cuda/fast_div.hpp"
 #include "la/cuda/la_kernels.hpp"
+#include "la/cuda/tf_small.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/error.hpp"
@@ -783,6 +785,22 @@ struct CgBlockShape {
   std::size_t chunks = 0;   // the update's chunks of kBlock elements
 };
 
+/// What cg_small_block reproduces of a CG block's shape.
+CgSmallSteps small_steps(const CgBlockShape& shape, unsigned init_blocks) {
+  CgSmallSteps s;
+  s.init_blocks = init_blocks;
+  s.tile_width = shape.tiles.width;
+  s.tile_height = shape.tiles.height;
+  s.tile_depth = shape.tiles.depth;
+  s.tiles_x = shape.tiles.tx;
+  s.tiles_y = shape.tiles.ty;
+  s.tiles = shape.tiles.count;
+  s.dir_blocks = shape.dir_blocks;
+  s.upd_blocks = shape.upd_blocks;
+  s.chunks = shape.chunks;
+  return s;
+}
+
 /// Runs `fin` on the block's copy of the state with the sums of a step whose `blocks` partials
 /// (NS each) are complete; false once the solve stopped (the same in every block).
 template <int NS>
@@ -1454,6 +1472,18 @@ class CudaLaKernels final : public LaKernels {
         shape.dir_blocks = cg_direction_grid(stencil, shape.tiles, s, sc, op);
         shape.upd_blocks = grid_for(fused_kernel<LaFusedOp::cg_update>,
                                     reduction_blocks(args.update.n, sc), kBlock, true, s, sc, op);
+        const unsigned init_grid =
+            args.initial == nullptr
+                ? 0u
+                : grid_for(fused_kernel<LaFusedOp::cg_init>, reduction_blocks(args.init.n, sc),
+                           kBlock, true, s, sc, op);
+        // Small problems: one block or cluster with the vectors on chip (cg_small.cu).
+        if (cg_small_block(args, small_steps(shape, init_grid), s.device(), st, op)) return;
+        if (args.initial != nullptr) {  // the set-up first, as set_state and fused issue it
+          launch(set_state_kernel, 1, 32, st, op, *args.initial, args.direction.sums.state);
+          launch(fused_kernel<LaFusedOp::cg_init>, init_grid, kBlock, st, op, args.init,
+                 Reducer{sc.partials, sc.counter});
+        }
         auto* kernel = cg_block_kernel<kKind>;
         // Resident at once (a cooperative launch must be), and no more than the steps' grids
         // need: a block past them would only wait at the barriers. It hosts every block of the
@@ -1473,6 +1503,36 @@ class CudaLaKernels final : public LaKernels {
       });
       check_launch(op);
     });
+  }
+
+  void tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) override {
+    auto& s = as_cuda_stream(stream, "la TFQMR iterations");
+    bool small = false;
+    if (args.iterations > 0 && args.residual.A.is_stencil && args.v.A.is_stencil) {
+      // Small problems: one block with the vectors on chip (tf_small.cu), given the shapes the
+      // five operations launched one by one would take.
+      run_on(s, op, [&](cudaStream_t st) {
+        auto& sc = scratch_for(s, st, op);
+        const Tiles tiles = tiles_for(args.residual.A.stencil, op);
+        TfSmallSteps steps;
+        steps.tile_width = tiles.width;
+        steps.tile_height = tiles.height;
+        steps.tiles_x = tiles.tx;
+        steps.tiles_y = tiles.ty;
+        steps.tiles = tiles.count;
+        with_stencil_kernel(args.residual, true, [&](auto* kernel) {
+          steps.residual_blocks = grid_for(kernel, tiles.count, kStencilThreads, true, s, sc, op);
+        });
+        with_stencil_kernel(args.v, true, [&](auto* kernel) {
+          steps.v_blocks = grid_for(kernel, tiles.count, kStencilThreads, true, s, sc, op);
+        });
+        steps.dx_blocks = grid_for(fused_kernel<LaFusedOp::tf_dx>, reduction_blocks(args.dx.n, sc),
+                                   kBlock, true, s, sc, op);
+        steps.chunks = blocks_of(args.dx.n);
+        small = tiles.depth == 1 && tf_small_block(args, steps, s.device(), st, op);
+      });
+    }
+    if (!small) LaKernels::tf_block(stream, args, op);
   }
 
   void set_state(Stream& stream, LaKspState* dst, const LaKspState& value,

@@ -198,8 +198,15 @@ class HostLaKernels final : public LaKernels {
   // A block as one host task: its steps follow each other on the worker without a hand-off
   // through the queue, as the cuda backend runs a block as one cooperative kernel.
   void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
+    // The set-up's state travels by value: the caller's copy may go once this returns.
+    const bool setup = args.initial != nullptr;
+    const LaKspState initial = setup ? *args.initial : LaKspState{};
     stream.host_task(
-        [a = args] {
+        [a = args, setup, initial] {
+          if (setup) {
+            *a.direction.sums.state = initial;
+            run_fused(a.init);
+          }
           LaMatvecArgs direction;
           LaFusedArgs update;
           for (std::int32_t k = 0; k < a.iterations; ++k) {
@@ -209,6 +216,25 @@ class HostLaKernels final : public LaKernels {
           }
           if (a.mirror != nullptr) *a.mirror = *a.direction.sums.state;
           if (a.running != nullptr) *a.running = a.direction.sums.state->stop == 0 ? 1 : 0;
+        },
+        op);
+  }
+
+  // A TFQMR block as one host task too: eight operations per iteration were as many hand-offs
+  // through the context's queue (about 0.3 us each beside kernels of a fraction of a us at
+  // small sizes, docs/la.md "Results (host)").
+  void tf_block(Stream& stream, const LaTfBlockArgs& args, const OpInfo& op) override {
+    stream.host_task(
+        [a = args] {
+          for (std::int32_t k = 0; k < a.iterations; ++k) {
+            run_fused(a.qt);
+            run_matvec(a.residual);
+            run_fused(a.dx);
+            run_fused(a.uqp);
+            run_matvec(a.v);
+          }
+          if (a.mirror != nullptr) *a.mirror = *a.v.sums.state;
+          if (a.running != nullptr) *a.running = a.v.sums.state->stop == 0 ? 1 : 0;
         },
         op);
   }

@@ -1,0 +1,1186 @@
+// `sluice.Array`, `DeviceBuffer`, `PinnedBuffer`: tracked memory with a dtype and a shape, that
+// NumPy, CuPy, PyTorch and JAX read and write without a copy (DLPack, the CUDA array interface,
+// the buffer protocol), ordered by the tracker (interop.hpp); imports of their arrays; copies,
+// memset, fill; tracked Python host tasks.
+
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "arrays.hpp"
+#include "interop.hpp"
+#include "releases.hpp"
+#include "sluice/memory.hpp"
+
+namespace sluice::python {
+
+// ---- element types ------------------------------------------------------------------------------
+
+namespace {
+constexpr std::uint8_t kDLBoolCode = 6;  // DLPack >= 0.8; Debian's header is 0.6
+
+char code_letter(DType::Code c) {
+  switch (c) {
+    case DType::Code::int_:
+      return 'i';
+    case DType::Code::uint:
+      return 'u';
+    case DType::Code::float_:
+      return 'f';
+    case DType::Code::complex:
+      return 'c';
+    case DType::Code::bool_:
+      return 'b';
+  }
+  return '?';
+}
+}  // namespace
+
+std::string DType::name() const {
+  switch (code) {
+    case Code::int_:
+      return "int" + std::to_string(bits);
+    case Code::uint:
+      return "uint" + std::to_string(bits);
+    case Code::float_:
+      return "float" + std::to_string(bits);
+    case Code::complex:
+      return "complex" + std::to_string(bits);
+    case Code::bool_:
+      return "bool";
+  }
+  return "?";
+}
+
+std::string DType::format() const {
+  const bool sign = code == Code::int_;
+  switch (code) {
+    case Code::int_:
+    case Code::uint:
+      switch (bits) {
+        case 8:
+          return sign ? "b" : "B";
+        case 16:
+          return sign ? "h" : "H";
+        case 32:
+          return sign ? "i" : "I";
+        default:
+          return sign ? "q" : "Q";
+      }
+    case Code::float_:
+      return bits == 16 ? "e" : bits == 32 ? "f" : "d";
+    case Code::complex:
+      return bits == 64 ? "Zf" : "Zd";
+    case Code::bool_:
+      return "?";
+  }
+  return "B";
+}
+
+std::string DType::typestr() const {
+  return std::string(itemsize() == 1 ? "|" : "<") + code_letter(code) + std::to_string(itemsize());
+}
+
+DType DType::parse(std::string_view name) {
+  static const std::pair<std::string_view, DType> names[] = {
+      {"float16", {Code::float_, 16}},
+      {"float32", {Code::float_, 32}},
+      {"float64", {Code::float_, 64}},
+      {"complex64", {Code::complex, 64}},
+      {"complex128", {Code::complex, 128}},
+      {"int8", {Code::int_, 8}},
+      {"int16", {Code::int_, 16}},
+      {"int32", {Code::int_, 32}},
+      {"int64", {Code::int_, 64}},
+      {"uint8", {Code::uint, 8}},
+      {"uint16", {Code::uint, 16}},
+      {"uint32", {Code::uint, 32}},
+      {"uint64", {Code::uint, 64}},
+      {"bool", {Code::bool_, 8}},
+      {"half", {Code::float_, 16}},
+      {"float", {Code::float_, 32}},
+      {"double", {Code::float_, 64}},
+      {"cfloat", {Code::complex, 64}},
+      {"cdouble", {Code::complex, 128}},
+      {"long", {Code::int_, 64}},
+      {"int", {Code::int_, 32}},
+      {"short", {Code::int_, 16}},
+  };
+  if (name.starts_with("torch.")) name.remove_prefix(6);
+  for (const auto& [n, d] : names) {
+    if (n == name) return d;
+  }
+  throw Error(Errc::invalid_argument,
+              "unknown dtype '" + std::string(name) +
+                  "': use float16/32/64, complex64/128, int8/16/32/64, uint8/16/32/64 or bool",
+              caller());
+}
+
+DType DType::from_python(const py::handle& o) {
+  if (o.is_none()) return kFloat64;
+  if (py::isinstance<py::str>(o)) return parse(o.cast<std::string>());
+  if (o.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return {Code::float_, 64};
+  if (o.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return {Code::int_, 64};
+  if (o.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return {Code::complex, 128};
+  if (o.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return {Code::bool_, 8};
+  try {
+    auto np = py::module_::import("numpy");
+    return parse(py::str(np.attr("dtype")(o).attr("name")).cast<std::string>());
+  } catch (py::error_already_set&) {
+  }
+  return parse(py::str(o).cast<std::string>());
+}
+
+DType DType::from_format(std::string_view f, std::size_t itemsize) {
+  while (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@' || f[0] == '!' || f[0] == '>')) {
+    if (f[0] == '>' || f[0] == '!') {
+      throw Error(Errc::unsupported, "big-endian data cannot be used by sluice", caller());
+    }
+    f.remove_prefix(1);
+  }
+  const auto bits = static_cast<std::uint8_t>(itemsize * 8);
+  if (f == "?") return {Code::bool_, 8};
+  if (f == "e" || f == "f" || f == "d") return {Code::float_, bits};
+  if (f == "Zf" || f == "Zd") return {Code::complex, bits};
+  if (f.size() == 1 && std::strchr("bhilqn", f[0]) != nullptr) return {Code::int_, bits};
+  if (f.size() == 1 && std::strchr("BHILQN", f[0]) != nullptr) return {Code::uint, bits};
+  throw Error(Errc::unsupported,
+              "buffer format '" + std::string(f) + "' is not an element type sluice holds",
+              caller());
+}
+
+// ---- Array --------------------------------------------------------------------------------------
+
+std::size_t Array::size() const noexcept {
+  std::size_t n = 1;
+  for (auto s : shape) n *= static_cast<std::size_t>(s);
+  return n;
+}
+
+void Array::check_live(std::source_location loc) const {
+  if (keep == nullptr && nbytes != 0) {
+    throw Error(Errc::invalid_state, "the array's memory was released", loc);
+  }
+}
+
+namespace {
+
+/// Buffers sluice allocated, and the Python classes of them.
+struct DeviceBufferArray : Array {};
+struct PinnedBufferArray : Array {};
+
+std::vector<std::int64_t> to_shape(const py::handle& shape) {
+  std::vector<std::int64_t> out;
+  if (py::isinstance<py::int_>(shape)) {
+    out.push_back(shape.cast<std::int64_t>());
+  } else {
+    for (auto s : shape) out.push_back(s.cast<std::int64_t>());
+  }
+  for (auto s : out) {
+    if (s < 0) throw Error(Errc::invalid_argument, "a shape may not hold negative sizes", caller());
+  }
+  return out;
+}
+
+std::size_t elements(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (auto s : shape) n *= static_cast<std::size_t>(s);
+  return n;
+}
+
+py::tuple shape_tuple(const std::vector<std::int64_t>& shape) {
+  py::tuple t(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) t[i] = shape[i];
+  return t;
+}
+
+std::shared_ptr<Array> make_device_buffer(const std::vector<std::int64_t>& shape, DType dtype,
+                                          const Context& ctx, std::source_location loc) {
+  auto a = std::shared_ptr<DeviceBufferArray>(new DeviceBufferArray, NogilDelete{});
+  const std::size_t bytes = detail::checked_bytes(elements(shape), dtype.itemsize(), loc);
+  auto buffer = nogil([&] { return std::make_shared<DeviceBuffer<std::byte>>(ctx, bytes, loc); });
+  a->data = buffer->data();
+  a->nbytes = bytes;
+  a->id = buffer->object_id();
+  a->device = ctx.device();
+  a->memory = Memory::device;
+  a->dtype = dtype;
+  a->shape = shape;
+  a->keep = std::shared_ptr<void>(buffer.get(),
+                                  [buffer](void*) mutable { nogil([&] { buffer.reset(); }); });
+  a->home = ctx;
+  return a;
+}
+
+std::shared_ptr<Array> make_pinned_buffer(const std::vector<std::int64_t>& shape, DType dtype,
+                                          const Device& device, std::source_location loc) {
+  auto a = std::shared_ptr<PinnedBufferArray>(new PinnedBufferArray, NogilDelete{});
+  const std::size_t bytes = detail::checked_bytes(elements(shape), dtype.itemsize(), loc);
+  auto buffer =
+      nogil([&] { return std::make_shared<PinnedBuffer<std::byte>>(device, bytes, loc); });
+  a->data = buffer->data();
+  a->nbytes = bytes;
+  a->id = buffer->object_id();
+  a->device = device;
+  a->memory = Memory::pinned;
+  a->dtype = dtype;
+  a->shape = shape;
+  // Destroying a pinned buffer waits for queued work that uses it: with the GIL released.
+  a->keep = std::shared_ptr<void>(buffer.get(),
+                                  [buffer](void*) mutable { nogil([&] { buffer.reset(); }); });
+  return a;
+}
+
+// ---- exports: DLPack ----------------------------------------------------------------------------
+
+std::pair<int, int> dlpack_device(const Array& a) {
+  if (a.host_accessible()) return {kDLCPU, 0};
+  if (a.device.backend == "cuda") return {kDLCUDA, a.device.index};
+  throw py::buffer_error("sluice: memory of " + a.device.to_string() +
+                         " has no DLPack device type");
+}
+
+DLDataType dl_dtype(const DType& d) {
+  DLDataType t;
+  switch (d.code) {
+    case DType::Code::int_:
+      t.code = kDLInt;
+      break;
+    case DType::Code::uint:
+      t.code = kDLUInt;
+      break;
+    case DType::Code::float_:
+      t.code = kDLFloat;
+      break;
+    case DType::Code::complex:
+      t.code = kDLComplex;
+      break;
+    case DType::Code::bool_:
+      t.code = kDLBoolCode;
+      break;
+  }
+  t.bits = d.bits;
+  t.lanes = 1;
+  return t;
+}
+
+DType from_dl_dtype(const DLDataType& t, std::source_location loc) {
+  if (t.lanes != 1) {
+    throw Error(Errc::unsupported, "DLPack: vector element types (lanes > 1) are not supported",
+                loc);
+  }
+  switch (t.code) {
+    case kDLInt:
+      return {DType::Code::int_, t.bits};
+    case kDLUInt:
+      return {DType::Code::uint, t.bits};
+    case kDLFloat:
+      return {DType::Code::float_, t.bits};
+    case kDLComplex:
+      return {DType::Code::complex, t.bits};
+    case kDLBoolCode:
+      return {DType::Code::bool_, 8};
+    default:
+      throw Error(Errc::unsupported,
+                  "DLPack: element type code " + std::to_string(t.code) + " is not supported", loc);
+  }
+}
+
+/// What a DLPack capsule we export holds: the tensor, its shape, and the Python array it views.
+struct Exported {
+  DLManagedTensor tensor{};
+  std::vector<std::int64_t> shape, strides;
+  PyRef owner;
+  Device device;
+  ObjectId id = 0;
+  ByteRange range;
+  std::optional<std::uintptr_t> consumer;  // the stream the consumer said it would use
+};
+
+void exported_deleter(DLManagedTensor* t) {
+  auto* e = static_cast<Exported*>(t->manager_ctx);
+  if (e->consumer && e->id != 0 && !finalizing()) {
+    // The consumer let go: sluice's later work on the bytes (their release included) waits for
+    // what it queued on its stream until now.
+    try {
+      nogil([&] {
+        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer,
+                                      std::source_location::current());
+      });
+    } catch (...) {
+      // The buffer is gone (nothing sluice queues can touch it) or the stream is: nothing to
+      // order against.
+    }
+  }
+  delete e;
+}
+
+void capsule_destructor(PyObject* capsule) {
+  // A capsule nobody consumed still owns its tensor.
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (t != nullptr && t->deleter != nullptr) t->deleter(t);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self,
+                         const py::object& stream, const py::object& dl_device,
+                         const py::object& copy) {
+  const auto loc = caller();
+  collect();
+  a->check_live(loc);
+  if (!copy.is_none() && copy.cast<bool>()) {
+    throw py::buffer_error(
+        "sluice exports its memory without a copy (__dlpack__(copy=True) is not supported): copy "
+        "it first with sluice.copy, or let the consumer copy");
+  }
+  const auto [dev_type, dev_id] = dlpack_device(*a);
+  if (!dl_device.is_none()) {
+    auto want = dl_device.cast<std::pair<int, int>>();
+    if (want.first != dev_type || want.second != dev_id) {
+      throw py::buffer_error("sluice: the array lives on DLPack device (" +
+                             std::to_string(dev_type) + ", " + std::to_string(dev_id) +
+                             "), not on the requested one; copy it there with sluice.copy");
+    }
+  }
+  std::optional<std::uintptr_t> consumer;
+  const bool no_sync = !stream.is_none() && stream.cast<std::int64_t>() == -1;
+  if (a->id != 0 && !no_sync) {
+    if (dev_type == kDLCPU) {
+      nogil([&] { interop::host_wait(a->id, a->range(), Access::read_write, loc); });
+    } else {
+      const std::int64_t s = stream.is_none() ? 1 : stream.cast<std::int64_t>();
+      if (s == 0) {
+        throw py::buffer_error(
+            "__dlpack__(stream=0) is ambiguous: pass 1 for the legacy default "
+            "stream, 2 for the per-thread one, or a cudaStream_t");
+      }
+      consumer = static_cast<std::uintptr_t>(s);
+      nogil([&] {
+        interop::order_stream_after(a->device, a->id, a->range(), Access::read_write, *consumer,
+                                    loc);
+      });
+    }
+  }
+  auto* e = new Exported;
+  e->shape = a->shape;
+  e->strides.resize(a->shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = a->shape.size(); i-- > 0;) {
+    e->strides[i] = stride;
+    stride *= a->shape[i];
+  }
+  e->owner = PyRef(self);
+  e->device = a->device;
+  e->id = a->id;
+  e->range = a->range();
+  e->consumer = consumer;
+  DLTensor& t = e->tensor.dl_tensor;
+  t.data = a->data;
+  t.device = {static_cast<DLDeviceType>(dev_type), dev_id};
+  t.ndim = static_cast<int>(a->shape.size());
+  t.dtype = dl_dtype(a->dtype);
+  t.shape = e->shape.data();
+  t.strides = e->strides.data();
+  t.byte_offset = 0;
+  e->tensor.manager_ctx = e;
+  e->tensor.deleter = exported_deleter;
+  PyObject* capsule = PyCapsule_New(&e->tensor, "dltensor", capsule_destructor);
+  if (capsule == nullptr) {
+    delete e;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+// ---- exports: the CUDA array interface ----------------------------------------------------------
+
+py::dict cuda_array_interface(const std::shared_ptr<Array>& a) {
+  if (a->memory != Memory::device || a->device.backend != "cuda") {
+    throw py::attribute_error(
+        "__cuda_array_interface__: the array is not in cuda device memory (host-accessible "
+        "memory is exported through __dlpack__ and the buffer protocol)");
+  }
+  const auto loc = caller();
+  collect();
+  a->check_live(loc);
+  py::dict d;
+  d["shape"] = shape_tuple(a->shape);
+  d["typestr"] = a->dtype.typestr();
+  d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a->data), a->readonly);
+  d["version"] = 3;
+  d["strides"] = py::none();
+  if (a->id != 0) {
+    d["stream"] = nogil([&] {
+      return interop::interop_stream_after(a->device, a->id, a->range(), Access::read_write, loc);
+    });
+  } else {
+    d["stream"] = py::none();
+  }
+  return d;
+}
+
+// ---- exports: the buffer protocol ---------------------------------------------------------------
+
+struct BufferView {
+  std::vector<Py_ssize_t> shape, strides;
+  std::string format;
+};
+
+int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  try {
+    auto a = py::handle(self).cast<std::shared_ptr<Array>>();
+    const auto loc = caller();
+    if (!a->host_accessible()) {
+      throw py::buffer_error("sluice: the array is in " + a->device.to_string() +
+                             " device memory, which the host cannot read; use __dlpack__ with a "
+                             "device library, or numpy() for a copy");
+    }
+    a->check_live(loc);
+    const bool writable = (flags & PyBUF_WRITABLE) != 0;
+    if (writable && a->readonly) throw py::buffer_error("sluice: the array is read-only");
+    if (a->id != 0) {
+      nogil([&] {
+        interop::host_wait(a->id, a->range(), writable ? Access::read_write : Access::read, loc);
+      });
+    }
+    auto* v = new BufferView;
+    v->format = a->dtype.format();
+    Py_ssize_t stride = static_cast<Py_ssize_t>(a->dtype.itemsize());
+    v->shape.resize(a->shape.size());
+    v->strides.resize(a->shape.size());
+    for (std::size_t i = a->shape.size(); i-- > 0;) {
+      v->shape[i] = static_cast<Py_ssize_t>(a->shape[i]);
+      v->strides[i] = stride;
+      stride *= v->shape[i];
+    }
+    view->buf = a->data;
+    view->obj = self;
+    Py_INCREF(self);
+    view->len = static_cast<Py_ssize_t>(a->nbytes);
+    view->readonly = a->readonly ? 1 : 0;
+    view->itemsize = static_cast<Py_ssize_t>(a->dtype.itemsize());
+    view->format = (flags & PyBUF_FORMAT) ? v->format.data() : nullptr;
+    view->ndim = static_cast<int>(a->shape.size());
+    view->shape = (flags & PyBUF_ND) ? v->shape.data() : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? v->strides.data() : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = v;
+    return 0;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    py::detail::translate_exception(std::current_exception());
+  }
+  view->obj = nullptr;
+  return -1;
+}
+
+void array_releasebuffer(PyObject*, Py_buffer* view) {
+  delete static_cast<BufferView*>(view->internal);
+  view->internal = nullptr;
+}
+
+}  // namespace
+
+void enable_buffer(const py::handle& cls) {
+  auto* type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  type->as_buffer.bf_getbuffer = array_getbuffer;
+  type->as_buffer.bf_releasebuffer = array_releasebuffer;
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &type->as_buffer;
+}
+
+namespace {
+
+// ---- imports ------------------------------------------------------------------------------------
+
+std::shared_ptr<Array> new_import() {
+  return std::shared_ptr<Array>(new Array, NogilDelete{});
+}
+
+void check_compact(const std::vector<std::int64_t>& shape, const std::int64_t* strides,
+                   std::size_t itemsize_or_one, bool strides_in_bytes, std::source_location loc) {
+  if (strides == nullptr) return;
+  std::int64_t expect = strides_in_bytes ? static_cast<std::int64_t>(itemsize_or_one) : 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expect) {
+      throw Error(Errc::unsupported,
+                  "sluice works on contiguous (C-order) arrays only; this one is strided: make it "
+                  "contiguous first (e.g. .contiguous(), numpy.ascontiguousarray)",
+                  loc);
+    }
+    expect *= shape[i];
+  }
+}
+
+/// Picks the context that orders an import of memory of `device`.
+Context import_context(const Device& device, const std::optional<Context>& ctx,
+                       std::source_location loc) {
+  if (ctx) {
+    if (!(ctx->device() == device)) {
+      throw Error(Errc::invalid_argument,
+                  "the array lives on " + device.to_string() + " but the context '" + ctx->name() +
+                      "' is on " + ctx->device().to_string() + "; pass a context of " +
+                      device.to_string() + " (or none)",
+                  loc);
+    }
+    return *ctx;
+  }
+  Context cur = current_context();
+  if (cur.device() == device) return cur;
+  return default_context(device);
+}
+
+std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<Context>& ctx,
+                                     bool sync, std::source_location loc) {
+  py::object capsule;
+  std::optional<Context> orderer;
+  bool producer_ordered = false;
+  if (PyCapsule_CheckExact(obj.ptr())) {
+    capsule = py::reinterpret_borrow<py::object>(obj);
+  } else {
+    std::pair<int, int> dev{kDLCPU, 0};
+    if (py::hasattr(obj, "__dlpack_device__")) {
+      dev = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    }
+    if (dev.first == kDLCUDA) {
+      orderer = import_context(Device{"cuda", dev.second}, ctx, loc);
+      const std::int64_t stream = sync ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(
+                                             orderer->native_handle()))
+                                       : -1;
+      capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
+      producer_ordered = sync;
+    } else {
+      capsule = obj.attr("__dlpack__")();
+    }
+  }
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (managed == nullptr) {
+    PyErr_Clear();
+    throw Error(Errc::invalid_argument,
+                "from_dlpack: not a DLPack capsule, or one consumed already", loc);
+  }
+  const DLTensor& t = managed->dl_tensor;
+  auto a = new_import();
+  a->dtype = from_dl_dtype(t.dtype, loc);
+  a->shape.assign(t.shape, t.shape + t.ndim);
+  check_compact(a->shape, t.strides, 1, false, loc);
+  a->data = static_cast<std::byte*>(t.data) + t.byte_offset;
+  a->nbytes = elements(a->shape) * a->dtype.itemsize();
+  MemoryType type = MemoryType::host;
+  switch (t.device.device_type) {
+    case kDLCPU:
+      a->device = Device{"host", 0};
+      a->memory = Memory::host;
+      break;
+    case kDLCUDAHost:
+      a->device = Device{"host", 0};
+      a->memory = Memory::pinned;
+      type = MemoryType::pinned;
+      break;
+    case kDLCUDA:
+      a->device = Device{"cuda", t.device.device_id};
+      a->memory = Memory::device;
+      type = MemoryType::device;
+      break;
+    default:
+      throw Error(Errc::unsupported,
+                  "from_dlpack: DLPack device type " + std::to_string(t.device.device_type) +
+                      " is not supported (CPU, CUDA and CUDA-pinned memory are)",
+                  loc);
+  }
+  // Taken: from here on the tensor is ours to release.
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  if (a->nbytes == 0) {
+    if (managed->deleter) managed->deleter(managed);
+    a->keep = std::make_shared<int>(0);
+    return a;
+  }
+  try {
+    const Region region = register_or_find(a->data, a->nbytes, type, a->device, loc);
+    a->id = region.id;
+    a->offset = region.offset;
+    a->keep =
+        std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(), managed);
+  } catch (...) {
+    if (managed->deleter) managed->deleter(managed);
+    throw;
+  }
+  if (orderer) {
+    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), std::nullopt, loc); });
+    (void)producer_ordered;
+  }
+  return a;
+}
+
+std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Context>& ctx,
+                                  bool sync, std::source_location loc) {
+  py::dict d = obj.attr("__cuda_array_interface__");
+  auto a = new_import();
+  a->shape = to_shape(d["shape"]);
+  const std::string typestr = d["typestr"].cast<std::string>();
+  if (typestr.size() < 3 || typestr[0] == '>') {
+    throw Error(Errc::unsupported, "__cuda_array_interface__ type '" + typestr + "'", loc);
+  }
+  const std::size_t itemsize = std::stoul(typestr.substr(2));
+  const char k = typestr[1];
+  const auto bits = static_cast<std::uint8_t>(itemsize * 8);
+  a->dtype = k == 'f'   ? DType{DType::Code::float_, bits}
+             : k == 'c' ? DType{DType::Code::complex, bits}
+             : k == 'i' ? DType{DType::Code::int_, bits}
+             : k == 'u' ? DType{DType::Code::uint, bits}
+             : k == 'b' ? DType{DType::Code::bool_, 8}
+                        : throw Error(Errc::unsupported,
+                                      "__cuda_array_interface__ type '" + typestr + "'", loc);
+  if (d.contains("strides") && !d["strides"].is_none()) {
+    std::vector<std::int64_t> strides;
+    for (auto s : d["strides"]) strides.push_back(s.cast<std::int64_t>());
+    check_compact(a->shape, strides.data(), itemsize, true, loc);
+  }
+  auto data = d["data"].cast<std::pair<std::uintptr_t, bool>>();
+  a->data = reinterpret_cast<void*>(data.first);
+  a->readonly = data.second;
+  a->nbytes = elements(a->shape) * itemsize;
+  a->memory = Memory::device;
+  // The device the pointer belongs to (the CUDA runtime knows); the importing context orders it.
+  const int owner = a->data != nullptr ? interop::cuda::device_of(a->data, loc) : -1;
+  Context orderer = import_context(owner >= 0 ? Device{"cuda", owner}
+                                   : ctx      ? ctx->device()
+                                              : Device{"cuda", 0},
+                                   ctx, loc);
+  a->device = orderer.device();
+  std::optional<std::uintptr_t> producer;
+  if (sync && d.contains("stream") && !d["stream"].is_none()) {
+    producer = d["stream"].cast<std::uintptr_t>();
+  }
+  if (a->nbytes == 0) {
+    a->keep = std::make_shared<int>(0);
+    return a;
+  }
+  const Region region = register_or_find(a->data, a->nbytes, MemoryType::device, a->device, loc);
+  a->id = region.id;
+  a->offset = region.offset;
+  a->keep = std::make_shared<Foreign>(a->device, region.id, region.registered_here,
+                                      PyRef(py::reinterpret_borrow<py::object>(obj)), nullptr);
+  nogil([&] { interop::order_after_stream(orderer, a->id, a->range(), producer, loc); });
+  return a;
+}
+
+std::shared_ptr<Array> import_buffer(const py::handle& obj, std::source_location loc) {
+  // A memoryview holds the exporter's buffer for as long as we keep it.
+  py::object mv;
+  bool readonly = false;
+  try {
+    mv = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
+    if (!mv) throw py::error_already_set();
+  } catch (py::error_already_set&) {
+    throw py::type_error("sluice: " + std::string(py::str(py::type::of(obj))) +
+                         " is neither a sluice array nor exports DLPack, the CUDA array interface "
+                         "or the buffer protocol");
+  }
+  Py_buffer* view = PyMemoryView_GET_BUFFER(mv.ptr());
+  readonly = view->readonly != 0;
+  if (!PyBuffer_IsContiguous(view, 'C')) {
+    throw Error(Errc::unsupported,
+                "sluice works on contiguous (C-order) arrays only; make it contiguous first "
+                "(numpy.ascontiguousarray)",
+                loc);
+  }
+  auto a = new_import();
+  a->dtype = DType::from_format(view->format ? view->format : "B",
+                                static_cast<std::size_t>(view->itemsize));
+  if (view->ndim == 0) {
+    a->shape = {};
+  } else if (view->shape == nullptr) {
+    a->shape = {static_cast<std::int64_t>(view->len / view->itemsize)};
+  } else {
+    a->shape.assign(view->shape, view->shape + view->ndim);
+  }
+  a->data = view->buf;
+  a->nbytes = static_cast<std::size_t>(view->len);
+  a->readonly = readonly;
+  a->device = Device{"host", 0};
+  a->memory = Memory::host;
+  if (a->nbytes == 0) {
+    a->keep = std::make_shared<PyRef>(mv);
+    return a;
+  }
+  const Region region = register_or_find(a->data, a->nbytes, MemoryType::host, a->device, loc);
+  a->id = region.id;
+  a->offset = region.offset;
+  a->keep =
+      std::make_shared<Foreign>(a->device, region.id, region.registered_here, PyRef(mv), nullptr);
+  return a;
+}
+
+}  // namespace
+
+std::shared_ptr<Array> as_array(const py::handle& obj, const std::optional<Context>& ctx,
+                                std::source_location loc) {
+  if (py::isinstance<Array>(obj)) return obj.cast<std::shared_ptr<Array>>();
+  collect();
+  if (py::hasattr(obj, "__dlpack__")) {
+    try {
+      return import_dlpack(obj, ctx, true, loc);
+    } catch (py::error_already_set& e) {
+      // NumPy refuses to export read-only arrays through DLPack: the buffer protocol can.
+      if (!e.matches(PyExc_BufferError) && !e.matches(PyExc_TypeError)) throw;
+    }
+  }
+  if (py::hasattr(obj, "__cuda_array_interface__")) return import_cai(obj, ctx, true, loc);
+  return import_buffer(obj, loc);
+}
+
+py::object numpy_over(const std::shared_ptr<Array>& a) {
+  auto np = py::module_::import("numpy");
+  // A memoryview over the bytes, with the array as its owner, without the wait getbuffer does.
+  auto* buf = static_cast<char*>(a->data);
+  py::object mv = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
+      a->nbytes ? buf : reinterpret_cast<char*>(&const_cast<Array&>(*a)),
+      static_cast<Py_ssize_t>(a->nbytes), a->readonly ? PyBUF_READ : PyBUF_WRITE));
+  py::object flat = np.attr("frombuffer")(mv, py::arg("dtype") = a->dtype.name());
+  py::object arr = flat.attr("reshape")(shape_tuple(a->shape));
+  return arr;
+}
+
+py::object numpy_view(const std::shared_ptr<Array>& a, Access mode, std::source_location loc) {
+  if (a->id != 0) nogil([&] { interop::host_wait(a->id, a->range(), mode, loc); });
+  return numpy_over(a);
+}
+
+py::object wrap_array(std::shared_ptr<Array> a) {
+  return py::cast(std::move(a));
+}
+
+namespace {
+
+// ---- copies and fills ---------------------------------------------------------------------------
+
+void check_same_bytes(const Array& dst, const Array& src, std::source_location loc) {
+  if (dst.nbytes != src.nbytes) {
+    throw Error(Errc::invalid_argument,
+                "copy: the destination holds " + std::to_string(dst.nbytes) +
+                    " bytes but the source " + std::to_string(src.nbytes) +
+                    "; both sides must be the same size",
+                loc);
+  }
+  if (!(dst.dtype == src.dtype)) {
+    throw Error(Errc::invalid_argument,
+                "copy: the destination's dtype is " + dst.dtype.name() + " but the source's " +
+                    src.dtype.name() + "; copies move bytes, not values: use arrays of one dtype",
+                loc);
+  }
+}
+
+Context copy_context(const Array& dst, const Array& src, const std::optional<Context>& ctx) {
+  if (ctx) return *ctx;
+  // Warp's rule: the destination's device if it is a device, else the source's, else the
+  // current context.
+  for (const Array* a : {&dst, &src}) {
+    if (a->memory == Memory::device) {
+      Context cur = current_context();
+      return cur.device() == a->device ? cur : default_context(a->device);
+    }
+  }
+  return current_context();
+}
+
+void do_copy(const std::shared_ptr<Array>& dst, const std::shared_ptr<Array>& src,
+             const Context& ctx, std::source_location loc) {
+  dst->check_live(loc);
+  src->check_live(loc);
+  check_same_bytes(*dst, *src, loc);
+  if (dst->readonly) throw Error(Errc::invalid_argument, "copy: the destination is read-only", loc);
+  nogil([&] {
+    sluice::copy(ctx, std::span(static_cast<std::byte*>(dst->data), dst->nbytes),
+                 std::span(static_cast<const std::byte*>(src->data), src->nbytes), loc);
+  });
+}
+
+}  // namespace
+
+void tracked_host_task(const Context& ctx, const py::function& fn, const py::tuple& args,
+                       const std::string& what, std::source_location loc) {
+  std::vector<Marked> marks;
+  py::list passed;
+  for (auto arg : args) {
+    if (py::isinstance<Marked>(arg)) {
+      marks.push_back(arg.cast<Marked>());
+      if (!marks.back().array->host_accessible()) {
+        throw Error(Errc::invalid_argument,
+                    "host_task: an argument is in " + marks.back().array->device.to_string() +
+                        " device memory, which a host task cannot touch",
+                    loc);
+      }
+      marks.back().array->check_live(loc);
+      passed.append(numpy_over(marks.back().array));
+    } else {
+      passed.append(arg);
+    }
+  }
+  PyCall call{py::object(fn)};
+  PyRef held_args{py::object(py::tuple(passed))};
+  // The Python objects of the arrays, so that their memory outlives the task; dropped, like
+  // everything the task holds, on a Python thread (PyRef).
+  py::list owners;
+  for (const auto& m : marks) owners.append(py::cast(m.array));
+  PyRef keep{py::object(owners)};
+  auto task = [call, held_args, keep] {
+    if (finalizing()) throw PythonTaskError("the Python interpreter is shutting down");
+    py::gil_scoped_acquire gil;
+    try {
+      py::handle(call.ref().get())(*py::reinterpret_borrow<py::tuple>(held_args.get()));
+    } catch (py::error_already_set& e) {
+      throw PythonTaskError(format_python_error(e));
+    }
+  };
+  nogil([&] {
+    for (const auto& m : marks)
+      mark_intent_begin(ctx, m.array->id, m.mode, what, m.array->range(), loc);
+    std::exception_ptr failure;
+    try {
+      ctx.host_task(task, what, loc);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    for (const auto& m : marks)
+      mark_intent_end(ctx, m.array->id, m.mode, what, m.array->range(), loc);
+    if (failure) std::rethrow_exception(failure);
+  });
+}
+
+void bind_arrays(py::module_& m) {
+  py::class_<Array, std::shared_ptr<Array>> array(
+      m, "Array", py::buffer_protocol(),
+      "Tracked memory with a dtype and a shape: a sluice buffer, or another library's array "
+      "imported without a copy (sluice.asarray, sluice.from_dlpack).\n\n"
+      "It exports itself without a copy through __dlpack__, __cuda_array_interface__ (cuda "
+      "device memory) and the buffer protocol (host-accessible memory), ordered by the tracker: "
+      "the consumer's stream waits (on the device) for sluice's pending work on it; a host "
+      "consumer waits on the host for that work only.");
+  enable_buffer(array);
+  array.def_property_readonly("shape", [](const Array& a) { return shape_tuple(a.shape); })
+      .def_property_readonly("dtype", [](const Array& a) { return a.dtype.name(); })
+      .def_property_readonly("ndim", [](const Array& a) { return a.shape.size(); })
+      .def_property_readonly("size", &Array::size)
+      .def_property_readonly("nbytes", [](const Array& a) { return a.nbytes; })
+      .def_property_readonly("itemsize", [](const Array& a) { return a.dtype.itemsize(); })
+      .def_property_readonly("device", [](const Array& a) { return a.device; })
+      .def_property_readonly(
+          "memory",
+          [](const Array& a) {
+            return a.memory == Memory::device   ? "device"
+                   : a.memory == Memory::pinned ? "pinned"
+                                                : "host";
+          },
+          "'device', 'pinned' or 'host' (another library's pageable memory).")
+      .def_property_readonly(
+          "ptr", [](const Array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_property_readonly(
+          "object_id", [](const Array& a) { return a.id; },
+          "The tracker's id of the memory region the array lies in.")
+      .def_property_readonly("readonly", [](const Array& a) { return a.readonly; })
+      .def_property_readonly(
+          "context",
+          [](const Array& a) -> py::object {
+            if (!a.home) return py::none();
+            return py::cast(share(*a.home));
+          },
+          "The context it was allocated on (None for imports).")
+      .def("__len__",
+           [](const Array& a) {
+             if (a.shape.empty()) throw py::type_error("len() of a 0-d array");
+             return a.shape[0];
+           })
+      .def(
+          "__dlpack__",
+          [](const py::object& self, const py::object& stream, const py::object& max_version,
+             const py::object& dl_device, const py::object& copy) {
+            (void)max_version;  // a DLPack 0.x capsule ("dltensor") is what every consumer takes
+            return dlpack_export(self.cast<std::shared_ptr<Array>>(), self, stream, dl_device,
+                                 copy);
+          },
+          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+          "A DLPack capsule of the memory, without a copy. On cuda, `stream` (a cudaStream_t as "
+          "an int; None or 1: the legacy default stream, 2: the per-thread one) is made to wait "
+          "on the device for sluice's pending work on the array; -1 skips that. On the host the "
+          "call waits for that work (only). When the consumer releases the capsule, sluice's "
+          "later work on the array waits for what it queued on `stream` until then.")
+      .def("__dlpack_device__", [](const Array& a) { return dlpack_device(a); })
+      .def_property_readonly(
+          "__cuda_array_interface__",
+          [](const std::shared_ptr<Array>& a) { return cuda_array_interface(a); },
+          "Version 3, for cuda device memory: 'stream' is a stream of sluice's that follows the "
+          "pending work on the array; a consumer waits on it before using the data.")
+      .def(
+          "numpy",
+          [](const py::object& self) -> py::object {
+            const auto loc = caller();
+            auto a = self.cast<std::shared_ptr<Array>>();
+            a->check_live(loc);
+            auto np = py::module_::import("numpy");
+            // The buffer protocol: waits for the pending work, and the view keeps `self` alive.
+            if (a->host_accessible()) return np.attr("asarray")(self);
+            py::object out =
+                np.attr("empty")(shape_tuple(a->shape), py::arg("dtype") = a->dtype.name());
+            auto host = as_array(out, std::nullopt, loc);
+            Context ctx = a->home ? *a->home : default_context(a->device);
+            do_copy(host, a, ctx, loc);
+            nogil([&] { interop::host_wait(host->id, host->range(), Access::read_write, loc); });
+            return out;
+          },
+          "The data as a NumPy array: a view without a copy where the host can read the memory "
+          "(after waiting for the pending work on it), else a copy (waiting for that copy only).")
+      .def(
+          "reshape",
+          [](const std::shared_ptr<Array>& a, const py::args& args) {
+            py::object shape = args.size() == 1 ? py::object(args[0]) : py::object(args);
+            auto s = to_shape(shape);
+            if (elements(s) != a->size()) {
+              throw Error(Errc::invalid_argument,
+                          "reshape: " + std::to_string(a->size()) + " elements do not fit shape " +
+                              std::string(py::str(shape_tuple(s))),
+                          caller());
+            }
+            auto view = std::shared_ptr<Array>(new Array(*a), NogilDelete{});
+            view->shape = s;
+            return view;
+          },
+          "A view with another shape of the same number of elements.")
+      .def("__repr__", [](const Array& a) {
+        return "<sluice." +
+               std::string(dynamic_cast<const DeviceBufferArray*>(&a)   ? "DeviceBuffer"
+                           : dynamic_cast<const PinnedBufferArray*>(&a) ? "PinnedBuffer"
+                                                                        : "Array") +
+               " " + std::string(py::str(shape_tuple(a.shape))) + " " + a.dtype.name() + " on " +
+               a.device.to_string() + ">";
+      });
+
+  py::class_<DeviceBufferArray, Array, std::shared_ptr<DeviceBufferArray>> device_buffer(
+      m, "DeviceBuffer", py::buffer_protocol(),
+      "An owning array in a device's memory, allocated in stream order on a context (default: "
+      "the current one). Uninitialized. Destroying it while queued work uses it is safe.");
+  enable_buffer(device_buffer);
+  device_buffer.def(py::init([](const py::object& shape, const py::object& dtype,
+                                const std::optional<Context>& ctx) {
+                      const auto loc = caller();
+                      collect();
+                      auto a = make_device_buffer(to_shape(shape), DType::from_python(dtype),
+                                                  context_or_current(ctx), loc);
+                      return std::static_pointer_cast<DeviceBufferArray>(a);
+                    }),
+                    py::arg("shape"), py::arg("dtype") = "float64", py::arg("ctx") = py::none());
+
+  py::class_<PinnedBufferArray, Array, std::shared_ptr<PinnedBufferArray>> pinned_buffer(
+      m, "PinnedBuffer", py::buffer_protocol(),
+      "An owning array in page-locked host memory suited to a device (default: the current "
+      "context's), for truly asynchronous copies. The host reads it through the buffer protocol "
+      "or numpy(), which wait for the work that writes it.");
+  enable_buffer(pinned_buffer);
+  pinned_buffer.def(
+      py::init([](const py::object& shape, const py::object& dtype, const py::object& device) {
+        const auto loc = caller();
+        collect();
+        auto d = to_device(device);
+        auto a = make_pinned_buffer(to_shape(shape), DType::from_python(dtype),
+                                    d ? *d : current_context().device(), loc);
+        return std::static_pointer_cast<PinnedBufferArray>(a);
+      }),
+      py::arg("shape"), py::arg("dtype") = "float64", py::arg("device") = py::none());
+
+  py::class_<Marked>(m, "Marked",
+                     "An array and how work accesses it: sluice.read(a), write(a), read_write(a).")
+      .def_property_readonly("array", [](const Marked& mk) { return mk.array; })
+      .def_property_readonly("mode", [](const Marked& mk) {
+        return mk.mode == Access::read ? "read" : mk.mode == Access::write ? "write" : "read_write";
+      });
+  auto mark = [](Access mode) {
+    return [mode](const py::object& a) {
+      return Marked{as_array(a, std::nullopt, caller()), mode};
+    };
+  };
+  m.def("read", mark(Access::read), py::arg("array"), "The work reads `array`.");
+  m.def("write", mark(Access::write), py::arg("array"), "The work writes `array`.");
+  m.def("read_write", mark(Access::read_write), py::arg("array"),
+        "The work reads and writes `array`.");
+
+  m.def(
+      "asarray",
+      [](const py::object& obj, const std::optional<Context>& ctx) {
+        return as_array(obj, ctx, caller());
+      },
+      py::arg("obj"), py::arg("ctx") = py::none(),
+      "`obj` as a sluice Array without a copy: a sluice array as is; else an import through "
+      "DLPack, the CUDA array interface or the buffer protocol. A device import is ordered "
+      "after the producer's stream: sluice's next use of the memory waits for it.");
+  m.def(
+      "from_dlpack",
+      [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {
+        collect();
+        return import_dlpack(obj, ctx, sync, caller());
+      },
+      py::arg("obj"), py::arg("ctx") = py::none(), py::arg("sync") = true,
+      "Imports an object exporting DLPack (or a DLPack capsule) without a copy. On cuda, the "
+      "producer makes the stream of `ctx` (default: the current context if on that device, else "
+      "the device's default context) wait for its pending work, and sluice's later work on the "
+      "memory, on any context, follows. sync=False asks the producer for no ordering (stream "
+      "-1): then nothing orders sluice after it.");
+  m.def(
+      "from_cuda_array_interface",
+      [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {
+        collect();
+        return import_cai(obj, ctx, sync, caller());
+      },
+      py::arg("obj"), py::arg("ctx") = py::none(), py::arg("sync") = true,
+      "Imports an object exporting __cuda_array_interface__ without a copy; sluice's later work "
+      "on it waits (on the device) for the producer's 'stream' entry.");
+
+  m.def(
+      "copy",
+      [](const py::object& dst, const py::object& src, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        collect();
+        auto d = as_array(dst, ctx, loc);
+        auto s = as_array(src, ctx, loc);
+        do_copy(d, s, copy_context(*d, *s, ctx), loc);
+        // Another library's pageable host memory: the copy completes before this returns (as
+        // Warp's copies of unpinned arrays do), so the caller may read or reuse it at once.
+        nogil([&] {
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
+          if (s->memory == Memory::host && s->id != 0) {
+            interop::host_wait(s->id, s->range(), Access::read_write, loc);
+          }
+        });
+      },
+      py::arg("dst"), py::arg("src"), py::arg("ctx") = py::none(),
+      "Copies all of `src` into `dst` (same dtype and size), asynchronously on `ctx` (default: "
+      "the current context, or the device's default context for device memory of another "
+      "device). Either side may be any array sluice.asarray takes. A copy from or to another "
+      "library's ordinary (pageable) host memory, such as a NumPy array, has completed when "
+      "this returns (it waits for that copy only); with sluice buffers it is asynchronous.");
+  m.def(
+      "memset",
+      [](const py::object& dst, int value, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        auto d = as_array(dst, ctx, loc);
+        d->check_live(loc);
+        if (d->readonly) throw Error(Errc::invalid_argument, "memset: the array is read-only", loc);
+        Context c = copy_context(*d, *d, ctx);
+        nogil([&] {
+          sluice::memset(c, std::span(static_cast<std::byte*>(d->data), d->nbytes), value, loc);
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
+        });
+      },
+      py::arg("dst"), py::arg("value"), py::arg("ctx") = py::none(),
+      "Sets every byte of `dst` to `value`, asynchronously on `ctx` (the rules of sluice.copy: "
+      "another library's pageable memory is set before this returns).");
+  m.def(
+      "fill",
+      [](const py::object& dst, const py::object& value, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        auto d = as_array(dst, ctx, loc);
+        d->check_live(loc);
+        if (d->readonly) throw Error(Errc::invalid_argument, "fill: the array is read-only", loc);
+        // The element's bytes, as NumPy converts the value to the dtype.
+        auto np = py::module_::import("numpy");
+        const std::string pattern = np.attr("array")(value, py::arg("dtype") = d->dtype.name())
+                                        .attr("tobytes")()
+                                        .cast<std::string>();
+        Context c = copy_context(*d, *d, ctx);
+        nogil([&] {
+          detail::fill_bytes(c, d->data, pattern.data(), d->dtype.itemsize(), d->size(), loc);
+          if (d->memory == Memory::host && d->id != 0) {
+            interop::host_wait(d->id, d->range(), Access::read, loc);
+          }
+        });
+      },
+      py::arg("dst"), py::arg("value"), py::arg("ctx") = py::none(),
+      "Sets every element of `dst` to `value` (converted to its dtype), asynchronously on `ctx` "
+      "(the rules of sluice.copy: another library's pageable memory is filled before this "
+      "returns).");
+  m.def(
+      "empty",
+      [](const py::object& shape, const py::object& dtype, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        return make_device_buffer(to_shape(shape), DType::from_python(dtype),
+                                  context_or_current(ctx), loc);
+      },
+      py::arg("shape"), py::arg("dtype") = "float64", py::arg("ctx") = py::none(),
+      "An uninitialized DeviceBuffer on `ctx` (default: the current context).");
+  m.def(
+      "zeros",
+      [](const py::object& shape, const py::object& dtype, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        Context c = context_or_current(ctx);
+        auto a = make_device_buffer(to_shape(shape), DType::from_python(dtype), c, loc);
+        nogil([&] {
+          sluice::memset(c, std::span(static_cast<std::byte*>(a->data), a->nbytes), 0, loc);
+        });
+        return a;
+      },
+      py::arg("shape"), py::arg("dtype") = "float64", py::arg("ctx") = py::none(),
+      "A DeviceBuffer of zeros on `ctx`, set asynchronously.");
+  m.def(
+      "array",
+      [](const py::object& data, const py::object& dtype, const std::optional<Context>& ctx) {
+        const auto loc = caller();
+        collect();
+        py::object src = data;
+        if (!py::isinstance<Array>(data) && !py::hasattr(data, "__dlpack__") &&
+            !py::hasattr(data, "__cuda_array_interface__")) {
+          auto np = py::module_::import("numpy");
+          src = dtype.is_none() ? np.attr("ascontiguousarray")(data)
+                                : np.attr("ascontiguousarray")(
+                                      data, py::arg("dtype") = DType::from_python(dtype).name());
+        }
+        auto s = as_array(src, std::nullopt, loc);
+        Context c = context_or_current(ctx);
+        auto a = make_device_buffer(s->shape, s->dtype, c, loc);
+        do_copy(a, s, c, loc);
+        return a;
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("ctx") = py::none(),
+      "A new DeviceBuffer on `ctx` holding a copy of `data` (a NumPy array, a list, any array): "
+      "issued asynchronously; `data` is kept alive until the copy ran.");
+  m.def(
+      "task_view",
+      [](const py::object& a) {
+        auto arr = as_array(a, std::nullopt, caller());
+        if (!arr->host_accessible()) {
+          throw Error(Errc::invalid_argument,
+                      "task_view: the array is in " + arr->device.to_string() + " device memory",
+                      caller());
+        }
+        return numpy_over(arr);
+      },
+      py::arg("array"),
+      "A NumPy array over a host-accessible array's memory, without waiting: for use inside host "
+      "tasks and graph host nodes whose accesses are declared (their work is ordered already; a "
+      "host wait there would wait for the task itself). The view does not keep the array alive.");
+  m.def(
+      "host_task",
+      [](const py::function& fn, const py::args& args, const std::optional<Context>& ctx,
+         const std::string& what) {
+        const auto loc = caller();
+        tracked_host_task(context_or_current(ctx), fn, args, what, loc);
+      },
+      py::arg("fn"), py::kw_only(), py::arg("ctx") = py::none(), py::arg("what") = "host_task",
+      "Runs `fn(*args)` as a host task of `ctx` (default: the current context). Arguments made "
+      "with sluice.read / write / read_write of host-accessible arrays arrive as NumPy arrays "
+      "over the memory (no copy), and are tracked: the task starts after the work it conflicts "
+      "with on any context, and later work that conflicts waits for it. The task takes the GIL "
+      "while it runs; an exception it raises is reported, with its traceback, as WorkFailed.");
+}
+
+}  // namespace sluice::python

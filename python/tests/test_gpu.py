@@ -1,0 +1,185 @@
+"""Interop with CuPy, PyTorch and JAX on cuda: round trips without a copy, and the
+producer–consumer races that are wrong without sluice's ordering and right with it (in both
+directions), with no device synchronize. These skip with the reason where there is no GPU or
+the library is missing (the GPU machine has all three: scripts/gpu-python runs them)."""
+
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+from conftest import gpu_library
+
+SLOW_FILL = r"""
+extern "C" __global__ void slow_fill(float* x, int n, long long cycles, float value) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    x[i] = value;
+}
+"""
+CYCLES = 400_000_000  # about 0.2 s at 2 GHz: far longer than a consumer needs to race
+
+
+class NoSync:
+    """Hands a capsule over without ordering (the protocol's stream=-1)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kwargs):
+        return self.a.__dlpack__(stream=-1)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@pytest.fixture
+def cuda_ctx():
+    gpu_library("numpy")  # skips with the reason where there is no cuda device
+    return sluice.Context("cuda:0", name="gpu")
+
+
+def slow_fill_kernel():
+    spec = sluice.KernelSpec("slow_fill", 4).add_cuda_source(SLOW_FILL)
+    return sluice.Kernel(spec, ["float32*", "int32", "int64", "float32"], "cuda:0")
+
+
+def test_torch_round_trip_without_a_copy(cuda_ctx):
+    torch = gpu_library("torch")
+    x = sluice.array(np.arange(1000, dtype=np.float32), ctx=cuda_ctx)
+    t = torch.from_dlpack(x)
+    assert t.device.type == "cuda" and t.data_ptr() == x.ptr
+    t.mul_(2)  # on torch's stream
+    back = sluice.from_dlpack(t, ctx=cuda_ctx)  # ordered after torch's stream
+    assert back.ptr == x.ptr and back.object_id == x.object_id
+    np.testing.assert_array_equal(back.numpy(), 2 * np.arange(1000, dtype=np.float32))
+    u = torch.arange(10, device="cuda", dtype=torch.float64)
+    s = sluice.from_dlpack(u, ctx=cuda_ctx)
+    assert s.ptr == u.data_ptr() and s.memory == "device"
+    np.testing.assert_array_equal(s.numpy(), np.arange(10.0))
+
+
+def test_cupy_round_trips(cuda_ctx):
+    cupy = gpu_library("cupy")
+    x = sluice.array(np.arange(64, dtype=np.int32), ctx=cuda_ctx)
+    via_dlpack = cupy.from_dlpack(x)
+    via_cai = cupy.asarray(x)  # __cuda_array_interface__ v3 with its stream
+    assert via_dlpack.data.ptr == x.ptr == via_cai.data.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(via_cai), np.arange(64))
+    c = cupy.arange(32, dtype=cupy.float64)
+    s = sluice.from_cuda_array_interface(c, ctx=cuda_ctx)
+    assert s.ptr == c.data.ptr
+    np.testing.assert_array_equal(s.numpy(), np.arange(32.0))
+    s2 = sluice.asarray(c, ctx=cuda_ctx)  # DLPack first
+    assert s2.ptr == c.data.ptr
+
+
+def test_jax_round_trip(cuda_ctx):
+    jax = gpu_library("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX has no GPU here")
+    x = sluice.array(np.arange(16, dtype=np.float32), ctx=cuda_ctx)
+    j = jnp.from_dlpack(x)
+    np.testing.assert_array_equal(np.asarray(j), np.arange(16, dtype=np.float32))
+    y = jnp.arange(8, dtype=jnp.float32) * 3
+    s = sluice.from_dlpack(y, ctx=cuda_ctx)
+    np.testing.assert_array_equal(s.numpy(), np.arange(8, dtype=np.float32) * 3)
+
+
+def test_export_race_sluice_to_torch(cuda_ctx):
+    """sluice writes slowly; torch reads on its own stream. Without ordering torch sees the old
+    values; with it the new ones, and the export returns without waiting for the kernel."""
+    torch = gpu_library("torch")
+    n = 1 << 20
+    k = slow_fill_kernel()
+    x = sluice.zeros(n, "float32", ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+
+    k.launch(64, 256, sluice.write(x), n, CYCLES, 1.0, ctx=cuda_ctx)
+    unordered = torch.from_dlpack(NoSync(x)).clone()
+    torch.cuda.current_stream().synchronize()
+    assert float(unordered.sum()) == 0.0, "expected the race without ordering"
+    cuda_ctx.synchronize()
+
+    k.launch(64, 256, sluice.write(x), n, CYCLES, 2.0, ctx=cuda_ctx)
+    t0 = time.perf_counter()
+    ordered = torch.from_dlpack(x)  # torch's current stream waits for the kernel on the device
+    copy = ordered.clone()
+    export_s = time.perf_counter() - t0
+    assert export_s < 0.1, f"the export took {export_s:.3f} s: a host wait?"
+    torch.cuda.current_stream().synchronize()
+    assert float(copy.min()) == 2.0 and float(copy.max()) == 2.0
+
+
+def test_import_race_torch_to_sluice(cuda_ctx):
+    """torch writes slowly on a side stream; sluice copies the tensor out."""
+    torch = gpu_library("torch")
+    n = 1 << 20
+    side = torch.cuda.Stream()
+    host = sluice.PinnedBuffer(n, "float32", device="cuda:0")
+
+    t = torch.zeros(n, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(CYCLES)
+        t.fill_(3.0)
+        unordered = sluice.from_dlpack(t, ctx=cuda_ctx, sync=False)
+    sluice.copy(host, unordered, ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    assert float(np.asarray(host).sum()) == 0.0, "expected the race without ordering"
+    torch.cuda.synchronize()
+
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(CYCLES)
+        t.fill_(4.0)
+        ordered = sluice.from_dlpack(t, ctx=cuda_ctx)  # torch makes our stream wait
+    sluice.copy(host, ordered, ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    assert (np.asarray(host) == 4.0).all()
+
+
+def test_export_race_sluice_to_cupy_through_the_array_interface(cuda_ctx):
+    cupy = gpu_library("cupy")
+    n = 1 << 20
+    k = slow_fill_kernel()
+    x = sluice.zeros(n, "float32", ctx=cuda_ctx)
+    k.launch(64, 256, sluice.write(x), n, CYCLES, 5.0, ctx=cuda_ctx)
+    c = cupy.asarray(x)  # the interface's stream follows the kernel
+    assert float(cupy.asnumpy(c).min()) == 5.0
+
+
+def test_release_waits_for_the_consumer(cuda_ctx):
+    """torch uses a sluice buffer and drops it; the buffer's memory is released after torch's
+    queued work, and sluice's next write of it waits for that work."""
+    torch = gpu_library("torch")
+    n = 1 << 20
+    x = sluice.zeros(n, "float32", ctx=cuda_ctx)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.from_dlpack(x)
+        torch.cuda._sleep(CYCLES)
+        total = t.sum()  # reads x after the sleep
+    del t  # the capsule's deleter: sluice orders later work after `side`
+    sluice.memset(x, 0xFF, ctx=cuda_ctx)  # must not overwrite before torch's read
+    side.synchronize()
+    assert float(total) == 0.0
+    cuda_ctx.synchronize()
+
+
+def test_dataflow_with_an_nvrtc_kernel_on_cuda():
+    gpu_library("numpy")
+    df = sluice.dataflow
+    q = df.Queue("cuda:0")
+    spec = sluice.KernelSpec("twice").add_cuda_source(
+        'extern "C" __global__ void twice(double* y, int n) {'
+        " int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2; }")
+    k = sluice.Kernel(spec, ["float64*", "int32"], "cuda:0")
+    v = np.arange(100.0)
+    b = df.Buffer(v)
+    q.submit(lambda h: h.launch(k, 1, 128, b.access(h, "read_write"), 100)).wait()
+    with b.host_access("read") as a:
+        np.testing.assert_array_equal(a, 2 * np.arange(100.0))

@@ -47,6 +47,10 @@
 #include "sluice/memory.hpp"
 #include "sluice/scalar.hpp"
 
+namespace sluice::detail::la {
+class KspParallel;
+}
+
 namespace sluice::la {
 
 // ---- Vec ----------------------------------------------------------------------------------------
@@ -66,18 +70,29 @@ class Vec {
   Vec(const Context& ctx, std::span<const double> values,
       std::source_location loc = std::source_location::current());
 
+  /// `n` uninitialized elements with room for `before` more before them and `after` more after
+  /// them in the same allocation (a distributed vector's ghost layers, sluice/dist.hpp): data()
+  /// points at the first of the n, buffer() holds all of them.
+  Vec(const Context& ctx, std::size_t n, std::size_t before, std::size_t after,
+      std::source_location loc = std::source_location::current());
+
   Vec(Vec&& other) noexcept
-      : ctx_(std::exchange(other.ctx_, std::nullopt)), buffer_(std::move(other.buffer_)) {}
+      : ctx_(std::exchange(other.ctx_, std::nullopt)),
+        buffer_(std::move(other.buffer_)),
+        offset_(std::exchange(other.offset_, 0)),
+        size_(std::exchange(other.size_, 0)) {}
   Vec& operator=(Vec&& other) noexcept {
     ctx_ = std::exchange(other.ctx_, std::nullopt);
     buffer_ = std::move(other.buffer_);
+    offset_ = std::exchange(other.offset_, 0);
+    size_ = std::exchange(other.size_, 0);
     return *this;
   }
   Vec(const Vec&) = delete;
   Vec& operator=(const Vec&) = delete;
 
-  [[nodiscard]] std::size_t size() const noexcept { return buffer_.size(); }
-  [[nodiscard]] bool empty() const noexcept { return buffer_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   /// The context it was created on: the default context of operations that write it. Throws
   /// Error(invalid_state) for a default-constructed or moved-from Vec.
   [[nodiscard]] const Context& context() const;
@@ -85,10 +100,17 @@ class Vec {
   /// False for a default-constructed or moved-from Vec.
   [[nodiscard]] bool valid() const noexcept { return ctx_.has_value(); }
   /// Device address of the elements (do not dereference on the host; mark access with Intent).
-  [[nodiscard]] double* data() const noexcept { return buffer_.data(); }
+  [[nodiscard]] double* data() const noexcept { return buffer_.data() + offset_; }
   /// The tracker's id of its memory.
   [[nodiscard]] ObjectId object_id() const noexcept { return buffer_.object_id(); }
+  /// Its allocation: the elements, and the room around them if it was made with some.
   [[nodiscard]] const DeviceBuffer<double>& buffer() const noexcept { return buffer_; }
+  /// Elements of room before data() in buffer() (0 unless made with room).
+  [[nodiscard]] std::size_t offset() const noexcept { return offset_; }
+  /// The byte range of the elements in buffer(), for marking exactly them.
+  [[nodiscard]] ByteRange elements() const noexcept {
+    return {offset_ * sizeof(double), size_ * sizeof(double)};
+  }
 
   /// A new vector of the same size on the same context (VecDuplicate: values not copied).
   [[nodiscard]] Vec duplicate(std::source_location loc = std::source_location::current()) const;
@@ -109,6 +131,8 @@ class Vec {
  private:
   std::optional<Context> ctx_;  // empty until constructed with one (a Context always owns a stream)
   DeviceBuffer<double> buffer_;
+  std::size_t offset_ = 0;
+  std::size_t size_ = 0;
 };
 
 /// Which norm.
@@ -319,9 +343,10 @@ class Mat {
 
   struct Impl;
   [[nodiscard]] const std::shared_ptr<const Impl>& impl() const noexcept { return impl_; }
+  /// Internal: a handle to shared state made by sluice (the dist layer's blocks).
+  explicit Mat(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
  private:
-  explicit Mat(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
 
@@ -461,10 +486,17 @@ class Ksp {
   KspResult solve(const Vec& b, Vec& x, std::source_location loc = std::source_location::current());
   KspResult solve(const Vec& b, Vec& x, const Context& ctx,
                   std::source_location loc = std::source_location::current());
+  /// Internal (the dist layer): solves one rank's block of a distributed system; `par`
+  /// completes its products and reductions across the ranks (src/la/ksp_parallel.hpp).
+  KspResult solve(const Vec& b, Vec& x, const Context& ctx, detail::la::KspParallel& par,
+                  std::source_location loc = std::source_location::current());
 
   struct Work;
 
  private:
+  KspResult solve_on(const Vec& b, Vec& x, const Context& ctx, detail::la::KspParallel* par,
+                     std::source_location loc);
+
   Mat A_;
   KspOptions options_;
   std::unique_ptr<Work> work_;

@@ -10,6 +10,7 @@
 #include "sluice/context.hpp"
 #include "sluice/dataflow.hpp"
 #include "sluice/deps.hpp"
+#include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 #include "sluice/event.hpp"
 #include "sluice/fft.hpp"

@@ -40,8 +40,11 @@ class AccessList {
   }
 
   /// Adds an access; id 0 (an empty object) is left out. The one merge rule: an access to an
-  /// object already listed whose byte range overlaps or touches the new one becomes one access
-  /// over both ranges, `read_write` if the modes differ; disjoint ranges of one object stay apart.
+  /// object already listed whose byte range overlaps the new one, or touches it in the same
+  /// mode, becomes one access over both ranges, `read_write` if the modes differ; disjoint
+  /// ranges of one object stay apart, and so do touching ranges of different modes (an exchange
+  /// that writes ghost values beside the values it reads must not become a write of both, or
+  /// work reading those values could not overlap it).
   AccessList& add(ObjectId id, ByteRange range, Access mode);
   AccessList& add(const Use& u) { return add(u.id, u.range, u.mode); }
   AccessList& read(ObjectId id, ByteRange r = {}) { return add(id, r, Access::read); }
@@ -112,6 +115,13 @@ class AccessList {
   return {r.offset, r.size == open ? open : r.offset + r.size};
 }
 
+/// Whether accesses to [lo, hi) and [ulo, uhi) of one object merge: they overlap, or they touch
+/// and have the same mode.
+[[nodiscard]] inline bool accesses_join(std::size_t lo, std::size_t hi, std::size_t ulo,
+                                        std::size_t uhi, bool same_mode) noexcept {
+  return same_mode ? !(hi < ulo || uhi < lo) : (lo < uhi && ulo < hi);
+}
+
 inline AccessList& AccessList::raw(const void* ptr, std::size_t bytes, Access mode) {
   if (ptr == nullptr || bytes == 0) return *this;
   if (raw_count_ == raw_.size()) {
@@ -130,7 +140,7 @@ inline AccessList& AccessList::add(ObjectId id, ByteRange range, Access mode) {
     Use& u = items[k];
     if (u.id != id) continue;
     auto [ulo, uhi] = range_bounds(u.range);
-    if (hi < ulo || uhi < lo) continue;  // disjoint, not touching
+    if (!accesses_join(lo, hi, ulo, uhi, u.mode == mode)) continue;
     if (u.mode != mode) u.mode = Access::read_write;
     lo = std::min(lo, ulo);
     hi = std::max(hi, uhi);
@@ -139,7 +149,7 @@ inline AccessList& AccessList::add(ObjectId id, ByteRange range, Access mode) {
     for (std::size_t j = k + 1; j < n_;) {
       Use& v = items[j];
       auto [vlo, vhi] = range_bounds(v.range);
-      if (v.id != id || hi < vlo || vhi < lo) {
+      if (v.id != id || !accesses_join(lo, hi, vlo, vhi, v.mode == u.mode)) {
         ++j;
         continue;
       }

@@ -210,25 +210,33 @@ template <LaStencilKind K, class I, class In>
 SLUICE_HD double stencil_neighbors(const LaStencil& s, const In& in, I ix, I iy, I iz, I i, I sy,
                                    I sz) {
   const auto nx = static_cast<I>(s.nx), ny = static_cast<I>(s.ny), nz = static_cast<I>(s.nz);
+  // The slowest dimension's low and high ends may be open (LaStencil): its first plane has a
+  // neighbour below it, its last one above it.
+  const I lo = s.open_lo ? I(-1) : I(0);
   double acc = 0;
   if constexpr (K == LaStencilKind::d2p5) {
-    if (iy > 0) acc += in(i - sy);
+    const I hi = s.open_hi ? ny + 1 : ny;
+    if (iy > lo) acc += in(i - sy);
     if (ix > 0) acc += in(i - 1);
     if (ix + 1 < nx) acc += in(i + 1);
-    if (iy + 1 < ny) acc += in(i + sy);
+    if (iy + 1 < hi) acc += in(i + sy);
   } else if constexpr (K == LaStencilKind::d3p7) {
-    if (iz > 0) acc += in(i - sz);
+    const I hi = s.open_hi ? nz + 1 : nz;
+    if (iz > lo) acc += in(i - sz);
     if (iy > 0) acc += in(i - sy);
     if (ix > 0) acc += in(i - 1);
     if (ix + 1 < nx) acc += in(i + 1);
     if (iy + 1 < ny) acc += in(i + sy);
-    if (iz + 1 < nz) acc += in(i + sz);
+    if (iz + 1 < hi) acc += in(i + sz);
   } else {
     constexpr bool three = K == LaStencilKind::d3p27;
+    // The open ends: of z in 3D, of y in 2D.
+    const I zlo = three ? lo : I(0), zhi = three && s.open_hi ? nz + 1 : nz;
+    const I ylo = three ? I(0) : lo, yhi = !three && s.open_hi ? ny + 1 : ny;
     for (int dz = three ? -1 : 0; dz <= (three ? 1 : 0); ++dz) {
-      if (iz + dz < 0 || iz + dz >= nz) continue;
+      if (iz + dz < zlo || iz + dz >= zhi) continue;
       for (int dy = -1; dy <= 1; ++dy) {
-        if (iy + dy < 0 || iy + dy >= ny) continue;
+        if (iy + dy < ylo || iy + dy >= yhi) continue;
         const I base = i + dz * sz + dy * sy;
         if (ix > 0) acc += in(base - 1);
         if (dz != 0 || dy != 0) acc += in(base);

@@ -138,7 +138,11 @@ using detail::la::PinnedLease;
 // ---- Vec ---------------------------------------------------------------------------------------
 
 Vec::Vec(const Context& ctx, std::size_t n, std::source_location loc)
-    : ctx_(ctx), buffer_(ctx, n, loc) {}
+    : ctx_(ctx), buffer_(ctx, n, loc), size_(n) {}
+
+Vec::Vec(const Context& ctx, std::size_t n, std::size_t before, std::size_t after,
+         std::source_location loc)
+    : ctx_(ctx), buffer_(ctx, n + before + after, loc), offset_(before), size_(n) {}
 
 Vec::Vec(const Context& ctx, std::span<const double> values, std::source_location loc)
     : Vec(ctx, values.size(), loc) {
@@ -156,7 +160,7 @@ const Context& Vec::context() const {
 
 Vec Vec::duplicate(std::source_location loc) const {
   check_vec(*this, "Vec::duplicate", loc);
-  return Vec(*ctx_, size(), loc);
+  return Vec(*ctx_, size(), offset_, buffer_.size() - offset_ - size_, loc);
 }
 
 std::vector<double> Vec::to_vector(std::source_location loc) const {
@@ -171,7 +175,7 @@ std::vector<double> Vec::to_vector(const Context& ctx, std::source_location loc)
   if (out.empty()) return out;
   PinnedLease staging(ctx.device(), size() * sizeof(double), loc);
   staging.wait_write(size() * sizeof(double), loc);
-  sluice::copy(ctx, std::span<double>(staging.as<double>(), size()), buffer_, loc);
+  detail::copy_bytes(ctx, staging.as<double>(), data(), size() * sizeof(double), loc);
   staging.wait_read(size() * sizeof(double), loc);
   std::memcpy(out.data(), staging.as<double>(), size() * sizeof(double));
   return out;
@@ -190,7 +194,7 @@ void Vec::assign(std::span<const double> values, const Context& ctx, std::source
   PinnedLease staging(ctx.device(), values.size_bytes(), loc);
   staging.wait_write(values.size_bytes(), loc);  // an earlier copy may still read it
   std::memcpy(staging.as<double>(), values.data(), values.size_bytes());
-  sluice::copy(ctx, buffer_, std::span<const double>(staging.as<double>(), values.size()), loc);
+  detail::copy_bytes(ctx, data(), staging.as<double>(), values.size_bytes(), loc);
 }
 
 // ---- element-wise operations -------------------------------------------------------------------

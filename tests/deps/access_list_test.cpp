@@ -58,6 +58,23 @@ TEST(AccessList, TouchingRangesMerge) {
   EXPECT_EQ(a.uses()[0].mode, Access::write);
 }
 
+TEST(AccessList, TouchingRangesOfDifferentModesStayApart) {
+  // An exchange writes ghost values right beside the values it sends: reading those values on
+  // another context must not wait for it, so the write must not cover them.
+  AccessList a;
+  a.write(1, {0, 8}).read(1, {8, 8});
+  auto u = uses(a);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].mode, Access::write);
+  EXPECT_EQ(u[0].range.size, 8u);
+  EXPECT_EQ(u[1].mode, Access::read);
+  EXPECT_EQ(u[1].range.offset, 8u);
+  a.read(1, {0, 4});  // overlaps the write: merged with it
+  u = uses(a);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].mode, Access::read_write);
+}
+
 TEST(AccessList, DisjointRangesOfOneObjectStayApart) {
   AccessList a;
   a.read(1, {0, 8}).write(1, {100, 8}).read(2);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backend_param.hpp"
+#include "la/mat.hpp"
 #include "la_reference.hpp"
 #include "sluice/la.hpp"
 
@@ -245,6 +246,61 @@ TEST_P(MatTest, RealMatricesReadAndMultiply) {
     const auto got = y.to_vector();
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_NEAR(got[i], r[i], 1e-13 * (1 + magnitude[i])) << i;
+    }
+  }
+}
+
+// A stencil whose slowest dimension is open at an end reads the plane beyond it from memory
+// beside its vectors (LaStencil::open_lo/hi: a distributed stencil's ghost planes): a block of
+// middle planes, its vectors padded with the planes around it, gives exactly the rows of the
+// whole grid's product, for every kind (the host's line loop and its per-row code, the cuda
+// stencil kernel; CG's fused direction product with open ends runs in the dist GPU tests).
+TEST_P(MatTest, OpenStencilEndsReadThePlanesBeside) {
+  auto ctx = make_context();
+  struct Case {
+    Stencil s;
+    std::int64_t nx, ny, nz;
+  };
+  for (const Case& c : {Case{Stencil::d2p5, 11, 9, 1}, Case{Stencil::d2p9, 7, 8, 1},
+                        Case{Stencil::d3p7, 9, 6, 7}, Case{Stencil::d3p27, 5, 6, 6}}) {
+    SCOPED_TRACE(std::string(to_string(c.s)));
+    const bool three = stencil_is_3d(c.s);
+    const std::int64_t planes = three ? c.nz : c.ny, P = three ? c.nx * c.ny : c.nx;
+    const auto n = static_cast<std::size_t>(c.nx * c.ny * c.nz);
+    std::vector<double> xv(n);
+    for (std::size_t i = 0; i < n; ++i) xv[i] = 0.25 + static_cast<double>((i * 37) % 101) / 7.0;
+    const Mat whole = Mat::stencil(ctx, c.s, c.nx, c.ny, c.nz);
+    Vec x(ctx, xv), y(ctx, n);
+    mult(whole, x, y);
+    const auto want = y.to_vector();
+    // Blocks [first, first + count) of planes: open where planes lie beyond them.
+    for (auto [first, count] :
+         {std::pair<std::int64_t, std::int64_t>{1, planes - 2}, {0, 1}, {planes - 1, 1}, {2, 3}}) {
+      const bool lo = first > 0, hi = first + count < planes;
+      auto impl = std::make_shared<Mat::Impl>(ctx);
+      const Mat::Impl& base = *whole.impl();
+      impl->rows = impl->cols = count * P;
+      impl->is_stencil = true;
+      impl->kind = base.kind;
+      impl->stencil = base.stencil;
+      impl->stencil.open_lo = lo;
+      impl->stencil.open_hi = hi;
+      (three ? impl->stencil.nz : impl->stencil.ny) = count;
+      const Mat block(std::move(impl));
+      const auto rows = static_cast<std::size_t>(count * P),
+                 at = static_cast<std::size_t>(first * P);
+      const std::size_t before = lo ? static_cast<std::size_t>(P) : 0,
+                        after = hi ? static_cast<std::size_t>(P) : 0;
+      // The block's input with the planes around it, as a distributed vector keeps them.
+      Vec xb(ctx, rows, before, after), yb(ctx, rows);
+      sluice::copy(ctx, std::span<double>(xb.buffer().data(), rows + before + after),
+                   std::span<const double>(xv.data() + at - before, rows + before + after));
+      mult(block, xb, yb);
+      const auto got = yb.to_vector();
+      for (std::size_t i = 0; i < rows; ++i) {
+        ASSERT_EQ(got[i], want[at + i])
+            << "planes [" << first << ", " << first + count << ") row " << i;
+      }
     }
   }
 }

@@ -47,7 +47,7 @@ PUBLIC = {
     "dataflow.hpp": "dataflow", "dataflow_cuda.cuh": "dataflow",
     "la.hpp": "la", "ext/la_kernels.hpp": "la",
     "lazy.hpp": "lazy", "ext/lazy_kernels.hpp": "lazy",
-    "dist.hpp": "dist",
+    "dist.hpp": "dist", "ext/dist.hpp": "dist",
     "sluice.hpp": "dist",  # the umbrella header includes everything
 }
 # src/ folders by layer.

@@ -25,6 +25,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "bench_scaling.hpp"
 #include "commands.hpp"
 #include "la_problem.hpp"
 #include "options.hpp"
@@ -61,6 +62,7 @@ struct BenchOptions {
   bool quiet = false;
   std::string plot;  // a directory: run bench/plot.py on the JSON into it
   bool baseline = true;
+  ScalingOptions scaling;  // --scaling: time against ranks instead (bench_scaling.cpp)
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -595,7 +597,34 @@ Command add_bench_command(CLI::App& parent) {
                 "Skip the PETSc-style unfused synchronous CG (the reference's baseline)");
   app->add_option("--plot", o->plot,
                   "Also draw PNG plots into this directory (python3, matplotlib)");
-  return {app, [o] { return run(*o); }};
+  auto& sc = o->scaling;
+  app->add_option("--scaling", sc.kind,
+                  "weak or strong: time one stencil against ranks (sluice solve --dist runs) "
+                  "instead of sizes");
+  app->add_option("--ranks", sc.ranks, "Scaling: rank counts")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--launch", sc.launch,
+                  "Scaling: mpirun (a process per rank) or local (one process, --local-ranks)")
+      ->capture_default_str();
+  app->add_option("--grid", sc.grid, "Scaling: the grid (weak: per rank) NX,NY[,NZ]")
+      ->delimiter(',')
+      ->capture_default_str();
+  return {app, [o] {
+            if (o->scaling.kind.empty()) return run(*o);
+            ScalingOptions s = o->scaling;
+            // The size sweep's default list means "not given": 3d7, the benchmark.
+            s.stencil = o->stencils == BenchOptions{}.stencils ? "3d7" : split(o->stencils).front();
+            s.ksps = split(o->ksps);
+            s.modes = split(o->modes);
+            s.backend = o->device.empty() ? o->backend : o->device;
+            s.iterations = o->iterations;
+            s.repeat = o->repeat;
+            s.json = o->json == "bench_la.json" ? "bench_scaling.json" : o->json;
+            s.plot = o->plot;
+            s.quiet = o->quiet;
+            return run_scaling(s);
+          }};
 }
 
 }  // namespace sluice::cli

@@ -15,35 +15,23 @@
 #include "la_problem.hpp"
 #include "options.hpp"
 #include "sluice/context.hpp"
+#include "sluice/dist.hpp"
+#include "sluice/error.hpp"
 #include "sluice/la.hpp"
 #include "sluice/platform.hpp"
+#include "solve.hpp"
 
 namespace sluice::cli {
 using namespace sluice::la;  // NOLINT: the la layer is what these commands drive
 namespace {
 
-struct SolveOptions {
-  std::string stencil = "2d5";
-  std::int64_t n = 256;
-  bool csr = false;
-  std::string matrix;
-  std::string rhs;
-  std::string ksp = "cg";
-  std::string pc = "jacobi";
-  std::string mode = "async";
-  std::string backend;
-  std::string device;
-  std::string norm_type = "preconditioned";
-  double rtol = 1e-5, atol = 1e-50, dtol = 1e4;
-  int max_it = 10000;
-  bool fixed = false;
-  int check_every = 0;
-  int repeat = 1;
-  bool monitor = false;
-  bool json = false;
-};
-
 int run(const SolveOptions& o) {
+  // Across ranks when launched by mpirun, asked for several ranks in this process, or --dist.
+  if (o.dist || o.local_ranks > 1 || dist::launched_by_mpirun()) return run_dist_solve(o);
+  if (!o.grid.empty()) {
+    throw sluice::Error(Errc::invalid_argument,
+                        "sluice solve: --grid is for distributed solves (--dist)");
+  }
   Device device = default_device();
   if (!o.device.empty()) {
     device = Device::parse(o.device);
@@ -193,7 +181,10 @@ Command add_solve_command(CLI::App& parent) {
       ->check(CLI::ExistingFile);
   app->add_option("--ksp", o->ksp, "cg or tfqmr")->capture_default_str();
   app->add_option("--pc", o->pc, "jacobi or none")->capture_default_str();
-  app->add_option("--mode", o->mode, "sync, async or graph")->capture_default_str();
+  app->add_option("--mode", o->mode,
+                  "sync, async or graph (across ranks, a list such as sync,async,graph solves "
+                  "in each mode in one run)")
+      ->capture_default_str();
   app->add_option("--backend", o->backend, "host or cuda (default: the best device)");
   app->add_option("--device", o->device, "A device such as cuda:1 (overrides --backend)");
   app->add_option("--norm-type", o->norm_type,
@@ -221,6 +212,17 @@ Command add_solve_command(CLI::App& parent) {
       ->capture_default_str()
       ->check(whole_number(1, 1000000));
   app->add_flag("--monitor", o->monitor, "Print the residual norm of every iteration");
+  app->add_flag("--dist", o->dist,
+                "Solve across ranks (sluice/dist.hpp) even alone; implied under mpirun");
+  app->add_option("--local-ranks", o->local_ranks,
+                  "Ranks in this process, one per device (host: per context); implies --dist")
+      ->capture_default_str()
+      ->check(whole_number(1, 256));
+  app->add_option("--grid", o->grid,
+                  "A stencil grid NX,NY[,NZ] instead of --n (distributed solves; split along the "
+                  "last)")
+      ->delimiter(',')
+      ->expected(2, 3);
   app->add_flag("--json", o->json, "Print one JSON object");
   return {app, [o] { return run(*o); }};
 }

@@ -91,8 +91,14 @@ enum class LaStencilKind : std::uint8_t {
   d3p27,  ///< 3D, 27 points (faces, edges and corners)
 };
 
+/// The grid's slowest dimension (z in 3D, y in 2D) may be *open* at either end: then the plane
+/// beyond that end lies in memory right beside the grid (before the first point, after the last)
+/// and holds neighbours, as a distributed stencil's ghost planes do (sluice/dist.hpp); a closed
+/// end is the Dirichlet boundary.
 struct LaStencil {
   LaStencilKind kind = LaStencilKind::d2p5;
+  bool open_lo = false;  ///< the plane before the first is there (neighbours of the first plane)
+  bool open_hi = false;  ///< the plane after the last is there
   std::int64_t nx = 0, ny = 1, nz = 1;
   double center = 0;
   double neighbor = 0;

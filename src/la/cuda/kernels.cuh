@@ -261,22 +261,24 @@ __device__ double cg_direction_columns(const LaMatvecArgs& mv, const Tiles& tile
     const double* z = mv.x + at;
     const double* p = p_old + at;
     const auto in = [&](int j) { return xs * z[j] + bscale * p[j]; };
-    // The column's inputs, with the planes below and above it: c[r + 1] is point r's.
+    // The column's inputs, with the planes below and above it: c[r + 1] is point r's. The grid's
+    // z ends may be open (LaStencil): the planes beyond them are neighbours too.
+    const int zlo = s.open_lo ? -1 : 0, zhi = s.open_hi ? nz + 1 : nz;
     double c[kR + 2];
-    c[0] = iz0 > 0 ? in(-sz) : 0.0;
-    for (int r = 0; r < kR; ++r) c[r + 1] = r < rows ? in(r * sz) : 0.0;
-    c[kR + 1] = iz0 + kR < nz ? in(kR * sz) : 0.0;
+    c[0] = iz0 - 1 >= zlo ? in(-sz) : 0.0;
+    for (int r = 0; r < kR; ++r) c[r + 1] = iz0 + r < zhi ? in(r * sz) : 0.0;
+    c[kR + 1] = iz0 + kR < zhi ? in(kR * sz) : 0.0;
     double v[kR];
     for (int r = 0; r < kR; ++r) {
       if (r >= rows) break;
       const int j = r * sz;
       double a = 0;
-      if (iz0 + r > 0) a += c[r];
+      if (iz0 + r > zlo) a += c[r];
       if (iy > 0) a += in(j - sy);
       if (ix > 0) a += in(j - 1);
       if (ix + 1 < nx) a += in(j + 1);
       if (iy + 1 < ny) a += in(j + sy);
-      if (iz0 + r + 1 < nz) a += c[r + 2];
+      if (iz0 + r + 1 < zhi) a += c[r + 2];
       v[r] = rc * (s.neighbor * a + s.center * c[r + 1]);
     }
     for (int r = 0; r < kR; ++r) {

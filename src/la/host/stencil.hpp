@@ -85,7 +85,9 @@ SLUICE_HOST_INLINE void stencil_line(const LaStencil& s, const In& in, std::int6
     // The points of the line with both x neighbours, the neighbours present in y and z the same
     // for all of them, added in stencil_neighbors' order (an absent one adds nothing there
     // either). Lines on a face of the grid too: at 11^3 points a third of the lines.
-    const bool zm = seven && iz > 0, ym = iy > 0, yp = iy + 1 < s.ny, zp = seven && iz + 1 < s.nz;
+    // The slowest dimension's ends may be open (LaStencil): z's in 3D, y's in 2D.
+    const bool zm = seven && (iz > 0 || s.open_lo), zp = seven && (iz + 1 < s.nz || s.open_hi);
+    const bool ym = iy > 0 || (five && s.open_lo), yp = iy + 1 < s.ny || (five && s.open_hi);
     const std::int64_t first = std::max<std::int64_t>(ix0, 1) - ix0;
     const std::int64_t last = std::min<std::int64_t>(ix0 + len, s.nx - 1) - ix0;
     for (; k < first; ++k) out[k] = la_math::stencil_row<K>(s, in, ix0 + k, iy, iz, i0 + k);

@@ -1,0 +1,145 @@
+#pragma once
+/// @file
+/// The dist layer's backend contract (sluice/dist.hpp): how a backend's contexts communicate
+/// (`DistEngine`) and the few kernels the distributed solvers add to the la layer's
+/// (`DistKernels`, an extension: sluice/extension.hpp). For backend authors; users never need it.
+///
+/// The host backend's engine speaks MPI between processes and hands data over in memory between
+/// the ranks of one process; the cuda backend's speaks NCCL. Ordering is not the engine's
+/// business: the dist layer issues every call as one tracked operation of a context, after the
+/// waits the tracker found, and an engine only enqueues the communication on that context's
+/// stream, in stream order, without blocking the calling thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/backend.hpp"
+#include "sluice/context.hpp"
+#include "sluice/detail/la_format.hpp"
+
+namespace sluice {
+
+/// Element types the engines move and reduce.
+enum class DistType : std::uint8_t { u8, i32, i64, f32, f64 };
+/// Bytes of one element of `t`.
+[[nodiscard]] constexpr std::size_t dist_type_size(DistType t) noexcept {
+  switch (t) {
+    case DistType::u8:
+      return 1;
+    case DistType::i32:
+    case DistType::f32:
+      return 4;
+    case DistType::i64:
+    case DistType::f64:
+      return 8;
+  }
+  return 1;
+}
+
+/// Reductions of a collective.
+enum class DistOp : std::uint8_t { sum, max, min };
+
+/// One message of an exchange: `count` elements at element `offset` of the send (or receive)
+/// buffer, to (or from) rank `peer`. The k-th message a rank sends to a peer is the k-th that the
+/// peer receives from it.
+struct DistSegment {
+  int peer = 0;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+/// The operations of a collective call, for an engine that checks that every rank made the same
+/// call (a rank given another count or root fails every rank instead of hanging).
+enum class DistCall : std::uint8_t { allreduce, reduce, broadcast, allgather, exchange };
+
+/// What every rank of a collective passes: compared across ranks where `checked`.
+struct DistSignature {
+  DistCall call = DistCall::allreduce;
+  DistType type = DistType::f64;
+  DistOp op = DistOp::sum;
+  std::int32_t root = 0;
+  std::uint64_t count = 0;
+};
+
+/// A communicator's ranks of one process, as a backend drives them. Every call enqueues rank
+/// `local`'s part of one operation on `stream` (a stream of that rank's device) and returns at
+/// once; it runs in that stream's order. `checked`: the engine verifies that every rank made
+/// the same call first (DistSignature), at the cost of a small exchange.
+class DistEngine {
+ public:
+  virtual ~DistEngine() = default;
+  /// "mpi", "local" (one process, no MPI) or "nccl".
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+
+  virtual void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                         DistType type, DistOp op, bool checked, const OpInfo& info) = 0;
+  /// `recv` is written on the root only (it may be null elsewhere).
+  virtual void reduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                      DistType type, DistOp op, int root, bool checked, const OpInfo& info) = 0;
+  virtual void broadcast(Stream& stream, int local, void* data, std::size_t count, DistType type,
+                         int root, bool checked, const OpInfo& info) = 0;
+  /// `recv` holds `count` elements of every rank, in rank order.
+  virtual void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                         DistType type, bool checked, const OpInfo& info) = 0;
+  /// Sends and receives the given segments (point-to-point; send and recv are exchanges of one
+  /// segment). A mismatch of counts between a send and its receive fails both ranks.
+  virtual void exchange(Stream& stream, int local, const void* send,
+                        std::span<const DistSegment> sends, void* recv,
+                        std::span<const DistSegment> recvs, DistType type, const OpInfo& info) = 0;
+};
+
+/// What an engine is made from: one communicator's ranks of this process.
+struct DistEngineConfig {
+  int size = 1;                   ///< ranks in all
+  std::vector<int> ranks;         ///< the rank of each local rank
+  std::vector<Context> contexts;  ///< each local rank's context (its device)
+  /// NCCL: the communicator's id, made by rank 0 (DistKernels::unique_id) and sent to all.
+  std::vector<std::byte> unique_id;
+  std::string name;
+  /// The dist layer's own description of the processes (used by the host engine).
+  std::shared_ptr<const void> transport;
+};
+
+/// Where a distributed solver step's sums are combined: the partial sums of every rank, in rank
+/// order, `parts` slots of la_math::kMaxSums each (src/dist/combine.hpp adds them up the same
+/// way on every rank and backend), and what the la solver logic does with the totals.
+struct DistFinalizeArgs {
+  LaKspState* state = nullptr;
+  const double* gathered = nullptr;
+  std::int32_t ranks = 1;
+  std::int32_t parts = 1;
+  LaFinalize finalize = LaFinalize::none;
+  /// The step is TFQMR's x update, which still runs in the iteration that stopped
+  /// (ksp_logic::guard_runs).
+  bool tf_dx = false;
+};
+
+/// A backend's part of the dist layer (an extension).
+class DistKernels {
+ public:
+  static constexpr std::string_view extension_name = "DistKernels";
+  /// Registers the built-in implementations (host, and cuda where built with NCCL).
+  static void register_builtins();
+
+  virtual ~DistKernels() = default;
+  /// Combines the gathered partial sums and applies the solver logic to the device state, if
+  /// the state still iterates: one operation on `stream`.
+  virtual void finalize(Stream& stream, const DistFinalizeArgs& args, const OpInfo& op) = 0;
+  /// dst[i] = src[index[i]] for i < n (packing values for an exchange): one operation.
+  virtual void gather(Stream& stream, double* dst, const double* src, const std::int32_t* index,
+                      std::size_t n, const OpInfo& op) = 0;
+  /// An engine's communicator id (NCCL's unique id), made on one rank and sent to the others;
+  /// empty if the engine needs none.
+  [[nodiscard]] virtual std::vector<std::byte> unique_id() { return {}; }
+  /// The engine for one communicator's ranks of this process. Collective across processes:
+  /// every process calls it for the same communicator at the same point.
+  [[nodiscard]] virtual std::shared_ptr<DistEngine> create_engine(
+      const DistEngineConfig& config) = 0;
+};
+
+}  // namespace sluice

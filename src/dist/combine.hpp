@@ -1,0 +1,23 @@
+#pragma once
+// How a distributed solver step's partial sums add up, written once for every backend (the host
+// in sync mode and its finalize task, the cuda finalize kernel): rank by rank in rank order, and
+// within a rank part by part, so every rank gets the same bits whatever the engine's reduction
+// order, and async mode's iterates equal sync mode's.
+
+#include "la/kernel_math.hpp"
+
+namespace sluice::dist_math {
+
+/// out[k] = the sum over ranks r and parts p of gathered[(r * parts + p) * kMaxSums + k].
+SLUICE_HD void combine(const double* gathered, int ranks, int parts, double* out) {
+  constexpr int kSums = la_math::kMaxSums;
+  for (int k = 0; k < kSums; ++k) {
+    double s = 0.0;
+    for (int r = 0; r < ranks; ++r) {
+      for (int p = 0; p < parts; ++p) s += gathered[(r * parts + p) * kSums + k];
+    }
+    out[k] = s;
+  }
+}
+
+}  // namespace sluice::dist_math

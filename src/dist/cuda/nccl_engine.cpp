@@ -1,0 +1,373 @@
+// The cuda backend's engine (sluice/ext/dist.hpp): one NCCL communicator per local rank, its
+// collectives and point-to-point groups enqueued on the issuing context's stream, so a GPU's
+// communication is ordered with its kernels by the stream and with other contexts' work by the
+// tracker, and the host never waits for it. Captured like any other stream work (NCCL supports
+// CUDA graph capture).
+//
+// A watchdog thread per engine watches the process's failure state (dist/process.hpp: a failed
+// rank's notice, or this process's own failure) and NCCL's asynchronous errors, and aborts the
+// communicators on either, so that kernels waiting for a rank that will never come return
+// instead of hanging; the failure then surfaces at the next synchronize of the contexts.
+//
+// NCCL ranks of one process must be driven from one thread each (or inside ncclGroupStart/End):
+// the dist layer issues a multi-rank operation on a thread per local rank (CommState::each).
+//
+// A `checked` collective (the public calls; the dist layer's own objects check their sizes when
+// they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
+// into device memory, ncclAllGather, a copy to pinned memory) and a host function in stream
+// order compares them: every rank sees every signature, so every rank finds a mismatch itself,
+// records the failure on its contexts (their synchronize reports it) and the process's failure
+// state, and the watchdog then aborts the communicators, ending the mismatched collective that
+// follows whether it hangs or not. No host thread waits for any of it.
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_stream.hpp"
+#include "core/context_impl.hpp"
+#include "dist/cuda/dist_kernels.hpp"
+#include "dist/cuda/nccl_engine.hpp"
+#include "dist/process.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::detail::dist {
+namespace {
+
+using sluice::detail::cuda::CudaStream;
+using sluice::detail::cuda::DeviceGuard;
+
+ncclDataType_t nccl_type(DistType t) {
+  switch (t) {
+    case DistType::u8:
+      return ncclUint8;
+    case DistType::i32:
+      return ncclInt32;
+    case DistType::i64:
+      return ncclInt64;
+    case DistType::f32:
+      return ncclFloat32;
+    case DistType::f64:
+      return ncclFloat64;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(DistOp op) {
+  switch (op) {
+    case DistOp::sum:
+      return ncclSum;
+    case DistOp::max:
+      return ncclMax;
+    case DistOp::min:
+      return ncclMin;
+  }
+  return ncclSum;
+}
+
+[[noreturn]] void throw_nccl(ncclResult_t r, const char* what, ncclComm_t comm,
+                             std::source_location where) {
+  std::string text = std::string("cuda: ") + what + " failed: " + ncclGetErrorString(r);
+  if (const char* last = ncclGetLastError(comm); last != nullptr && *last != '\0') {
+    text += " (" + std::string(last) + ")";
+  }
+  fail_process(text, true);
+  throw Error(Errc::backend_failure, text, where);
+}
+
+void check_nccl(ncclResult_t r, const char* what, ncclComm_t comm, std::source_location where) {
+  if (r != ncclSuccess && r != ncclInProgress) [[unlikely]]
+    throw_nccl(r, what, comm, where);
+}
+
+/// Runs `f(stream)` as operation `op` on `s`, its device current.
+template <class F>
+void run_on(Stream& s, const OpInfo& op, F&& f) {
+  auto call = [](void* state, CUstream_st* stream) { (*static_cast<F*>(state))(stream); };
+  static_cast<CudaStream&>(s).run_user(call, static_cast<void*>(&f), op);
+}
+
+const char* call_name(std::uint64_t call) {
+  switch (static_cast<DistCall>(call)) {
+    case DistCall::allreduce:
+      return "allreduce";
+    case DistCall::reduce:
+      return "reduce";
+    case DistCall::broadcast:
+      return "broadcast";
+    case DistCall::allgather:
+      return "allgather";
+    case DistCall::exchange:
+      return "exchange";
+  }
+  return "collective";
+}
+
+/// The text of the first difference between rank 0's signature and another rank's, or empty.
+std::string signature_mismatch(const std::uint64_t* all, int ranks) {
+  static constexpr const char* kFields[] = {"operation", "element type", "reduction", "root",
+                                            "count"};
+  for (int r = 1; r < ranks; ++r) {
+    for (std::size_t f = 0; f < kSignatureWords; ++f) {
+      const std::uint64_t a = all[f], b = all[static_cast<std::size_t>(r) * kSignatureWords + f];
+      if (a == b) continue;
+      auto value = [f](std::uint64_t v) {
+        return f == 0 ? std::string(call_name(v)) : std::to_string(v);
+      };
+      return std::string("dist ") + call_name(all[0]) + " (NCCL): rank " + std::to_string(r) +
+             " called it with " + kFields[f] + " " + value(b) + " and rank 0 with " + value(a) +
+             "; every rank must make the same collective call";
+    }
+  }
+  return {};
+}
+
+class NcclEngine final : public DistEngine {
+ public:
+  explicit NcclEngine(const DistEngineConfig& config)
+      : contexts_(config.contexts), size_(config.size) {
+    if (config.unique_id.size() != sizeof(ncclUniqueId)) {
+      throw Error(Errc::invalid_state, "dist: the NCCL communicator id did not arrive whole");
+    }
+    ncclUniqueId id;
+    std::memcpy(&id, config.unique_id.data(), sizeof id);
+    comms_.resize(config.ranks.size(), nullptr);
+    // One thread initializes every local rank's communicator: inside a group.
+    check_nccl(ncclGroupStart(), "ncclGroupStart", nullptr, std::source_location::current());
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      DeviceGuard guard(config.contexts[l].device().index);
+      const ncclResult_t r = ncclCommInitRank(&comms_[l], config.size, id, config.ranks[l]);
+      if (r != ncclSuccess) {
+        ncclGroupEnd();
+        check_nccl(r, "ncclCommInitRank", nullptr, std::source_location::current());
+      }
+    }
+    check_nccl(ncclGroupEnd(), "ncclCommInitRank", nullptr, std::source_location::current());
+    // Per local rank: room for the signatures on its device, and pinned memory they are copied
+    // to for the host function that compares them.
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      auto c = std::make_unique<Checker>();
+      c->engine = this;
+      DeviceGuard guard(config.contexts[l].device().index);
+      const std::size_t words = kSignatureWords * static_cast<std::size_t>(size_ + 1);
+      cuda::check(cudaMalloc(reinterpret_cast<void**>(&c->device), words * sizeof(std::uint64_t)),
+                  "cudaMalloc (dist signatures)", std::source_location::current());
+      cuda::check(cudaMallocHost(reinterpret_cast<void**>(&c->host), words * sizeof(std::uint64_t)),
+                  "cudaMallocHost (dist signatures)", std::source_location::current());
+      checkers_.push_back(std::move(c));
+    }
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  ~NcclEngine() override {
+    stop_.store(true);
+    watchdog_.join();
+    // Whatever is queued on the contexts first: NCCL frees buffers its kernels may still use.
+    for (auto& c : contexts_) {
+      try {
+        c.synchronize();
+      } catch (...) {
+      }
+    }
+    for (std::size_t l = 0; l < checkers_.size(); ++l) {
+      DeviceGuard guard(contexts_[l].device().index, std::nothrow);
+      cudaFree(checkers_[l]->device);
+      cudaFreeHost(checkers_[l]->host);
+    }
+    if (aborted_.load()) return;  // the watchdog aborted (and so freed) them
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      if (comms_[l] == nullptr) continue;
+      DeviceGuard guard(contexts_[l].device().index, std::nothrow);
+      ncclCommFinalize(comms_[l]);
+      ncclCommDestroy(comms_[l]);
+    }
+  }
+
+  std::string_view name() const noexcept override { return "nccl"; }
+
+  void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                 DistType type, DistOp op, bool checked, const OpInfo& info) override {
+    run_on(stream, info, [&](cudaStream_t s) {
+      if (checked) check_signature(s, local, {DistCall::allreduce, type, op, 0, count}, info);
+      check_nccl(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm(local), s),
+                 "ncclAllReduce", comm(local), info.where);
+    });
+  }
+
+  void reduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+              DistType type, DistOp op, int root, bool checked, const OpInfo& info) override {
+    run_on(stream, info, [&](cudaStream_t s) {
+      if (checked) check_signature(s, local, {DistCall::reduce, type, op, root, count}, info);
+      check_nccl(ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm(local), s),
+                 "ncclReduce", comm(local), info.where);
+    });
+  }
+
+  void broadcast(Stream& stream, int local, void* data, std::size_t count, DistType type, int root,
+                 bool checked, const OpInfo& info) override {
+    run_on(stream, info, [&](cudaStream_t s) {
+      if (checked)
+        check_signature(s, local, {DistCall::broadcast, type, DistOp::sum, root, count}, info);
+      check_nccl(ncclBroadcast(data, data, count, nccl_type(type), root, comm(local), s),
+                 "ncclBroadcast", comm(local), info.where);
+    });
+  }
+
+  void allgather(Stream& stream, int local, const void* send, void* recv, std::size_t count,
+                 DistType type, bool checked, const OpInfo& info) override {
+    run_on(stream, info, [&](cudaStream_t s) {
+      if (checked)
+        check_signature(s, local, {DistCall::allgather, type, DistOp::sum, 0, count}, info);
+      check_nccl(ncclAllGather(send, recv, count, nccl_type(type), comm(local), s), "ncclAllGather",
+                 comm(local), info.where);
+    });
+  }
+
+  void exchange(Stream& stream, int local, const void* send, std::span<const DistSegment> sends,
+                void* recv, std::span<const DistSegment> recvs, DistType type,
+                const OpInfo& info) override {
+    const std::size_t elem = dist_type_size(type);
+    run_on(stream, info, [&](cudaStream_t s) {
+      ncclComm_t c = comm(local);
+      check_nccl(ncclGroupStart(), "ncclGroupStart", c, info.where);
+      ncclResult_t r = ncclSuccess;
+      for (const auto& m : recvs) {
+        if (m.count == 0 || r != ncclSuccess) continue;
+        r = ncclRecv(static_cast<std::byte*>(recv) + m.offset * elem, m.count, nccl_type(type),
+                     m.peer, c, s);
+      }
+      for (const auto& m : sends) {
+        if (m.count == 0 || r != ncclSuccess) continue;
+        r = ncclSend(static_cast<const std::byte*>(send) + m.offset * elem, m.count,
+                     nccl_type(type), m.peer, c, s);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      check_nccl(r, "ncclSend/ncclRecv", c, info.where);
+      check_nccl(end, "ncclGroupEnd", c, info.where);
+    });
+  }
+
+ private:
+  /// Where local rank `local`'s signatures are gathered and compared. A rank's collectives run
+  /// one after the other (the dist layer orders them), so one set of buffers serves them all.
+  struct Checker {
+    NcclEngine* engine = nullptr;
+    std::uint64_t* device = nullptr;  // this rank's signature, then every rank's
+    std::uint64_t* host = nullptr;    // every rank's, pinned
+  };
+
+  /// Enqueues the signature exchange and comparison before a collective of local rank `local`.
+  void check_signature(cudaStream_t s, int local, const DistSignature& sig, const OpInfo& info) {
+    Checker& c = *checkers_[static_cast<std::size_t>(local)];
+    const SignatureWords words{
+        {static_cast<std::uint64_t>(sig.call), static_cast<std::uint64_t>(sig.type),
+         static_cast<std::uint64_t>(sig.op),
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(sig.root)), sig.count}};
+    write_signature(s, c.device, words);
+    std::uint64_t* all = c.device + kSignatureWords;
+    check_nccl(ncclAllGather(c.device, all, kSignatureWords, ncclUint64, comm(local), s),
+               "ncclAllGather (signatures)", comm(local), info.where);
+    const std::size_t bytes = kSignatureWords * static_cast<std::size_t>(size_) * sizeof *all;
+    cuda::check(cudaMemcpyAsync(c.host, all, bytes, cudaMemcpyDeviceToHost, s),
+                "cudaMemcpyAsync (dist signatures)", info.where);
+    cuda::check(cudaLaunchHostFunc(s, &NcclEngine::compare_signatures, &c),
+                "cudaLaunchHostFunc (dist signatures)", info.where);
+  }
+
+  /// A host function in stream order (no CUDA call allowed here): on a mismatch, records the
+  /// failure on the contexts and the process; the watchdog then aborts the communicators.
+  static void compare_signatures(void* data) noexcept {
+    auto& c = *static_cast<Checker*>(data);
+    try {
+      const std::string why = signature_mismatch(c.host, c.engine->size_);
+      if (why.empty()) return;
+      fail_process(why, false);  // every rank finds it: no notice needed
+      for (auto& ctx : c.engine->contexts_) {
+        auto& impl = ctx.impl();
+        impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
+      }
+    } catch (...) {
+      fail_process("dist: comparing the collectives' signatures failed", false);
+    }
+  }
+
+  /// Local rank `local`'s communicator; throws once the watchdog aborted them (a failed rank).
+  [[nodiscard]] ncclComm_t comm(int local) const {
+    if (aborted_.load(std::memory_order_acquire)) {
+      throw Error(Errc::work_failed, "dist: NCCL communication was aborted: " +
+                                         process_failure().value_or("an NCCL error"));
+    }
+    return comms_[static_cast<std::size_t>(local)];
+  }
+
+  /// Aborts the communicators when the process's communication failed or NCCL reports an error:
+  /// kernels waiting for a rank that will never come then return.
+  void watch() {
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      poll_failure_notices();
+      bool failed = process_failure().has_value();
+      for (ncclComm_t c : comms_) {
+        ncclResult_t async = ncclSuccess;
+        if (c != nullptr && ncclCommGetAsyncError(c, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress) {
+          fail_process(std::string("cuda: NCCL reported ") + ncclGetErrorString(async), true);
+          failed = true;
+        }
+      }
+      if (failed) {
+        // NCCL allows an abort from another thread while a call hangs on the communicator.
+        aborted_.store(true, std::memory_order_release);
+        for (ncclComm_t c : comms_) {
+          if (c != nullptr) ncclCommAbort(c);
+        }
+        // The aborted kernels end without an error of the stream's: the contexts carry the
+        // failure, so that their next synchronize reports it.
+        const std::string why =
+            "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
+        for (auto& c : contexts_) {
+          auto& impl = c.impl();
+          impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
+        }
+        return;
+      }
+    }
+  }
+
+  std::vector<Context> contexts_;
+  int size_ = 1;
+  std::vector<ncclComm_t> comms_;
+  std::vector<std::unique_ptr<Checker>> checkers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> aborted_{false};
+  std::thread watchdog_;
+};
+
+}  // namespace
+
+std::vector<std::byte> nccl_unique_id() {
+  ncclUniqueId id;
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) {
+    throw Error(Errc::backend_failure,
+                std::string("cuda: ncclGetUniqueId failed: ") + ncclGetErrorString(r));
+  }
+  std::vector<std::byte> bytes(sizeof id);
+  std::memcpy(bytes.data(), &id, sizeof id);
+  return bytes;
+}
+
+std::shared_ptr<DistEngine> make_nccl_engine(const DistEngineConfig& config) {
+  return std::make_shared<NcclEngine>(config);
+}
+
+}  // namespace sluice::detail::dist

@@ -1,0 +1,224 @@
+// dist::Ksp (sluice/dist.hpp): la's Krylov solvers on each rank's block. The la solver loop
+// (src/la/ksp.cpp) runs unchanged, with its kernels; this file is its KspParallel
+// (src/la/ksp_parallel.hpp): the products go through the distributed product (product.cpp), and
+// each reduction's partial sums are gathered from every rank (an allgather of a few doubles, on
+// the device) and added up in rank order (src/dist/combine.hpp) by a finalize step before la's
+// solver logic runs on them: on the device in async and graph modes, on the host in sync mode.
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "deps/issue.hpp"
+#include "dist/combine.hpp"
+#include "dist/mat_impl.hpp"
+#include "la/kernel_math.hpp"
+#include "la/ksp_parallel.hpp"
+#include "sluice/error.hpp"
+
+namespace sluice::dist {
+namespace detail {
+
+namespace {
+
+constexpr std::size_t kSlot = static_cast<std::size_t>(la_math::kMaxSums);
+
+/// One local rank's buffers for its reductions.
+struct RankBuffers {
+  DeviceBuffer<double> partial;   // kParts parts of kMaxSums
+  DeviceBuffer<double> gathered;  // every rank's partial, in rank order
+  PinnedBuffer<double> host;      // sync mode: the gathered sums on the host
+};
+
+class RankSolve final : public sluice::detail::la::KspParallel {
+ public:
+  RankSolve(const MatImpl& A, int local, RankBuffers& buffers)
+      : A_(A), st_(A.state()), local_(local), b_(buffers) {}
+
+  la::Vec make_vec(const Context& ctx, std::size_t n, std::source_location loc) override {
+    const std::size_t halo = A_.layout.halo();
+    return la::Vec(ctx, n, halo, halo, loc);
+  }
+
+  double* partial_sums(AccessList& acc, int part) override {
+    const auto at = static_cast<std::size_t>(part) * kSlot;
+    return acc.write(b_.partial, {at * sizeof(double), kSlot * sizeof(double)}) + at;
+  }
+
+  int matvec(const Context& ctx, const LaMatvecArgs& m, const sluice::detail::la::MatvecInputs& in,
+             const AccessList& acc, std::string_view what, std::source_location loc) override {
+    return product(
+        A_, local_, ctx, m, in, acc,
+        [this](AccessList& a, int part) { return partial_sums(a, part); }, what, loc);
+  }
+
+  void reduce(const Context& ctx, int parts, LaFinalize fin, LaKspState* state,
+              const AccessList& state_acc, bool tf_dx, double* host_sums, std::string_view what,
+              std::source_location loc) override {
+    const int ranks = st_.size();
+    const std::size_t count = static_cast<std::size_t>(parts) * kSlot;
+    const DeviceBuffer<double>* source = &b_.partial;
+    if (ranks > 1) {
+      AccessList acc;
+      const double* send = acc.read(b_.partial, {0, count * sizeof(double)});
+      double* recv =
+          acc.write(b_.gathered, {0, count * static_cast<std::size_t>(ranks) * sizeof(double)});
+      st_.issue(local_, ctx, acc, "dist allgather of partial sums", loc,
+                [&](Stream& s, const OpInfo& op) {
+                  st_.engine->allgather(s, local_, send, recv, count, DistType::f64, false, op);
+                });
+      source = &b_.gathered;
+    }
+    const std::size_t bytes = count * static_cast<std::size_t>(ranks) * sizeof(double);
+    if (state != nullptr) {
+      AccessList acc = state_acc;
+      DistFinalizeArgs a;
+      a.state = state;
+      a.gathered = acc.read(*source, {0, bytes});
+      a.ranks = ranks;
+      a.parts = parts;
+      a.finalize = fin;
+      a.tf_dx = tf_dx;
+      DistKernels& k = *st_.kernels;
+      sluice::detail::issue_tracked(ctx.impl(), acc, what, loc,
+                                    [&](Stream& s, const OpInfo& op) { k.finalize(s, a, op); });
+      return;
+    }
+    sluice::detail::copy_bytes(ctx, b_.host.data(), source->data(), bytes, loc);
+    wait_for_host_access(b_.host.object_id(), Access::read, {0, bytes}, loc);
+    dist_math::combine(b_.host.data(), ranks, parts, host_sums);
+  }
+
+  void add_key(std::vector<std::uint64_t>& key) const override {
+    auto add = [&key](auto v) { key.push_back(static_cast<std::uint64_t>(v)); };
+    add(reinterpret_cast<std::uintptr_t>(&A_));
+    add(local_);
+    for (const auto* b : {&b_.partial, &b_.gathered}) {
+      add(reinterpret_cast<std::uintptr_t>(b->data()));
+      add(b->object_id());
+    }
+  }
+
+ private:
+  const MatImpl& A_;
+  const CommState& st_;
+  int local_;
+  RankBuffers& b_;
+};
+
+}  // namespace
+
+struct KspWork {
+  std::vector<la::Ksp> ksps;  // per local rank, on its diagonal block
+  std::vector<RankBuffers> buffers;
+};
+
+}  // namespace detail
+
+Ksp::Ksp(Mat A, la::KspOptions options)
+    : A_(std::move(A)), options_(std::move(options)), work_(std::make_unique<detail::KspWork>()) {
+  if (!A_.valid()) throw Error(Errc::invalid_argument, "dist::Ksp: the Mat is empty");
+  const auto& st = A_.impl()->state();
+  for (int l = 0; l < st.locals(); ++l) {
+    work_->ksps.emplace_back(A_.diagonal_block(l), options_);
+    const Context& ctx = st.contexts[static_cast<std::size_t>(l)];
+    detail::RankBuffers b;
+    b.partial = DeviceBuffer<double>(ctx, detail::kParts * detail::kSlot);
+    b.gathered = DeviceBuffer<double>(
+        ctx, detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+    b.host = PinnedBuffer<double>(
+        ctx.device(), detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+    work_->buffers.push_back(std::move(b));
+  }
+}
+
+Ksp::~Ksp() = default;
+Ksp::Ksp(Ksp&&) noexcept = default;
+Ksp& Ksp::operator=(Ksp&&) noexcept = default;
+
+void Ksp::set_options(la::KspOptions options) {
+  for (auto& k : work_->ksps) k.set_options(options);
+  options_ = std::move(options);
+}
+
+int Ksp::check_interval() const noexcept {
+  return work_->ksps.empty() ? 0 : work_->ksps.front().check_interval();
+}
+
+namespace {
+
+/// Throws the same Error on every process unless all gave the same sizes and options: a rank
+/// that iterated differently would wait for ever in a reduction the others never make.
+void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::KspOptions& o,
+                      std::source_location loc) {
+  const std::uint64_t mine[] = {static_cast<std::uint64_t>(rows),
+                                static_cast<std::uint64_t>(o.type),
+                                static_cast<std::uint64_t>(o.pc),
+                                static_cast<std::uint64_t>(o.norm_type),
+                                static_cast<std::uint64_t>(o.mode),
+                                static_cast<std::uint64_t>(o.max_it),
+                                static_cast<std::uint64_t>(o.check_every),
+                                std::bit_cast<std::uint64_t>(o.rtol),
+                                std::bit_cast<std::uint64_t>(o.atol),
+                                std::bit_cast<std::uint64_t>(o.dtol),
+                                static_cast<std::uint64_t>(o.fixed_iterations),
+                                static_cast<std::uint64_t>(o.initial_guess_nonzero)};
+  static constexpr const char* kNames[] = {"the vectors' rows",
+                                           "type",
+                                           "preconditioner",
+                                           "norm type",
+                                           "mode",
+                                           "max_it",
+                                           "check_every",
+                                           "rtol",
+                                           "atol",
+                                           "dtol",
+                                           "fixed_iterations",
+                                           "initial_guess_nonzero"};
+  constexpr std::size_t n = std::size(mine);
+  std::vector<std::uint64_t> all(n * static_cast<std::size_t>(st.procs->size()));
+  st.procs->allgather(mine, sizeof mine, all.data());
+  for (int p = 1; p < st.procs->size(); ++p) {
+    for (std::size_t k = 0; k < n; ++k) {
+      if (all[k] == all[static_cast<std::size_t>(p) * n + k]) continue;
+      throw Error(Errc::invalid_argument,
+                  "dist::Ksp::solve: process " + std::to_string(p) + " solves with other " +
+                      kNames[k] + " than process 0; every process must make the same solve",
+                  loc);
+    }
+  }
+}
+
+}  // namespace
+
+la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
+  if (!b.valid() || !x.valid()) {
+    throw Error(Errc::invalid_state, "dist::Ksp::solve: b or x is a default-constructed Vec", loc);
+  }
+  if (!(b.comm() == A_.comm()) || !(x.comm() == A_.comm()) || !b.layout().same_rows(A_.layout()) ||
+      !x.layout().same_rows(A_.layout())) {
+    throw Error(Errc::invalid_argument,
+                "dist::Ksp::solve: b and x must split their rows as the matrix does; make them "
+                "with A.create_vec()",
+                loc);
+  }
+  const auto& st = A_.impl()->state();
+  check_same_solve(st, A_.rows(), options_, loc);
+  if (st.size() == 1) {
+    // One rank: la's solve as it is (on a GPU, CG's iterations in blocks of one kernel).
+    return work_->ksps.front().solve(b.local(0), x.local(0), x.local(0).context(), loc);
+  }
+  std::vector<la::KspResult> results(static_cast<std::size_t>(st.locals()));
+  // Each local rank's loop waits on the host for its reductions (and so for the other ranks):
+  // one thread per local rank.
+  st.each(
+      [&](int l) {
+        detail::RankSolve par(*A_.impl(), l, work_->buffers[static_cast<std::size_t>(l)]);
+        results[static_cast<std::size_t>(l)] = work_->ksps[static_cast<std::size_t>(l)].solve(
+            b.local(l), x.local(l), x.local(l).context(), par, loc);
+      },
+      true);
+  return results.front();
+}
+
+}  // namespace sluice::dist

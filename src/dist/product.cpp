@@ -1,0 +1,283 @@
+// The distributed product y = A x of one local rank (mat_impl.hpp), with la's kernels.
+//
+// A matrix-free stencil reads the neighbour ranks' boundary planes: the rank's vectors keep
+// ghost planes right beside their own (la::Vec's room), an exchange on the rank's exchange
+// context fills them, and la's stencil kernel reads them through its open ends (LaStencil). Where
+// every rank holds 3 planes or more, the product runs in three passes: the interior planes first
+// (they read no ghost, so they run while the exchange is in flight), then the two boundary
+// planes; each pass is la's fused kernel with the whole epilogue, its sums a part of their own.
+//
+// An assembled matrix (PETSc's MPIAIJ) packs the values other ranks need, exchanges them into a
+// ghost buffer while its diagonal block's product runs, and adds the off-diagonal block's
+// product (its compressed columns index the ghost buffer) through la's epilogues, which are
+// linear in the product: store, add and sub become add or sub onto the first pass's result, the
+// residual update subtracts twice; a dot product (CG's p'w) is a reduction of its own after.
+
+#include <algorithm>
+#include <string>
+
+#include "core/context_impl.hpp"
+#include "deps/issue.hpp"
+#include "dist/mat_impl.hpp"
+#include "la/kernel_math.hpp"
+#include "la/mat.hpp"
+#include "sluice/error.hpp"
+#include "sluice/ext/la_kernels.hpp"
+
+namespace sluice::dist::detail {
+namespace {
+
+using sluice::detail::issue_tracked;
+using sluice::detail::la::MatvecInputs;
+
+LaKernels& la_kernels(const Context& ctx, std::source_location loc) {
+  return ctx.impl().extension<LaKernels>(loc);
+}
+
+constexpr std::size_t kDouble = sizeof(double);
+
+/// `v`, or (if it lacks the ghost layers a stencil product reads) a copy of it into input slot
+/// `slot`'s padded vector.
+const la::Vec* padded_input(const MatImpl& A, const MatBlock& b, int slot, const la::Vec* v,
+                            const Context& ctx, std::source_location loc) {
+  if (v == nullptr) return nullptr;
+  const auto P = static_cast<std::size_t>(A.plane);
+  const std::size_t after = v->buffer().size() - v->offset() - v->size();
+  if (v->offset() >= P && after >= P) return v;
+  auto& s = b.slots[static_cast<std::size_t>(slot)];
+  {
+    std::lock_guard lock(b.mutex);
+    if (s.padded.size() != v->size() || s.padded.device() != ctx.device()) {
+      s.padded = la::Vec(ctx, v->size(), P, P, loc);
+    }
+  }
+  la::copy(*v, s.padded, ctx, loc);
+  return &s.padded;
+}
+
+/// Makes the rank's exchange context follow `ctx` into the graph `ctx` is capturing, if it is:
+/// an exchange whose data was written by an earlier capture (a solve's set-up) would otherwise
+/// run at once instead of in the graph.
+void join_capture(const MatBlock& b, const Context& ctx, std::source_location loc) {
+  if (ctx.impl().capturing()) b.exchange_ctx.wait_for(ctx, loc);
+}
+
+/// Fills v's ghost planes from the neighbour ranks (and sends them v's boundary planes), on the
+/// rank's exchange context.
+void exchange_planes(const MatImpl& A, int local, const MatBlock& b, const la::Vec& v,
+                     const Context& ctx, std::source_location loc) {
+  const CommState& st = A.state();
+  const auto P = static_cast<std::size_t>(A.plane);
+  const std::size_t off = v.offset(), n = v.size();
+  std::vector<DistSegment> sends, recvs;
+  if (b.lo >= 0) {
+    sends.push_back({b.lo, off, P});
+    recvs.push_back({b.lo, off - P, P});
+  }
+  if (b.hi >= 0) {
+    sends.push_back({b.hi, off + n - P, P});
+    recvs.push_back({b.hi, off + n, P});
+  }
+  if (sends.empty()) return;
+  join_capture(b, ctx, loc);
+  AccessList acc;
+  for (const auto& s : sends) acc.read(v.object_id(), {s.offset * kDouble, s.count * kDouble});
+  for (const auto& r : recvs) acc.write(v.object_id(), {r.offset * kDouble, r.count * kDouble});
+  double* base = v.buffer().data();
+  st.issue(local, b.exchange_ctx, acc, "dist ghost planes", loc, [&](Stream& s, const OpInfo& op) {
+    st.engine->exchange(s, local, base, sends, base, recvs, DistType::f64, op);
+  });
+}
+
+int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
+                    const MatvecInputs& in, const AccessList& acc, const PartialSums& sums,
+                    std::string_view what, std::source_location loc) {
+  const MatBlock& b = *A.blocks[static_cast<std::size_t>(local)];
+  if (in.right != nullptr) {
+    throw Error(Errc::invalid_state,
+                std::string(what) +
+                    ": a stencil's product takes no vector scaling "
+                    "(its Jacobi preconditioner is a constant)",
+                loc);
+  }
+  const la::Vec* x = padded_input(A, b, 0, in.x, ctx, loc);
+  const la::Vec* x2 = padded_input(A, b, 1, in.x2, ctx, loc);
+  if (x != nullptr) m.x = x->data();
+  if (x2 != nullptr) m.x2 = x2->data();
+  for (const la::Vec* v : {x, x2}) {
+    if (v != nullptr) exchange_planes(A, local, b, *v, ctx, loc);
+  }
+  const LaStencil base = b.diag.impl()->stencil;
+  const bool three = base.kind == LaStencilKind::d3p7 || base.kind == LaStencilKind::d3p27;
+  const auto P = A.plane;
+  const int nsums = la_math::matvec_sums(m.epilogue);
+  LaKernels& k = la_kernels(ctx, loc);
+  auto pass = [&](std::int64_t first, std::int64_t count, bool open_lo, bool open_hi, int part) {
+    LaMatvecArgs p = m;
+    LaStencil s = base;
+    (three ? s.nz : s.ny) = count;
+    s.open_lo = open_lo;
+    s.open_hi = open_hi;
+    p.A = {};
+    p.A.is_stencil = true;
+    p.A.stencil = s;
+    const auto shift = static_cast<std::ptrdiff_t>(first * P);
+    p.x += shift;
+    if (p.x2 != nullptr) p.x2 += shift;
+    if (p.x_out != nullptr) p.x_out += shift;
+    p.y += shift;
+    if (p.z != nullptr) p.z += shift;
+    if (p.left.v != nullptr) p.left.v += shift;
+    AccessList a = acc;
+    for (const la::Vec* v : {x, x2}) {
+      if (v == nullptr) continue;
+      const auto lo = static_cast<std::int64_t>(v->offset()) + first * P - (open_lo ? P : 0);
+      const auto hi =
+          static_cast<std::int64_t>(v->offset()) + (first + count) * P + (open_hi ? P : 0);
+      a.read(v->object_id(),
+             {static_cast<std::size_t>(lo) * kDouble, static_cast<std::size_t>(hi - lo) * kDouble});
+    }
+    if (nsums > 0) p.sums.out = sums(a, part);
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
+  };
+  if (!A.split) {
+    pass(0, b.planes, b.lo >= 0, b.hi >= 0, 0);
+    return nsums > 0 ? 1 : 0;
+  }
+  pass(1, b.planes - 2, true, true, 0);  // no ghost: overlaps the exchange
+  pass(0, 1, b.lo >= 0, true, 1);
+  pass(b.planes - 1, 1, true, b.hi >= 0, 2);
+  return nsums > 0 ? kParts : 0;
+}
+
+/// Packs the values of `v` other ranks need and exchanges them into input slot `slot`'s ghost
+/// buffer; returns the ghost buffer.
+const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const MatBlock& b,
+                                            int slot, const la::Vec& v, const Context& ctx,
+                                            std::source_location loc) {
+  const CommState& st = A.state();
+  auto& s = b.slots[static_cast<std::size_t>(slot)];
+  const std::size_t packed = b.send_index.size();
+  {
+    std::lock_guard lock(b.mutex);
+    if (s.ghost.size() != b.ghosts) s.ghost = DeviceBuffer<double>(ctx, b.ghosts, loc);
+    if (s.packed.size() != packed) s.packed = DeviceBuffer<double>(ctx, packed, loc);
+  }
+  if (packed > 0) {
+    AccessList acc;
+    const double* src = acc.read(v.buffer(), v.elements()) + v.offset();
+    const std::int32_t* index = acc.read(b.send_index);
+    double* dst = acc.write(s.packed);
+    DistKernels& k = *st.kernels;
+    issue_tracked(
+        ctx.impl(), acc, "dist pack ghost values", loc,
+        [&](Stream& stream, const OpInfo& op) { k.gather(stream, dst, src, index, packed, op); });
+  }
+  join_capture(b, ctx, loc);
+  AccessList acc;
+  for (const auto& seg : b.sends) {
+    acc.read(s.packed.object_id(), {seg.offset * kDouble, seg.count * kDouble});
+  }
+  for (const auto& seg : b.recvs) {
+    acc.write(s.ghost.object_id(), {seg.offset * kDouble, seg.count * kDouble});
+  }
+  st.issue(local, b.exchange_ctx, acc, "dist ghost values", loc,
+           [&](Stream& stream, const OpInfo& op) {
+             st.engine->exchange(stream, local, s.packed.data(), b.sends, s.ghost.data(), b.recvs,
+                                 DistType::f64, op);
+           });
+  return s.ghost;
+}
+
+int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
+                const MatvecInputs& in, const AccessList& acc, const PartialSums& sums,
+                std::string_view what, std::source_location loc) {
+  const MatBlock& b = *A.blocks[static_cast<std::size_t>(local)];
+  LaKernels& k = la_kernels(ctx, loc);
+  const int nsums = la_math::matvec_sums(m.epilogue);
+  const la::Vec* inputs[3] = {in.x, in.x2, in.right};
+  auto mark_inputs = [&](AccessList& a) {
+    for (const la::Vec* v : inputs) {
+      if (v != nullptr) (void)a.read(v->buffer(), v->elements());
+    }
+  };
+  auto issue = [&](AccessList& a, const LaMatvecArgs& p) {
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
+  };
+  // The ghosts first: their exchange runs while the diagonal block's product does.
+  const DeviceBuffer<double>* ghost[3] = {nullptr, nullptr, nullptr};
+  if (!b.sends.empty() || b.ghosts > 0) {
+    for (int slot = 0; slot < 3; ++slot) {
+      if (inputs[slot] != nullptr)
+        ghost[slot] = &exchange_ghosts(A, local, b, slot, *inputs[slot], ctx, loc);
+    }
+  }
+  if (b.ghosts == 0) {  // this rank's rows read no other rank's values
+    AccessList a = acc;
+    mark_inputs(a);
+    m.A = b.diag.impl()->op(a);
+    if (nsums > 0) m.sums.out = sums(a, 0);
+    issue(a, m);
+    return nsums > 0 ? 1 : 0;
+  }
+  // The diagonal block's product (its epilogue's sums, if any, discarded).
+  {
+    LaMatvecArgs p = m;
+    AccessList a = acc;
+    mark_inputs(a);
+    p.A = b.diag.impl()->op(a);
+    if (m.epilogue == LaEpilogue::store_dot) p.epilogue = LaEpilogue::store;
+    p.sums.out = nullptr;
+    issue(a, p);
+  }
+  // The off-diagonal block's, added on.
+  {
+    LaMatvecArgs p = m;
+    AccessList a = acc;
+    p.A = b.off.impl()->op(a);
+    p.x = a.read(*ghost[0]);
+    if (m.x2 != nullptr) p.x2 = a.read(*ghost[1]);
+    if (m.right.v != nullptr) p.right.v = a.read(*ghost[2]);
+    p.x_out = nullptr;
+    switch (m.epilogue) {
+      case LaEpilogue::store:
+      case LaEpilogue::add:
+      case LaEpilogue::store_dot:
+        p.epilogue = LaEpilogue::add;
+        p.z = m.y;
+        break;
+      case LaEpilogue::sub:
+        p.z = m.y;
+        break;
+      case LaEpilogue::residual:
+        if (nsums > 0) p.sums.out = sums(a, 0);
+        break;
+    }
+    issue(a, p);
+  }
+  if (m.epilogue == LaEpilogue::store_dot) {
+    LaReduceArgs r;
+    r.op = LaReduceOp::dot;
+    r.n = static_cast<std::size_t>(b.diag.rows());
+    r.x = m.y;
+    r.y = m.z;
+    AccessList a = acc;
+    r.out = sums(a, 0);
+    issue_tracked(ctx.impl(), a, what, loc,
+                  [&](Stream& s, const OpInfo& op) { k.reduce(s, r, op); });
+  }
+  return nsums > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m, const MatvecInputs& in,
+            const AccessList& acc, const PartialSums& sums, std::string_view what,
+            std::source_location loc) {
+  return A.matrix_free ? stencil_product(A, local, ctx, m, in, acc, sums, what, loc)
+                       : csr_product(A, local, ctx, m, in, acc, sums, what, loc);
+}
+
+}  // namespace sluice::dist::detail

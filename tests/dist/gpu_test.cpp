@@ -1,0 +1,183 @@
+// The dist layer on GPUs: several devices in one process (peer copies, ordering across devices,
+// memory of one device refused on another), NCCL communicators with one process driving every
+// GPU and with a process per GPU (under mpirun), random collectives and exchanges among work on
+// several streams, and distributed solves against the host's. scripts/gpu-dist runs them on a
+// machine with 2 GPUs or more (alone, and under mpirun -np 2 and -np 4); elsewhere they skip
+// with the reason.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "dist_test_util.hpp"
+#include "sluice/dist.hpp"
+#include "sluice/error.hpp"
+#include "sluice/memory.hpp"
+
+namespace sluice::dist {
+namespace {
+
+int cuda_devices() {
+  for (const auto& b : backends()) {
+    if (b.name == "cuda") return static_cast<int>(b.device_count);
+  }
+  return 0;
+}
+
+/// The cuda contexts a test uses: `per_process` GPUs of this process, or a skip reason.
+std::string gpus_needed(int per_process) {
+  const int have = cuda_devices();
+  if (have >= per_process) return {};
+  return "needs " + std::to_string(per_process) + " CUDA device(s) in this process, found " +
+         std::to_string(have) + ": run scripts/gpu-dist on a machine with 2 GPUs or more";
+}
+
+/// A communicator over every process, each with `local` GPUs (process p uses GPUs p*local...).
+Comm gpu_comm(int local) {
+  return Comm(CommOptions{.local_ranks = local, .backend = "cuda", .name = "gpu"});
+}
+
+TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  Context c0(Device{"cuda", 0}), c1(Device{"cuda", 1});
+  constexpr std::size_t n = 1 << 20;
+  la::Vec a(c0, n), b(c1, n);
+  for (int k = 1; k <= 20; ++k) {
+    la::set(a, k, c0);  // on GPU 0
+    // A peer copy issued on GPU 1's context: ordered after the set on GPU 0 by the tracker.
+    sluice::copy(c1, std::span<double>(b.data(), n), std::span<const double>(a.data(), n));
+    la::scale(b, 2.0, c1);
+    EXPECT_EQ(la::sum(b, c1), 2.0 * k * static_cast<double>(n)) << "round " << k;
+  }
+  // Memory of one device in another device's operation: refused, naming both.
+  try {
+    la::axpy(b, 1.0, a, c1);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+  }
+  Comm one(CommOptions{.contexts = {c1}});
+  DeviceBuffer<double> on0(c0, 4);
+  EXPECT_THROW(one.allreduce(on0, ReduceOp::sum), Error);
+}
+
+void collectives(const Comm& c) {
+  const int n = c.size();
+  std::vector<Managed<double>> v;
+  std::vector<DeviceBuffer<double>> ring;
+  for (int l = 0; l < c.local_size(); ++l) {
+    v.emplace_back(1.0 + c.rank(l), c.context(l));
+    std::vector<double> h(6, -1.0);
+    for (int k = 0; k < 2; ++k) h[static_cast<std::size_t>(k)] = c.rank(l) * 10 + k;
+    ring.emplace_back(c.context(l), 6);
+    sluice::copy(c.context(l), ring.back(), h);
+  }
+  c.for_each_local([&](const Rank& r) {
+    const auto l = static_cast<std::size_t>(r.local_index());
+    r.allreduce(v[l], ReduceOp::sum);
+    const int me = r.rank(), left = (me + n - 1) % n, right = (me + 1) % n;
+    const DistSegment sends[] = {{right, 0, 2}, {left, 0, 2}};
+    const DistSegment recvs[] = {{left, 2, 2}, {right, 4, 2}};
+    r.exchange(ring[l], sends, ring[l], recvs, r.context());
+  });
+  for (int l = 0; l < c.local_size(); ++l) {
+    EXPECT_EQ(v[static_cast<std::size_t>(l)].value(), n * (n + 1) / 2.0);
+    std::vector<double> h(6);
+    sluice::copy(c.context(l), h, ring[static_cast<std::size_t>(l)]);
+    c.context(l).synchronize();
+    const int me = c.rank(l), left = (me + n - 1) % n, right = (me + 1) % n;
+    EXPECT_EQ(h, (std::vector<double>{me * 10.0, me * 10.0 + 1, left * 10.0, left * 10.0 + 1,
+                                      right * 10.0, right * 10.0 + 1}));
+  }
+}
+
+TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  for (int g = 2; g <= cuda_devices(); g *= 2) {
+    SCOPED_TRACE(std::to_string(g) + " GPUs");
+    Comm c = gpu_comm(g);
+    EXPECT_EQ(c.engine(), "nccl");
+    EXPECT_EQ(c.local_size(), g);
+    for (int l = 0; l < g; ++l) EXPECT_EQ(c.context(l).device(), (Device{"cuda", l}));
+    collectives(c);
+  }
+}
+
+TEST(DistGpu, NcclCollectivesOfAProcessPerGpu) {
+  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
+  Comm c = gpu_comm(1);
+  EXPECT_EQ(c.engine(), "nccl");
+  collectives(c);
+}
+
+TEST(DistGpu, RandomCollectivesAndExchangesAmongWorkOnSeveralStreams) {
+  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
+  // One rank per process: NCCL needs a thread per GPU a process drives, and this test issues
+  // every local rank's part from one thread.
+  Comm c = gpu_comm(1);
+  for (unsigned seed : {11u, 12u, 13u}) test::random_interleaving(c, seed);
+}
+
+/// Distributed CG and TFQMR on the GPUs against la on the host (one context, the whole grid).
+void solves_match_host(const Comm& c) {
+  Context host(Device{"host", 0});
+  const std::int64_t nz = 4 * c.size() + 3;
+  for (bool assembled : {false, true}) {
+    const Mat A = assembled ? Mat::stencil_csr(c, la::Stencil::d3p7, 24, 20, nz)
+                            : Mat::stencil(c, la::Stencil::d3p7, 24, 20, nz);
+    const la::Mat H = la::Mat::stencil(host, la::Stencil::d3p7, 24, 20, nz);
+    for (auto type : {la::KspType::cg, la::KspType::tfqmr}) {
+      la::KspOptions o{.type = type, .rtol = 1e-9, .mode = la::SolveMode::sync, .history = true};
+      la::Vec hb(host, static_cast<std::size_t>(H.rows())), hx = hb.duplicate(),
+                                                            one = hb.duplicate();
+      la::set(one, 1.0);
+      la::mult(H, one, hb);
+      const auto want = la::Ksp(H, o).solve(hb, hx);
+      std::vector<double> sync_x;
+      la::KspResult sync_r;
+      for (auto mode : {la::SolveMode::sync, la::SolveMode::async, la::SolveMode::graph}) {
+        o.mode = mode;
+        SCOPED_TRACE(std::string(la::to_string(type)) + " " + std::string(la::to_string(mode)) +
+                     (assembled ? " csr" : " stencil") + " on " + std::to_string(c.size()) +
+                     " GPUs");
+        Vec b = A.create_vec(), x = A.create_vec(), ones = A.create_vec();
+        set(ones, 1.0);
+        mult(A, ones, b);
+        Ksp ksp(A, o);
+        const auto r = ksp.solve(b, x);
+        EXPECT_TRUE(r.converged());
+        EXPECT_LE(std::abs(r.iterations - want.iterations), 1);
+        const auto xs = x.to_vector();
+        for (double v : xs) ASSERT_NEAR(v, 1.0, 1e-6);
+        if (mode == la::SolveMode::sync) {
+          sync_x = xs;
+          sync_r = r;
+        } else {  // the same kernels in the same order: the same bits as sync
+          EXPECT_EQ(r.iterations, sync_r.iterations);
+          EXPECT_EQ(r.history, sync_r.history);
+          EXPECT_EQ(xs, sync_x);
+        }
+      }
+    }
+  }
+}
+
+TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  solves_match_host(gpu_comm(cuda_devices()));
+}
+
+TEST(DistGpu, SolvesOnAGpuPerProcessMatchTheHost) {
+  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
+  solves_match_host(gpu_comm(1));
+}
+
+}  // namespace
+}  // namespace sluice::dist

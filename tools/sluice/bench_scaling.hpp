@@ -1,0 +1,30 @@
+#pragma once
+// `sluice bench --scaling`: time against ranks (bench_scaling.cpp).
+
+#include <string>
+#include <vector>
+
+namespace sluice::cli {
+
+struct ScalingOptions {
+  std::string kind;  // "weak" (grid per rank, stacked along the split dimension) or "strong"
+  std::vector<int> ranks{1, 2};
+  std::string launch = "mpirun";  // processes (mpirun -np R) or "local" (R ranks in one process)
+  std::vector<long long> grid{64, 64, 64};
+  std::string stencil = "3d7";
+  std::vector<std::string> ksps{"cg"};
+  std::vector<std::string> modes{"sync", "async", "graph"};
+  std::string backend;
+  int iterations = 100;
+  int repeat = 5;
+  std::string json = "bench_scaling.json";
+  std::string plot;
+  bool quiet = false;
+};
+
+/// Runs `sluice solve --json` for every rank count, solver and mode (through mpirun, or with
+/// --local-ranks), writes the times and the efficiency against one rank as JSON, and plots them
+/// (bench/plot_scaling.py) if asked. Returns the exit status.
+int run_scaling(const ScalingOptions& o);
+
+}  // namespace sluice::cli

@@ -10,7 +10,7 @@ namespace sluice::dist_math {
 
 /// out[k] = the sum over ranks r and parts p of gathered[(r * parts + p) * kMaxSums + k].
 SLUICE_HD void combine(const double* gathered, int ranks, int parts, double* out) {
-  constexpr int kSums = la_math::kMaxSums;
+  constexpr int kSums = sluice::detail::la_math::kMaxSums;
   for (int k = 0; k < kSums; ++k) {
     double s = 0.0;
     for (int r = 0; r < ranks; ++r) {

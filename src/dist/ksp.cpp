@@ -16,6 +16,8 @@
 #include "la/ksp_parallel.hpp"
 #include "sluice/error.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::dist {
 namespace detail {
 

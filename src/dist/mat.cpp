@@ -13,6 +13,8 @@
 #include "la/mat.hpp"
 #include "sluice/error.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::dist {
 namespace detail {
 namespace {

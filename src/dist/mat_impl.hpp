@@ -71,7 +71,7 @@ using PartialSums = std::function<double*(AccessList& acc, int part)>;
 /// scalings, epilogue; m.A and m.sums.out are set here, m.sums.state guards it), with the ghost
 /// values of `in`'s vectors exchanged first. `acc` holds the accesses of everything but `in`'s
 /// vectors. The epilogue's sums, if it has any, go to `sums`; returns how many parts it wrote.
-int product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
+int product(const MatImpl& A, int local, const Context& ctx, sluice::detail::LaMatvecArgs m,
             const sluice::detail::la::MatvecInputs& in, const AccessList& acc,
             const PartialSums& sums, std::string_view what, std::source_location loc);
 

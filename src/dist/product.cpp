@@ -24,6 +24,8 @@
 #include "sluice/error.hpp"
 #include "sluice/ext/la_kernels.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::dist::detail {
 namespace {
 

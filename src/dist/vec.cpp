@@ -8,6 +8,8 @@
 #include "dist/mat_impl.hpp"
 #include "sluice/error.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::dist {
 namespace {
 

@@ -20,7 +20,7 @@
 
 #include "sluice/backend.hpp"
 #include "sluice/context.hpp"
-#include "sluice/detail/la_format.hpp"
+#include "sluice/ext/la_kernels.hpp"
 
 namespace sluice {
 
@@ -109,11 +109,11 @@ struct DistEngineConfig {
 /// order, `parts` slots of la_math::kMaxSums each (src/dist/combine.hpp adds them up the same
 /// way on every rank and backend), and what the la solver logic does with the totals.
 struct DistFinalizeArgs {
-  LaKspState* state = nullptr;
+  sluice::detail::LaKspState* state = nullptr;
   const double* gathered = nullptr;
   std::int32_t ranks = 1;
   std::int32_t parts = 1;
-  LaFinalize finalize = LaFinalize::none;
+  detail::LaFinalize finalize = detail::LaFinalize::none;
   /// The step is TFQMR's x update, which still runs in the iteration that stopped
   /// (ksp_logic::guard_runs).
   bool tf_dx = false;

@@ -11,6 +11,8 @@
 #include "dist/cuda/nccl_engine.hpp"
 #include "la/ksp_logic.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::detail::dist {
 namespace {
 

@@ -7,6 +7,8 @@
 #include "dist/host/host_engine.hpp"
 #include "la/ksp_logic.hpp"
 
+using namespace sluice::detail;  // la's kernel argument types (sluice/ext/la_kernels.hpp)
+
 namespace sluice::detail::dist {
 namespace {
 

@@ -11,9 +11,11 @@
 int main(int argc, char** argv) {
   namespace dist = sluice::dist;
   dist::Environment env(argc, argv);  // MPI, when this build has it
-  // One rank per process; alone, two ranks of this process (two contexts of its device).
-  dist::Comm world(
-      dist::CommOptions{.local_ranks = dist::Environment::process_count() > 1 ? 1 : 2});
+  // One rank per process; alone, two ranks of this process on the host (two contexts; on cuda,
+  // NCCL wants a GPU per rank: run it under mpirun there, one process per GPU).
+  const bool alone = dist::Environment::process_count() == 1;
+  dist::Comm world(dist::CommOptions{.local_ranks = alone ? 2 : 1,
+                                     .backend = alone ? "host" : ""});
 
   // Each rank's value, reduced where it lies: the allreduce is ordered after the write on its
   // context, and the host waits only when it reads the result.

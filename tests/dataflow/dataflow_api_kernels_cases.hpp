@@ -218,22 +218,24 @@ inline void atomics_global(const Device& d) {
   atomics_global_one<float>(q, n);
   atomics_global_one<double>(q, n);
   // Integer-only operations and operators.
-  auto* bits = df::malloc_shared<unsigned>(3, q);
+  auto* bits = df::malloc_shared<unsigned>(4, q);
   bits[0] = 0;
   bits[1] = ~0u;
   bits[2] = 0;
+  bits[3] = 0;
   q.parallel_for(df::range<1>(32), [=] SLUICE_KERNEL(df::id<1> i) {
      df::atomic_ref<unsigned, df::memory_order::relaxed, df::memory_scope::device> o(bits[0]),
-         a(bits[1]), x(bits[2]);
+         a(bits[1]), x(bits[2]), c(bits[3]);
      o |= 1u << i[0];
      a.fetch_and(~(1u << i[0]));
-     x ^= 3u;
-     ++x;
-     x--;
+     x ^= 3u;  // xors commute with each other, not with ++ and --: those go to another word
+     ++c;
+     c--;
    }).wait();
   EXPECT_EQ(bits[0], ~0u);
   EXPECT_EQ(bits[1], 0u);
-  EXPECT_EQ(bits[2], 0u);  // 32 xors of 3 cancel; ++ and -- cancel
+  EXPECT_EQ(bits[2], 0u);  // 32 xors of 3 cancel
+  EXPECT_EQ(bits[3], 0u);  // ++ and -- cancel
   df::free(bits, q);
   // A buffer element, through an accessor.
   df::Buffer<long long> counter{df::range<1>(1)};

@@ -32,9 +32,14 @@ foreach(f include/sluice/sluice.hpp)
     message(FATAL_ERROR "packaging test: ${f} was not installed")
   endif()
 endforeach()
+# The consumer finds sluice's own dependencies (Boost.Context) where the build found them.
+if(EXTRA_PREFIX_PATH)
+  string(REPLACE ";" ":" extra "${EXTRA_PREFIX_PATH}")
+  set(ENV{CMAKE_PREFIX_PATH} "${extra}")
+endif()
 run(${CMAKE_COMMAND} -S ${DOWNSTREAM_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
-    "-DCMAKE_PREFIX_PATH=${prefix};${EXTRA_PREFIX_PATH}")
+    -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 # Where the cuda backend was built, its module is installed beside libsluice and both programs
 # load it from there, not from the build tree.

@@ -1,5 +1,6 @@
 // GraphExec: instantiation on a backend, launch as one tracked operation, parameter updates.
 #include <algorithm>
+#include <optional>
 
 #include "deps/issue.hpp"
 #include "deps/tracker.hpp"
@@ -128,10 +129,19 @@ bool same_uses(const ir::Graph& a, const ir::Graph& b) {
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
   require_top_level_events(next->ir);
   auto previous = graph_;
-  auto previous_accesses = accesses_;
   graph_ = next;
   // A replay usually declares the same accesses again: merging them anew is then wasted work.
-  if (!same_uses(previous->ir, next->ir)) set_accesses();
+  std::optional<AccessList> previous_accesses;
+  if (!same_uses(previous->ir, next->ir)) {
+    previous_accesses = std::move(accesses_);
+    try {
+      set_accesses();
+    } catch (...) {
+      graph_ = std::move(previous);
+      accesses_ = std::move(*previous_accesses);
+      throw;
+    }
+  }
   try {
     require_live_buffers(loc);
     auto reason = exec_->update(ir_of(next));
@@ -142,7 +152,7 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
     return reason;
   } catch (...) {
     graph_ = std::move(previous);  // nothing half-done: the executable keeps its graph
-    accesses_ = std::move(previous_accesses);
+    if (previous_accesses) accesses_ = std::move(*previous_accesses);
     throw;
   }
 }

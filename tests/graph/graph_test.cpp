@@ -176,7 +176,7 @@ TEST_P(GraphTest, BatchedUpdatesApplyTogetherOrNotAtAll) {
   Graph g("batched");
   auto set = g.add_memset(x.data(), 0, x.bytes(), {.name = "set", .uses = {writes(x)}});
   auto k =
-      g.add_kernel(add_work(x.data(), n, 2), {.name = "add", .after = {set}, .uses = {updates(x)}});
+      g.add_kernel(add_work(x.data(), n, 2), {.name = "add", .uses = {updates(x)}, .after = {set}});
   auto cp = g.add_copy(y.data(), x.data(), x.bytes(), {.name = "copy", .after = {k}});
   GraphExec exec(g, device());
   exec.launch(ctx);

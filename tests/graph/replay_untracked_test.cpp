@@ -166,7 +166,9 @@ TEST_P(ReplayUntrackedTest, AHostReadOfCapturedWorkIsStillRefused) {
     });
     a.synchronize();
     EXPECT_EQ(out.read()[63], i);
-    if (i == 3) EXPECT_EQ(seen, 3);
+    if (i == 3) {
+      EXPECT_EQ(seen, 3);
+    }
   }
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), ReplayEvent::Kind::eager);

@@ -12,6 +12,7 @@ import pytest
 
 import sluice
 import sluice.lazy as lz
+from conftest import requires_cuda
 
 # Random programs per backend and fusion mode (each one is compiled: C++ on the host, NVRTC on
 # cuda); SLUICE_LAZY_SEEDS raises it.
@@ -284,7 +285,8 @@ def random_program(rng):
 def test_random_programs_match_numpy(ctx, fusion):
     for seed in range(SEEDS):
         rng = np.random.default_rng(1000 + seed)
-        values, outs, expected = random_program(rng)
+        with ctx:  # the gathers' index constants are made on ctx's device
+            values, outs, expected = random_program(rng)
         p = lz.compile(outs, fusion=fusion)
         used = {name for name, _, _ in p.placeholders()}  # outputs need not read every one
         got = p(ctx=ctx, **{k: v for k, v in values.items() if k in used})
@@ -325,7 +327,8 @@ def test_broadcast_mismatch_is_a_sluice_error_naming_the_shapes():
     y = lz.placeholder("y", (4, 3))
     with pytest.raises(sluice.Error, match=r"\(2, 3\).*\(4, 3\)|\(4, 3\).*\(2, 3\)") as e:
         _ = x + y
-    assert "broadcast" in str(e.value)
+    assert "broadcast" in str(e.value) and "add" in str(e.value)
+    assert e.value.file.endswith("test_lazy.py")  # the user's line, not the package's
     f = lz.compile(lambda a, b: a * b)
     with pytest.raises(sluice.Error, match="broadcast"):
         f(np.ones(3), np.ones(5), ctx=sluice.Context("host"))
@@ -353,3 +356,23 @@ def test_misuse_is_reported_with_the_reason():
         lz.placeholder("c", (2,), "complex128")
     with pytest.raises(sluice.Error, match="fusion"):
         lz.compile([x], fusion="most")
+
+
+def test_constants_made_while_tracing_go_to_the_running_device(ctx):
+    idx = np.array([2, 0], dtype=np.int64)  # captured: a constant made on ctx's device
+    f = lz.compile(lambda a: lz.take(a, idx) * 2)
+    close(f(np.arange(4.0), ctx=ctx).numpy(), np.array([4.0, 0.0]))
+
+
+@requires_cuda
+def test_a_program_with_constants_of_another_device_is_refused():
+    gpu = sluice.Context("cuda")
+    host = sluice.Context("host")
+    c = lz.asarray(np.arange(3.0), ctx=gpu)
+    x = lz.placeholder("x", (3,))
+    p = lz.compile([x + c])
+    with pytest.raises(sluice.Error, match="constants on cuda:0 but runs on host:0"):
+        p(x=np.ones(3), ctx=host)
+    close(p(x=np.ones(3), ctx=gpu).numpy(), np.arange(3.0) + 1)
+    with pytest.raises(sluice.Error, match="different devices"):
+        _ = c + lz.asarray(np.ones(3), ctx=host)

@@ -86,11 +86,12 @@ def _is_number(x):
 class LazyArray:
     """A lazily evaluated array: a node of a program's DAG (immutable; cheap to copy)."""
 
-    __slots__ = ("_node",)
+    __slots__ = ("_node", "_dev")
     __array_priority__ = 1000  # NumPy defers `ndarray <op> LazyArray` to us
 
-    def __init__(self, node):
+    def __init__(self, node, device=None):
         self._node = node
+        self._dev = device  # (backend, index) of the constants it reads, None without any
 
     # ---- what it is ---------------------------------------------------------------------------
     @property
@@ -279,6 +280,41 @@ def _wrap(node):
     return LazyArray(node)
 
 
+def _unwrap(v, devs):
+    if isinstance(v, LazyArray):
+        if v._dev is not None:
+            devs.add(v._dev)
+        return v._node
+    if isinstance(v, (list, tuple)):
+        return type(v)(_unwrap(e, devs) for e in v)
+    return v
+
+
+def _op(fn, *args):
+    """fn(*args) over the nodes of lazy arrays: a new lazy array that remembers the device of the
+    constants it reads (a program reads them where they are, so it must run there)."""
+    devs = set()
+    node = fn(*(_unwrap(a, devs) for a in args))
+    if len(devs) > 1:
+        raise _sluice.Error(f"sluice.lazy: constants on different devices ({_devices(devs)}) in one "
+                            "array; make them on one (asarray(x, ctx=...))")
+    return LazyArray(node, next(iter(devs)) if devs else None)
+
+
+def _devices(devs):
+    return ", ".join(f"{b}:{i}" for b, i in sorted(devs))
+
+
+def _check_device(arrays, ctx):
+    """Refuses to run arrays whose constants lie on another device than ``ctx``'s."""
+    here = _device_key(ctx.device)
+    devs = {a._dev for a in arrays if a._dev is not None}
+    if devs and devs != {here}:
+        raise _sluice.Error(f"sluice.lazy: the program reads constants on {_devices(devs)} but runs "
+                            f"on {here[0]}:{here[1]}; make the constants there "
+                            "(sluice.lazy.asarray(x, ctx=ctx)) or run it there")
+
+
 def _operands(a, b):
     """Two operands as lazy arrays of one dtype; Python numbers are weak (NumPy's rules)."""
     if isinstance(a, LazyArray) and isinstance(b, LazyArray):
@@ -295,7 +331,7 @@ def _operands(a, b):
             else:
                 t = t if t in _FLOATS else "float64"
             arr = astype(arr, t)
-            lit = _wrap(_lz.fill(other, t, ()))
+            lit = _op(_lz.fill, other, t, ())
             return (lit, arr) if first else (arr, lit)
         other = asarray(other)
         return _operands(other, arr) if first else _operands(arr, other)
@@ -306,12 +342,12 @@ def _arith(op, a, b):
     a, b = _operands(a, b)
     if a.dtype == "bool":
         raise TypeError(f"sluice.lazy: {op} of bool arrays; convert them first (astype)")
-    return _wrap(_lz.binary(op, a._node, b._node))
+    return _op(_lz.binary, op, a, b)
 
 
 def _compare(op, a, b):
     a, b = _operands(a, b)
-    return _wrap(_lz.binary(op, a._node, b._node))
+    return _op(_lz.binary, op, a, b)
 
 
 def _bits(op, a, b):
@@ -322,7 +358,7 @@ def _bits(op, a, b):
         name = "bit_" + op
     else:
         raise TypeError(f"sluice.lazy: bitwise {op} of {a.dtype} arrays (bool or integers only)")
-    return _wrap(_lz.binary(name, a._node, b._node))
+    return _op(_lz.binary, name, a, b)
 
 
 def _float_of(a):
@@ -331,7 +367,7 @@ def _float_of(a):
 
 
 def _unary_float(op, a):
-    return _wrap(_lz.unary(op, _float_of(a)._node))
+    return _op(_lz.unary, op, _float_of(a))
 
 
 # ---- sources ---------------------------------------------------------------------------------
@@ -339,23 +375,27 @@ def _unary_float(op, a):
 
 def placeholder(name, shape, dtype="float64"):
     """A named input of ``shape`` and ``dtype``; a program's run binds an array to it by name."""
-    return _wrap(_lz.placeholder(name, shape, _dtype_name(dtype)))
+    return _op(_lz.placeholder, name, shape, _dtype_name(dtype))
 
 
 def asarray(x, dtype=None, ctx=None):
     """``x`` as a lazy array: a LazyArray as is, a Python number as a rank-0 constant, any other
     array (sluice, NumPy, CuPy, PyTorch, JAX, a list) as a constant holding a copy of it made on
-    ``ctx`` (default: the current context), except a sluice array, which is read where it is."""
+    ``ctx`` (default: the context a compiled function runs on while it is traced, else the current
+    context), except a sluice array, which is read where it is. A program reads its constants
+    where they are: it runs only on their device (else sluice.Error)."""
     if isinstance(x, LazyArray):
         return x if dtype is None else astype(x, dtype)
     if _is_number(x):
         t = _dtype_name(dtype) if dtype is not None else (
             "bool" if isinstance(x, bool) else
             "int64" if isinstance(x, _numbers.Integral) else "float64")
-        return _wrap(_lz.fill(x, t, ()))
+        return _op(_lz.fill, x, t, ())
+    if ctx is None:
+        ctx = _trace_ctx[-1] if _trace_ctx else _sluice.current_context()
     if not isinstance(x, _sluice.Array):
         x = _sluice.array(x, dtype=dtype, ctx=ctx)
-    node = _wrap(_lz.constant(x, ctx))
+    node = LazyArray(_lz.constant(x, ctx), _device_key(x.device))
     return node if dtype is None else astype(node, dtype)
 
 
@@ -367,7 +407,7 @@ def full(shape, value, dtype=None):
     if dtype is None:
         dtype = "bool" if isinstance(value, bool) else (
             "int64" if isinstance(value, _numbers.Integral) else "float64")
-    return _wrap(_lz.fill(value, _dtype_name(dtype), shape))
+    return _op(_lz.fill, value, _dtype_name(dtype), shape)
 
 
 def zeros(shape, dtype="float64"):
@@ -385,7 +425,7 @@ def astype(a, dtype):
     """``a``'s elements converted to ``dtype``."""
     a = asarray(a)
     t = _dtype_name(dtype)
-    return a if a.dtype == t else _wrap(_lz.cast(a._node, t))
+    return a if a.dtype == t else _op(_lz.cast, a, t)
 
 
 cast = astype
@@ -408,7 +448,7 @@ def divide(a, b):
     a, b = _operands(a, b)
     if a.dtype not in _FLOATS:
         a, b = astype(a, "float64"), astype(b, "float64")
-    return _wrap(_lz.binary("div", a._node, b._node))
+    return _op(_lz.binary, "div", a, b)
 
 
 true_divide = divide
@@ -421,7 +461,7 @@ def floor_divide(a, b):
         return floor(divide(a, b))
     if a.dtype == "bool":
         raise TypeError("sluice.lazy: // of bool arrays; convert them first")
-    q = _wrap(_lz.binary("div", a._node, b._node))  # C++: toward zero
+    q = _op(_lz.binary, "div", a, b)  # C++: toward zero
     inexact = (q * b) != a
     return where(inexact & ((a < 0) ^ (b < 0)), q - 1, q)
 
@@ -433,7 +473,7 @@ def remainder(a, b):
         return a - floor(divide(a, b)) * b
     if a.dtype == "bool":
         raise TypeError("sluice.lazy: % of bool arrays; convert them first")
-    r = _wrap(_lz.binary("mod", a._node, b._node))
+    r = _op(_lz.binary, "mod", a, b)
     return where((r != 0) & ((r < 0) ^ (b < 0)), r + b, r)
 
 
@@ -457,33 +497,33 @@ def power(a, b):
         return result
     a, b = _operands(a, b)
     if a.dtype in _FLOATS:
-        return _wrap(_lz.binary("pow", a._node, b._node))
+        return _op(_lz.binary, "pow", a, b)
     if a.dtype == "bool":
         raise TypeError("sluice.lazy: ** of bool arrays; convert them first")
-    f = _wrap(_lz.binary("pow", astype(a, "float64")._node, astype(b, "float64")._node))
+    f = _op(_lz.binary, "pow", astype(a, "float64"), astype(b, "float64"))
     return astype(floor(f + 0.5), a.dtype)
 
 
 def minimum(a, b):
     a, b = _operands(a, b)
-    return _wrap(_lz.binary("minimum", a._node, b._node))
+    return _op(_lz.binary, "minimum", a, b)
 
 
 def maximum(a, b):
     a, b = _operands(a, b)
-    return _wrap(_lz.binary("maximum", a._node, b._node))
+    return _op(_lz.binary, "maximum", a, b)
 
 
 def negative(a):
     a = asarray(a)
     if a.dtype == "bool":
         raise TypeError("sluice.lazy: negative of a bool array; use ~ or logical_not")
-    return _wrap(_lz.unary("neg", a._node))
+    return _op(_lz.unary, "neg", a)
 
 
 def absolute(a):
     a = asarray(a)
-    return a if a.dtype == "bool" else _wrap(_lz.unary("abs", a._node))
+    return a if a.dtype == "bool" else _op(_lz.unary, "abs", a)
 
 
 abs = absolute
@@ -493,9 +533,9 @@ def invert(a):
     """Logical not of a bool array, bitwise not of an integer array (NumPy's ~)."""
     a = asarray(a)
     if a.dtype == "bool":
-        return _wrap(_lz.unary("logical_not", a._node))
+        return _op(_lz.unary, "logical_not", a)
     if a.dtype in _INTS:
-        return _wrap(_lz.unary("bit_not", a._node))
+        return _op(_lz.unary, "bit_not", a)
     raise TypeError(f"sluice.lazy: ~ of a {a.dtype} array (bool or integers only)")
 
 
@@ -581,7 +621,7 @@ def where(condition, a, b):
     if c.dtype != "bool":
         c = c != 0
     a, b = _operands(a, b)
-    return _wrap(_lz.where(c._node, a._node, b._node))
+    return _op(_lz.where, c, a, b)
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -594,11 +634,11 @@ def _axes(axis):
 def _reduce(op, a, axis, keepdims):
     a = asarray(a)
     if a.dtype == "bool" and op in ("min", "max"):
-        r = _wrap(_lz.reduce(op, astype(a, "int32")._node, _axes(axis), keepdims))
+        r = _op(_lz.reduce, op, astype(a, "int32"), _axes(axis), keepdims)
         return astype(r, "bool")
     if op in ("sum", "prod") and a.dtype in ("bool", "int32"):
         a = astype(a, "int64")  # NumPy sums small integers in int64
-    return _wrap(_lz.reduce(op, a._node, _axes(axis), keepdims))
+    return _op(_lz.reduce, op, a, _axes(axis), keepdims)
 
 
 def sum(a, axis=None, keepdims=False):
@@ -646,7 +686,7 @@ def einsum(spec, *operands):
         t = _promote(t, o.dtype)
     if t == "bool":
         t = "int64"
-    return _wrap(_lz.einsum(spec, [astype(o, t)._node for o in ops]))
+    return _op(_lz.einsum, spec, [astype(o, t) for o in ops])
 
 
 def matmul(a, b):
@@ -686,8 +726,8 @@ def _index(a, key):
         elif isinstance(k, _numbers.Integral):
             conv.append(int(k))
         else:
-            conv.append(_index_array(k)._node)
-    return _wrap(_lz.index(a._node, tuple(conv)))
+            conv.append(_index_array(k))
+    return _op(_lz.index, a, tuple(conv))
 
 
 def take(a, indices, axis=None):
@@ -695,23 +735,23 @@ def take(a, indices, axis=None):
     a = asarray(a)
     if _is_number(indices):
         indices = asarray(int(indices))
-    return _wrap(_lz.take(a._node, _index_array(indices)._node, axis))
+    return _op(_lz.take, a, _index_array(indices), axis)
 
 
 def take_along_axis(a, indices, axis):
     a = asarray(a)
-    return _wrap(_lz.take_along_axis(a._node, _index_array(indices)._node, axis))
+    return _op(_lz.take_along_axis, a, _index_array(indices), axis)
 
 
 def reshape(a, shape):
     """The same elements in a new shape (one extent may be -1)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _wrap(_lz.reshape(asarray(a)._node, shape))
+    return _op(_lz.reshape, asarray(a), shape)
 
 
 def transpose(a, axes=None):
     """Axes permuted (reversed without ``axes``)."""
-    return _wrap(_lz.transpose(asarray(a)._node, None if axes is None else tuple(axes)))
+    return _op(_lz.transpose, asarray(a), None if axes is None else tuple(axes))
 
 
 def swapaxes(a, axis1, axis2):
@@ -742,7 +782,7 @@ def ravel(a):
 
 
 def broadcast_to(a, shape):
-    return _wrap(_lz.broadcast_to(asarray(a)._node, tuple(shape)))
+    return _op(_lz.broadcast_to, asarray(a), tuple(shape))
 
 
 def _same_dtype(arrays):
@@ -750,17 +790,17 @@ def _same_dtype(arrays):
     t = arrays[0].dtype
     for x in arrays[1:]:
         t = _promote(t, x.dtype)
-    return [astype(x, t)._node for x in arrays]
+    return [astype(x, t) for x in arrays]
 
 
 def concatenate(arrays, axis=0):
     """Arrays joined along an existing axis."""
-    return _wrap(_lz.concatenate(_same_dtype(arrays), axis))
+    return _op(_lz.concatenate, _same_dtype(arrays), axis)
 
 
 def stack(arrays, axis=0):
     """Arrays of one shape joined along a new axis."""
-    return _wrap(_lz.stack(_same_dtype(arrays), axis))
+    return _op(_lz.stack, _same_dtype(arrays), axis)
 
 
 def roll(a, shift, axis=None):
@@ -770,12 +810,17 @@ def roll(a, shift, axis=None):
     if isinstance(shift, tuple) or isinstance(axis, tuple):
         shifts = shift if isinstance(shift, tuple) else (shift,) * len(axis)
         for s, ax in zip(shifts, axis):
-            a = _wrap(_lz.roll(a._node, int(s), ax))
+            a = _op(_lz.roll, a, int(s), ax)
         return a
-    return _wrap(_lz.roll(a._node, int(shift), axis))
+    return _op(_lz.roll, a, int(shift), axis)
 
 
 # ---- programs --------------------------------------------------------------------------------
+
+
+# The contexts of the compiled functions being traced (innermost last): constants made while
+# tracing go to the device the program runs on.
+_trace_ctx = []
 
 
 def _context(ctx):
@@ -813,12 +858,14 @@ class Program:
     def __init__(self, impl, outputs):
         self._impl = impl
         self._outputs = [(o.shape, o.dtype) for o in outputs]
+        self._arrays = list(outputs)
 
     def run(self, inputs, outputs, ctx=None):
         """Runs on ``ctx`` (default: the current context) as one tracked operation: binds
         ``inputs`` (placeholder name -> array) and writes ``outputs`` (the caller's arrays, one
         per compiled output, in order). Arrays another device cannot read are copied first."""
         ctx = _context(ctx)
+        _check_device(self._arrays, ctx)
         ins = {k: _bind(v, ctx) for k, v in inputs.items()}
         self._impl.run(ctx, ins, list(outputs))
 
@@ -826,6 +873,7 @@ class Program:
         """Runs with ``inputs`` by name; returns new sluice DeviceBuffers (a tuple when there
         are several outputs) unless ``out`` gives them."""
         ctx = _context(ctx)
+        _check_device(self._arrays, ctx)
         ins = {k: _bind(v, ctx) for k, v in inputs.items()}
         if out is None:
             shapes = self._impl.output_shapes({k: tuple(v.shape) for k, v in ins.items()})
@@ -901,12 +949,17 @@ class CompiledFunction:
             self._hits += 1
             return entry
         placeholders = {k: placeholder(k, tuple(a.shape), a.dtype) for k, a in arrays.items()}
-        result = self._fn(**placeholders, **dict(static))
+        _trace_ctx.append(ctx)
+        try:
+            result = self._fn(**placeholders, **dict(static))
+        finally:
+            _trace_ctx.pop()
         single = isinstance(result, LazyArray) or _is_number(result)
         outs = [result] if single else list(result)
         fusion, schedule, debug, capacity = self._options
         name = getattr(self._fn, "__name__", "lazy")
         program = _compile_arrays(outs, fusion, schedule, debug, capacity, name, ctx.device)
+        _check_device(program._arrays, ctx)
         entry = (program, single)
         self._cache[key] = entry
         self._traces += 1
@@ -971,8 +1024,9 @@ def eval(*arrays, ctx=None, fusion="full", schedule="dataflow", debug=False, **i
     ctx = _context(ctx)
     ins = {k: _bind(v, ctx) for k, v in inputs.items()}
     outs = []
+    arrays = [asarray(a) for a in arrays]
+    _check_device(arrays, ctx)
     for a in arrays:
-        a = asarray(a)
         out = _sluice.empty(a.shape, a.dtype, ctx=ctx)
         _lz.eval_into(ctx, a._node, ins, out, fusion, schedule, debug)
         outs.append(out)

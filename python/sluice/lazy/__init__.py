@@ -28,6 +28,7 @@ the work that writes their inputs on any context, and later work on their output
 """
 
 import builtins as _builtins
+import collections as _collections
 import functools as _functools
 import inspect as _inspect
 import numbers as _numbers
@@ -923,30 +924,44 @@ class CompiledFunction:
     def __init__(self, fn, fusion, schedule, debug, cache_capacity):
         self._fn = fn
         self._sig = _inspect.signature(fn)
+        # Calls with every parameter given by position skip inspect's binding (host time).
+        params = list(self._sig.parameters.values())
+        plain = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        self._names = tuple(p.name for p in params) if plain else None
         self._options = (fusion, schedule, debug, cache_capacity)
-        self._cache = {}
+        self._cache = _collections.OrderedDict()
+        self._capacity = cache_capacity
         self._traces = 0
         self._hits = 0
+        self._evictions = 0
         _functools.update_wrapper(self, fn)
 
     def _split(self, args, kwargs, ctx):
         """Binds the arguments: arrays (as sluice arrays ``ctx`` reads) and static values."""
-        bound = self._sig.bind(*args, **kwargs)
-        bound.apply_defaults()
+        if not kwargs and self._names is not None and len(args) == len(self._names):
+            items = zip(self._names, args)
+        else:
+            bound = self._sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            items = bound.arguments.items()
         arrays, static = {}, []
-        for name, v in bound.arguments.items():
-            if v is None or _is_number(v) or isinstance(v, (str, tuple, frozenset)):
+        for name, v in items:
+            if isinstance(v, _sluice.Array):
+                arrays[name] = _bind(v, ctx)
+            elif v is None or _is_number(v) or isinstance(v, (str, tuple, frozenset)):
                 static.append((name, v))
             else:
                 arrays[name] = _bind(v, ctx)
         return arrays, tuple(static)
 
     def _entry(self, arrays, static, ctx):
-        key = (tuple((k, tuple(a.shape), a.dtype) for k, a in arrays.items()), static,
-               _device_key(ctx.device))
+        dev = ctx.device
+        key = (tuple((k, a.shape, a.dtype) for k, a in arrays.items()), static, dev.backend,
+               dev.index)
         entry = self._cache.get(key)
         if entry is not None:
             self._hits += 1
+            self._cache.move_to_end(key)
             return entry
         placeholders = {k: placeholder(k, tuple(a.shape), a.dtype) for k, a in arrays.items()}
         _trace_ctx.append(ctx)
@@ -963,6 +978,9 @@ class CompiledFunction:
         entry = (program, single)
         self._cache[key] = entry
         self._traces += 1
+        if len(self._cache) > self._capacity:
+            self._cache.popitem(last=False)
+            self._evictions += 1
         return entry
 
     def __call__(self, *args, out=None, ctx=None, **kwargs):
@@ -988,8 +1006,10 @@ class CompiledFunction:
 
     def cache_info(self):
         """{'traces': programs traced and compiled, 'hits': calls that found theirs cached,
-        'entries': programs cached}."""
-        return {"traces": self._traces, "hits": self._hits, "entries": len(self._cache)}
+        'entries': programs cached (at most cache_capacity, least recently used dropped),
+        'evictions'}."""
+        return {"traces": self._traces, "hits": self._hits, "entries": len(self._cache),
+                "evictions": self._evictions}
 
 
 def compile(fn=None, *, fusion="full", schedule="dataflow", debug=False, cache_capacity=8):
@@ -1001,7 +1021,8 @@ def compile(fn=None, *, fusion="full", schedule="dataflow", debug=False, cache_c
       other arguments (numbers, strings, tuples, None) are static. The function is traced once per
       input shapes and dtypes and static values; each call runs the cached program (the C++
       layer rebinds the new buffers in place), returning new sluice DeviceBuffers, or writing
-      ``out=``.
+      ``out=``. At most ``cache_capacity`` traced programs are kept (least recently used dropped),
+    and each program keeps as many instances.
 
     fusion: 'none' (one kernel per operation), 'elementwise' or 'full'; schedule: 'dataflow'
     (independent branches concurrent) or 'serial'; debug: check gathered indices (an index out of

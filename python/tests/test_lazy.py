@@ -12,7 +12,7 @@ import pytest
 
 import sluice
 import sluice.lazy as lz
-from conftest import requires_cuda
+from conftest import gpu_library, requires_cuda
 
 # Random programs per backend and fusion mode (each one is compiled: C++ on the host, NVRTC on
 # cuda); SLUICE_LAZY_SEEDS raises it.
@@ -66,8 +66,33 @@ def test_results_go_to_numpy_through_dlpack(ctx):
     if ctx.device.backend == "host":
         got = np.from_dlpack(r)
     else:
+        assert r.__cuda_array_interface__["data"][0] == r.ptr
         got = r.numpy()
     close(got, (a * a).sum(axis=1))
+
+
+@requires_cuda
+def test_results_go_to_cupy_and_torch_without_a_copy():
+    ctx = sluice.Context("cuda")
+    f = lz.compile(lambda a: lz.exp(a) + 1)
+    a = np.linspace(0, 1, 1 << 16)
+    r = f(a, ctx=ctx)  # still running when the peers take it: their streams wait on the device
+    cp = gpu_library("cupy")
+    c = cp.asarray(r)
+    assert c.data.ptr == r.ptr
+    np.testing.assert_allclose(cp.asnumpy(c), np.exp(a) + 1, rtol=1e-12)
+    torch = gpu_library("torch")
+    t = torch.from_dlpack(r)
+    assert t.data_ptr() == r.ptr
+    np.testing.assert_allclose(t.cpu().numpy(), np.exp(a) + 1, rtol=1e-12)
+
+
+def test_trace_cache_is_bounded(ctx):
+    f = lz.compile(cache_capacity=1)(lambda a: a + 1)
+    f(np.ones(2), ctx=ctx)
+    f(np.ones(3), ctx=ctx)
+    close(f(np.ones(2), ctx=ctx).numpy(), np.full(2, 2.0))
+    assert f.cache_info() == {"traces": 3, "hits": 0, "entries": 1, "evictions": 2}
 
 
 def test_program_api_placeholders_and_introspection(ctx):

@@ -330,7 +330,8 @@ def main():
     wrong = [r for r in report["results"] if not r["correct"]]
     for r in sorted(report["results"], key=lambda r: (r["program"], r["n"])):
         us = f"{r['per_call_s'] * 1e6:10.1f} us" if "per_call_s" in r else "     WRONG"
-        print(f"{r['program']:8} n={r['n']:>9} {r['impl']:22} {us}  first {r['first_call_s']:.3f} s")
+        print(f"{r['program']:8} n={r['n']:>9} {r['impl']:22} {us}  "
+              f"first {r['first_call_s']:.3f} s")
     for k, v in report["errors"].items():
         print(f"error: {k}: {v}")
     print(f"bench_lazy: {len(report['results'])} results, {len(report['skipped'])} skipped "

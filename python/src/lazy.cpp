@@ -133,9 +133,8 @@ lz::Bind bind_of(const std::shared_ptr<Array>& a, const Context& ctx, bool outpu
                  const std::string& what, std::source_location loc) {
   a->check_live(loc);
   const Device dev = ctx.device();
-  const bool usable = dev.backend == "host"
-                          ? a->host_accessible()
-                          : (a->memory != Memory::host && a->device == dev);
+  const bool usable = dev.backend == "host" ? a->host_accessible()
+                                            : (a->memory != Memory::host && a->device == dev);
   if (!usable) {
     throw Error(Errc::invalid_argument,
                 "sluice.lazy: " + what + " is " + a->device.to_string() +
@@ -192,8 +191,7 @@ Inputs inputs_of(const py::dict& d, const Context& ctx, std::source_location loc
   std::size_t i = 0;
   for (auto [k, v] : d) {
     auto a = as_array(v, ctx, loc);
-    in.inputs.emplace_back(in.names[i],
-                           bind_of(a, ctx, false, "input '" + in.names[i] + "'", loc));
+    in.inputs.emplace_back(in.names[i], bind_of(a, ctx, false, "input '" + in.names[i] + "'", loc));
     ++i;
   }
   return in;
@@ -230,13 +228,14 @@ void bind_lazy(py::module_& parent) {
       "constructors, and compiled programs. Use the package sluice.lazy instead.");
 
   py::class_<Node>(m, "Node", "A node of a lazy array program's DAG (immutable).")
-      .def_property_readonly("shape", [](const Node& n) { return to_tuple(lz::detail::node_shape(*n.node)); })
-      .def_property_readonly("dtype",
-                             [](const Node& n) { return std::string(lz::to_string(lz::detail::node_dtype(*n.node))); })
+      .def_property_readonly(
+          "shape", [](const Node& n) { return to_tuple(lz::detail::node_shape(*n.node)); })
+      .def_property_readonly(
+          "dtype",
+          [](const Node& n) { return std::string(lz::to_string(lz::detail::node_dtype(*n.node))); })
       .def_property_readonly("name", [](const Node& n) { return lz::detail::node_name(*n.node); })
-      .def_property_readonly("id", [](const Node& n) {
-        return reinterpret_cast<std::uintptr_t>(n.node.get());
-      });
+      .def_property_readonly(
+          "id", [](const Node& n) { return reinterpret_cast<std::uintptr_t>(n.node.get()); });
 
   m.def(
       "placeholder",
@@ -253,8 +252,8 @@ void bind_lazy(py::module_& parent) {
         auto a = as_array(obj, ctx, loc);
         a->check_live(loc);
         const auto dt = to_lazy(a->dtype, loc);
-        return Node{lz::detail::make_constant(a, a->data, a->id, a->nbytes, lz::Shape(a->shape),
-                                              dt, loc)};
+        return Node{
+            lz::detail::make_constant(a, a->data, a->id, a->nbytes, lz::Shape(a->shape), dt, loc)};
       },
       py::arg("array"), py::arg("ctx") = py::none());
   m.def(
@@ -284,8 +283,8 @@ void bind_lazy(py::module_& parent) {
       "reduce",
       [](const std::string& op, const Node& a, const py::object& axes, bool keepdims) {
         const auto loc = caller();
-        return Node{lz::detail::make_reduce(reduce_of(op, loc), a.node, axes_of(axes), keepdims,
-                                            loc)};
+        return Node{
+            lz::detail::make_reduce(reduce_of(op, loc), a.node, axes_of(axes), keepdims, loc)};
       },
       py::arg("op"), py::arg("a"), py::arg("axes") = py::none(), py::arg("keepdims") = false);
   m.def("einsum", [](const std::string& spec, const std::vector<Node>& operands) {
@@ -328,11 +327,13 @@ void bind_lazy(py::module_& parent) {
         it.array = item.cast<const Node&>().node;
       } else if (py::isinstance<py::int_>(item) || py::hasattr(item, "__index__")) {
         it.kind = K::integer;
-        it.integer = py::reinterpret_borrow<py::object>(item).attr("__index__")().cast<std::int64_t>();
+        it.integer =
+            py::reinterpret_borrow<py::object>(item).attr("__index__")().cast<std::int64_t>();
       } else {
-        throw py::type_error("sluice.lazy: an index is a slice, an integer, an integer lazy "
-                             "array, None or ..., not " +
-                             std::string(py::str(py::type::of(item))));
+        throw py::type_error(
+            "sluice.lazy: an index is a slice, an integer, an integer lazy "
+            "array, None or ..., not " +
+            std::string(py::str(py::type::of(item))));
       }
       v.push_back(std::move(it));
     }
@@ -375,8 +376,7 @@ void bind_lazy(py::module_& parent) {
             std::vector<lz::Bind> outs;
             for (std::size_t o = 0; o < outputs.size(); ++o) {
               keep.push_back(as_array(outputs[o], ctx, loc));
-              outs.push_back(
-                  bind_of(keep.back(), ctx, true, "output " + std::to_string(o), loc));
+              outs.push_back(bind_of(keep.back(), ctx, true, "output " + std::to_string(o), loc));
             }
             nogil([&] { p.run(ctx, in.inputs, outs, loc); });
           },

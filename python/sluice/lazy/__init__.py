@@ -297,8 +297,8 @@ def _op(fn, *args):
     devs = set()
     node = fn(*(_unwrap(a, devs) for a in args))
     if len(devs) > 1:
-        raise _sluice.Error(f"sluice.lazy: constants on different devices ({_devices(devs)}) in one "
-                            "array; make them on one (asarray(x, ctx=...))")
+        raise _sluice.Error(f"sluice.lazy: constants on different devices ({_devices(devs)}) "
+                            "in one array; make them on one (asarray(x, ctx=...))")
     return LazyArray(node, next(iter(devs)) if devs else None)
 
 
@@ -311,8 +311,8 @@ def _check_device(arrays, ctx):
     here = _device_key(ctx.device)
     devs = {a._dev for a in arrays if a._dev is not None}
     if devs and devs != {here}:
-        raise _sluice.Error(f"sluice.lazy: the program reads constants on {_devices(devs)} but runs "
-                            f"on {here[0]}:{here[1]}; make the constants there "
+        raise _sluice.Error(f"sluice.lazy: the program reads constants on {_devices(devs)} but "
+                            f"runs on {here[0]}:{here[1]}; make the constants there "
                             "(sluice.lazy.asarray(x, ctx=ctx)) or run it there")
 
 

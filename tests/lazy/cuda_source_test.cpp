@@ -15,17 +15,19 @@
 namespace sluice::test {
 namespace {
 
-void expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Options& o) {
+/// Compiles the program's cuda source with NVRTC; returns the source.
+std::string expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Options& o) {
   std::vector<L::detail::NodePtr> nodes;
   for (const auto& a : outputs) nodes.push_back(a.node());
   const auto g = L::detail::generate_source(nodes, o, LazyDialect::cuda);
-  if (g.kernels.empty()) return;
+  if (g.kernels.empty()) return g.source;
   const std::vector<std::string> options{"-std=c++17"};
   try {
     (void)kernel_cache::compile(g.source, g.kernels.front(), options, 90);
   } catch (const Error& e) {
-    FAIL() << e.what() << "\n" << g.source;
+    ADD_FAILURE() << e.what() << "\n" << g.source;
   }
+  return g.source;
 }
 
 TEST(LazyCudaSource, RandomProgramsCompileWithNvrtc) {
@@ -40,7 +42,7 @@ TEST(LazyCudaSource, RandomProgramsCompileWithNvrtc) {
       o.debug = seed % 2 == 0;
       SCOPED_TRACE("seed " + std::to_string(seed));
       expect_compiles(arrays, o);
-      if (HasFatalFailure()) return;
+      if (HasFailure()) return;
     }
   }
 }
@@ -91,6 +93,7 @@ TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {
     }
     ~Force() { L::detail::cuda_shape_rules() = saved; }
   } force;
+  int staged = 0, shared = 0;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     Generator gen(seed);
     const auto outs = gen.program(14, 3);
@@ -99,9 +102,14 @@ TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {
     L::Options o;
     o.debug = seed % 2 == 0;
     SCOPED_TRACE("seed " + std::to_string(seed));
-    expect_compiles(arrays, o);
-    if (HasFatalFailure()) return;
+    const auto src = expect_compiles(arrays, o);
+    if (HasFailure()) return;
+    staged += src.find("__shared__") != std::string::npos;
+    shared += src.find("__shfl_down_sync") != std::string::npos;
   }
+  // The forced shapes did appear.
+  EXPECT_GT(staged, 0);
+  EXPECT_GT(shared, 0);
 }
 
 }  // namespace

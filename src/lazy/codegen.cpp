@@ -577,11 +577,13 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       // Threads, a whole number of warps (every lane of a warp takes part in the shuffles).
       code.elements = (code.elements * G + 31) / 32 * 32;
     }
-    // Index arithmetic of the loop in 32 bits when everything fits.
+    // Index arithmetic of the loop in 32 bits when everything fits, the grid-stride step past the
+    // end included (blocks x 256 threads: a few million at most on any device).
     std::int64_t biggest = code.elements;
     for (int r : k.reads)
       biggest = std::max(biggest, numel(L.nodes[static_cast<std::size_t>(r)].shape));
-    const char* I = biggest < (std::int64_t{1} << 31) - 1024 ? "int" : "long long";
+    const char* I =
+        biggest < (std::int64_t{1} << 31) - (std::int64_t{1} << 26) ? "int" : "long long";
     t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
          " a) {\n" + pro + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n";
     if (shape.staged.empty()) {

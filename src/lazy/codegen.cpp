@@ -61,7 +61,7 @@ class Emitter {
   void bind_buffer(int slot, int j, const Shape& shape, DType t) {
     buffers_[slot] = {j, shape, t, {}};
   }
-  /// Buffer j is read from its copy in shared memory `s<j>`, laid out with `strides`.
+  /// Buffer j is read from its copy in shared memory `sh<j>`, laid out with `strides`.
   void bind_shared(int slot, int j, const Shape& shape, DType t,
                    std::vector<std::int64_t> strides) {
     buffers_[slot] = {j, shape, t, std::move(strides)};

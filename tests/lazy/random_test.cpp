@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend_param.hpp"
+#include "lazy/cuda_shape.hpp"
 #include "lazy/generator.hpp"
 #include "sluice/lazy.hpp"
 
@@ -155,6 +156,29 @@ TEST_P(LazyRandom, ProgramsMatchTheReference) {
   // SLUICE_LAZY_SEEDS=N runs more programs (the default keeps CI short; the disk cache makes a
   // second run fast).
   std::uint64_t seeds = 24;
+  if (const char* e = std::getenv("SLUICE_LAZY_SEEDS")) seeds = std::strtoull(e, nullptr, 10);
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    run_seed(ctx, seed);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Every reduction in the cuda shapes of cuda_shape.hpp (operands staged in shared memory, lanes
+// sharing an output) however small, so that the random programs reach their corner cases.
+TEST_P(LazyRandom, ProgramsMatchTheReferenceInEveryCudaShape) {
+  if (is_host()) GTEST_SKIP() << "the host dialect has no cuda kernel shapes";
+  struct Force {
+    L::detail::CudaShapeRules saved = L::detail::cuda_shape_rules();
+    Force() {
+      auto& r = L::detail::cuda_shape_rules();
+      r.stage_reuse = 0;
+      r.group_terms = 2;
+      r.force_group = true;
+    }
+    ~Force() { L::detail::cuda_shape_rules() = saved; }
+  } force;
+  Context ctx = make_context();
+  std::uint64_t seeds = 12;
   if (const char* e = std::getenv("SLUICE_LAZY_SEEDS")) seeds = std::strtoull(e, nullptr, 10);
   for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     run_seed(ctx, seed);

@@ -152,6 +152,23 @@ class NcclEngine final : public DistEngine {
       }
     }
     check_nccl(ncclGroupEnd(), "ncclCommInitRank", nullptr, std::source_location::current());
+    // NCCL takes the device current at ncclCommInitRank (our guard's): make sure it did, as a
+    // rank on another GPU than its context's would fail later and obscurely.
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      int dev = -1;
+      const int want = config.contexts[l].device().index;
+      if (ncclCommCuDevice(comms_[l], &dev) == ncclSuccess && dev == want) continue;
+      for (std::size_t k = 0; k < comms_.size(); ++k) {
+        DeviceGuard guard(config.contexts[k].device().index, std::nothrow);
+        ncclCommDestroy(comms_[k]);
+      }
+      throw Error(Errc::invalid_state,
+                  "dist::Comm '" + config.name + "': NCCL placed rank " +
+                      std::to_string(config.ranks[l]) + " on cuda:" + std::to_string(dev) +
+                      " but its context is on cuda:" + std::to_string(want) +
+                      "; the CUDA runtime NCCL was built with did not see the device sluice made "
+                      "current (link NCCL against the same CUDA runtime)");
+    }
     // Per local rank: room for the signatures on its device, and pinned memory they are copied
     // to for the host function that compares them.
     for (std::size_t l = 0; l < comms_.size(); ++l) {

@@ -74,7 +74,11 @@ TEST(DistGpu, RanksSharingAGpuAreRefusedBeforeNccl) {
 }
 
 TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  // Two GPUs seen by this process (every process of the node uses the same two).
+  if (cuda_devices() < 2) {
+    GTEST_SKIP() << "needs 2 CUDA device(s) on this node, found " << cuda_devices()
+                 << ": run scripts/gpu-dist on a machine with 2 GPUs or more";
+  }
   Context c0(Device{"cuda", 0}), c1(Device{"cuda", 1});
   constexpr std::size_t n = 1 << 20;
   la::Vec a(c0, n), b(c1, n);
@@ -132,8 +136,8 @@ void collectives(const Comm& c) {
 }
 
 TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   for (int g = 2; g <= cuda_devices(); g *= 2) {
     SCOPED_TRACE(std::to_string(g) + " GPUs");
     // pick_device's placement (rank i on cuda:i), as `sluice solve --local-ranks` makes it.
@@ -207,8 +211,8 @@ void solves_match_host(const Comm& c) {
 }
 
 TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   solves_match_host(gpu_comm(cuda_devices()));
 }
 

@@ -7,15 +7,26 @@
 #include <cstdio>
 
 #include "sluice/dist.hpp"
+#include "sluice/platform.hpp"
 
 int main(int argc, char** argv) {
   namespace dist = sluice::dist;
   dist::Environment env(argc, argv);  // MPI, when this build has it
-  // One rank per process; alone, two ranks of this process on the host (two contexts; on cuda,
-  // NCCL wants a GPU per rank: run it under mpirun there, one process per GPU).
+  // One rank per process, on the GPU numbered by the process's place on its node
+  // (pick_device); alone, two ranks of this process. NCCL runs one rank per GPU: where the node
+  // has fewer GPUs than ranks, the ranks run on the host (two host contexts may share a device).
   const bool alone = dist::Environment::process_count() == 1;
+  const int ranks_here = alone ? 2 : dist::Environment::node_process_count();
+  const sluice::Device preferred = dist::pick_device();
+  std::size_t gpus = 0;
+  for (const auto& b : sluice::backends())
+    if (b.name == preferred.backend) gpus = b.device_count;
+  const bool on_host = preferred.backend == "host" || gpus < static_cast<std::size_t>(ranks_here);
+  if (on_host && preferred.backend != "host" && dist::Environment::process_rank() == 0)
+    std::printf("%d rank(s) on this node, %zu GPU(s): the ranks run on the host\n", ranks_here,
+                gpus);
   dist::Comm world(dist::CommOptions{.local_ranks = alone ? 2 : 1,
-                                     .backend = alone ? "host" : ""});
+                                     .backend = on_host ? "host" : preferred.backend});
 
   // Each rank's value, reduced where it lies: the allreduce is ordered after the write on its
   // context, and the host waits only when it reads the result.

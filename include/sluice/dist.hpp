@@ -118,6 +118,11 @@ class Environment {
   /// This process's rank in MPI_COMM_WORLD and their number (0 and 1 without MPI).
   [[nodiscard]] static int process_rank();
   [[nodiscard]] static int process_count();
+  /// This process's place among the processes of its node and their number (0 and 1 alone):
+  /// from the launcher's environment, else MPI's shared-memory split. A process per GPU uses
+  /// cuda:node_process_rank(); a node runs at most as many ranks as it has GPUs.
+  [[nodiscard]] static int node_process_rank();
+  [[nodiscard]] static int node_process_count();
   /// Tells every other process that this one failed with `message`: their pending and later
   /// communication fails with it (reported as WorkFailed where they wait) instead of hanging.
   static void fail(std::string_view message) noexcept;

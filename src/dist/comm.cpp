@@ -9,6 +9,7 @@
 
 #include "core/context_impl.hpp"
 #include "dist/comm_state.hpp"
+#include "dist/placement.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
@@ -46,6 +47,14 @@ int Environment::process_rank() {
 
 int Environment::process_count() {
   return p::world_size();
+}
+
+int Environment::node_process_rank() {
+  return p::ProcComm::world_node_rank();
+}
+
+int Environment::node_process_count() {
+  return p::ProcComm::world_node_size();
 }
 
 void Environment::fail(std::string_view message) noexcept {
@@ -184,17 +193,6 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
                       " on " + d.to_string(),
                   loc);
     }
-    if (backend != "host") {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (o.contexts[j].device() == d) {
-          throw Error(Errc::invalid_argument,
-                      "dist::Comm: contexts " + std::to_string(j) + " and " + std::to_string(i) +
-                          " are both on " + d.to_string() +
-                          "; give each rank a device of its own (NCCL runs one rank per GPU)",
-                      loc);
-        }
-      }
-    }
   }
   // Every process announces its rank count and backend; ranks are numbered process by process.
   Announcement mine;
@@ -223,6 +221,18 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   for (std::size_t i = 0; i < o.contexts.size(); ++i) {
     st->ranks.push_back(first + static_cast<int>(i));
     st->order.push_back(new_object_id());
+  }
+  // Every rank's device, on every process: two ranks on one GPU are refused here, alike on
+  // every process, before NCCL fails obscurely (placement.hpp).
+  std::vector<RankPlacement> mine_placed;
+  const std::string node = node_name();
+  for (std::size_t i = 0; i < o.contexts.size(); ++i) {
+    const Device& d = o.contexts[i].device();
+    mine_placed.push_back({st->ranks[i], st->procs->rank(), node, d.to_string(), device_key(d)});
+  }
+  const auto placed = unpack(st->procs->allgatherv(pack(mine_placed)));
+  if (auto why = shared_device_error(placed, backend, st->name); !why.empty()) {
+    throw Error(Errc::invalid_argument, why, loc);
   }
   st->contexts = std::move(o.contexts);
   st->kernels = &extension<DistKernels>(backend, loc);

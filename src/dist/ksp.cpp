@@ -1,11 +1,12 @@
 // dist::Ksp (sluice/dist.hpp): la's Krylov solvers on each rank's block. The la solver loop
-// (src/la/ksp.cpp) runs unchanged, with its kernels; this file is its KspParallel
+// (src/la/ksp_run.hpp) runs unchanged, with its kernels; this file is its KspParallel
 // (src/la/ksp_parallel.hpp): the products go through the distributed product (product.cpp), and
 // each reduction's partial sums are gathered from every rank (an allgather of a few doubles, on
 // the device) and added up in rank order (src/dist/combine.hpp) by a finalize step before la's
 // solver logic runs on them: on the device in async and graph modes, on the host in sync mode.
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -191,6 +192,14 @@ void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::
   }
 }
 
+/// SLUICE_DIST_STEPWISE=1: one rank solves through the distributed loop too (every step's
+/// reduction and finalize, no communication), a diagnostic that tells the cost of the loop
+/// across ranks from that of the communication (docs/dist.md, "Where the time goes").
+bool stepwise_on_one_rank() {
+  const char* v = std::getenv("SLUICE_DIST_STEPWISE");
+  return v != nullptr && v[0] == '1';
+}
+
 }  // namespace
 
 la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
@@ -206,7 +215,7 @@ la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
   }
   const auto& st = A_.impl()->state();
   check_same_solve(st, A_.rows(), options_, loc);
-  if (st.size() == 1) {
+  if (st.size() == 1 && !stepwise_on_one_rank()) {
     // One rank: la's solve as it is (on a GPU, CG's iterations in blocks of one kernel).
     return work_->ksps.front().solve(b.local(0), x.local(0), x.local(0).context(), loc);
   }

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "sluice/error.hpp"
 
@@ -105,6 +107,10 @@ std::shared_ptr<ProcComm> ProcComm::world() {
 
 int ProcComm::world_node_rank() {
   return 0;
+}
+
+int ProcComm::world_node_size() {
+  return 1;
 }
 
 std::shared_ptr<ProcComm> ProcComm::from_handle(const void*, std::size_t) {
@@ -459,22 +465,41 @@ std::shared_ptr<ProcComm> ProcComm::world() {
   return make_comm(MPI_COMM_WORLD);
 }
 
-int ProcComm::world_node_rank() {
-  // The launcher says it (no collective call needed); else MPI's shared-memory split does.
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return std::atoi(v);
-  }
+namespace {
+/// The process's place on its node and the node's process count from MPI's shared-memory split
+/// (collective on MPI_COMM_WORLD: the first call, on every process alike).
+const std::pair<int, int>& node_split() {
   mpi_init(nullptr, nullptr, false);
-  static const int place = [] {
-    int world = 0, place = 0;
+  static const std::pair<int, int> split = [] {
+    int world = 0, place = 0, count = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &world);
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &place);
+    MPI_Comm_size(node, &count);
     MPI_Comm_free(&node);
-    return place;
+    return std::pair{place, count};
   }();
-  return place;
+  return split;
+}
+
+int from_launcher(std::initializer_list<const char*> vars) {
+  for (const char* var : vars) {
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return -1;
+}
+}  // namespace
+
+int ProcComm::world_node_rank() {
+  // The launcher says it (no collective call needed); else MPI's shared-memory split does.
+  const int r = from_launcher({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+  return r >= 0 ? r : node_split().first;
+}
+
+int ProcComm::world_node_size() {
+  const int n = from_launcher({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"});
+  return n >= 1 ? n : node_split().second;
 }
 
 std::shared_ptr<ProcComm> ProcComm::from_handle(const void* handle, std::size_t bytes) {

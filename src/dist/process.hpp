@@ -85,6 +85,8 @@ class ProcComm {
   /// This process's index among the processes of its node in MPI_COMM_WORLD (0 alone): from
   /// the launcher's environment, else (collective, on the first call) MPI's shared-memory split.
   [[nodiscard]] static int world_node_rank();
+  /// The number of processes on this node in MPI_COMM_WORLD (1 alone), found the same way.
+  [[nodiscard]] static int world_node_size();
   /// The user's MPI communicator, given as the bytes of its handle (sluice/dist_mpi.hpp).
   [[nodiscard]] static std::shared_ptr<ProcComm> from_handle(const void* handle, std::size_t bytes);
   ~ProcComm();

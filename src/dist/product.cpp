@@ -14,7 +14,11 @@
 // residual update subtracts twice; a dot product (CG's p'w) is a reduction of its own after.
 
 #include <algorithm>
+#include <cstdlib>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/context_impl.hpp"
 #include "deps/issue.hpp"
@@ -64,30 +68,52 @@ void join_capture(const MatBlock& b, const Context& ctx, std::source_location lo
   if (ctx.impl().capturing()) b.exchange_ctx.wait_for(ctx, loc);
 }
 
-/// Fills v's ghost planes from the neighbour ranks (and sends them v's boundary planes), on the
-/// rank's exchange context.
-void exchange_planes(const MatImpl& A, int local, const MatBlock& b, const la::Vec& v,
-                     const Context& ctx, std::source_location loc) {
+/// SLUICE_DIST_EXCHANGE=separate: one exchange operation per input vector, as before the
+/// inputs' exchanges were merged (kept to measure the difference: docs/dist.md).
+bool separate_exchanges() {
+  static const bool separate = [] {
+    const char* v = std::getenv("SLUICE_DIST_EXCHANGE");
+    return v != nullptr && std::string_view(v) == "separate";
+  }();
+  return separate;
+}
+
+/// Fills the ghost planes of every vector of `vs` from the neighbour ranks (and sends them its
+/// boundary planes), on the rank's exchange context: one operation for all (with NCCL, one
+/// group: one launch instead of one per vector).
+void exchange_planes(const MatImpl& A, int local, const MatBlock& b,
+                     std::span<const la::Vec* const> vs, const Context& ctx,
+                     std::source_location loc) {
+  if (vs.empty() || (b.lo < 0 && b.hi < 0)) return;
   const CommState& st = A.state();
   const auto P = static_cast<std::size_t>(A.plane);
-  const std::size_t off = v.offset(), n = v.size();
-  std::vector<DistSegment> sends, recvs;
-  if (b.lo >= 0) {
-    sends.push_back({b.lo, off, P});
-    recvs.push_back({b.lo, off - P, P});
-  }
-  if (b.hi >= 0) {
-    sends.push_back({b.hi, off + n - P, P});
-    recvs.push_back({b.hi, off + n, P});
-  }
-  if (sends.empty()) return;
-  join_capture(b, ctx, loc);
+  struct Planes {
+    std::vector<DistSegment> sends, recvs;
+  };
+  std::vector<Planes> planes(vs.size());
+  std::vector<DistExchangePart> parts;
   AccessList acc;
-  for (const auto& s : sends) acc.read(v.object_id(), {s.offset * kDouble, s.count * kDouble});
-  for (const auto& r : recvs) acc.write(v.object_id(), {r.offset * kDouble, r.count * kDouble});
-  double* base = v.buffer().data();
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const la::Vec& v = *vs[i];
+    const std::size_t off = v.offset(), n = v.size();
+    auto& pl = planes[i];
+    if (b.lo >= 0) {
+      pl.sends.push_back({b.lo, off, P});
+      pl.recvs.push_back({b.lo, off - P, P});
+    }
+    if (b.hi >= 0) {
+      pl.sends.push_back({b.hi, off + n - P, P});
+      pl.recvs.push_back({b.hi, off + n, P});
+    }
+    for (const auto& m : pl.sends) acc.read(v.object_id(), {m.offset * kDouble, m.count * kDouble});
+    for (const auto& m : pl.recvs)
+      acc.write(v.object_id(), {m.offset * kDouble, m.count * kDouble});
+    double* base = v.buffer().data();
+    parts.push_back({base, pl.sends, base, pl.recvs});
+  }
+  join_capture(b, ctx, loc);
   st.issue(local, b.exchange_ctx, acc, "dist ghost planes", loc, [&](Stream& s, const OpInfo& op) {
-    st.engine->exchange(s, local, base, sends, base, recvs, DistType::f64, op);
+    st.engine->exchange_parts(s, local, parts, DistType::f64, op);
   });
 }
 
@@ -106,8 +132,14 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   const la::Vec* x2 = padded_input(A, b, 1, in.x2, ctx, loc);
   if (x != nullptr) m.x = x->data();
   if (x2 != nullptr) m.x2 = x2->data();
+  std::vector<const la::Vec*> ghosted;
   for (const la::Vec* v : {x, x2}) {
-    if (v != nullptr) exchange_planes(A, local, b, *v, ctx, loc);
+    if (v != nullptr) ghosted.push_back(v);
+  }
+  if (separate_exchanges()) {
+    for (const la::Vec* v : ghosted) exchange_planes(A, local, b, {&v, 1}, ctx, loc);
+  } else {
+    exchange_planes(A, local, b, ghosted, ctx, loc);
   }
   const LaStencil base = b.diag.impl()->stencil;
   const bool three = base.kind == LaStencilKind::d3p7 || base.kind == LaStencilKind::d3p27;

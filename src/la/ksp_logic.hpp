@@ -192,7 +192,7 @@ SLUICE_HD void tf_init(LaKspState& st, const double* sums) {
   st.rnorm = st.norm_type != kNormNone ? dp : 0.0;
   st.its = 0;
   // PETSc's TFQMR monitors this norm but leaves it out of the history; sluice keeps it as entry
-  // 0 for the monitor and drops it from the history it reports (see la/ksp.cpp).
+  // 0 for the monitor and drops it from the history it reports (see la/ksp_run.cpp, finish).
   log(st, st.rnorm);
   if (const auto reason = converged(st, 0, st.rnorm); reason != kIterating) {
     return stop(st, reason);

@@ -1,5 +1,5 @@
 #pragma once
-// A Krylov solve of one rank's block of a distributed system. The solver loop of ksp.cpp runs
+// A Krylov solve of one rank's block of a distributed system. The solver loop of ksp_run.hpp runs
 // unchanged on the block, with la's kernels; what needs the other ranks goes through this
 // interface, which the dist layer implements (so that la does not depend on it):
 //

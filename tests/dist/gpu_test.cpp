@@ -26,21 +26,59 @@ int cuda_devices() {
   return 0;
 }
 
-/// The cuda contexts a test uses: `per_process` GPUs of this process, or a skip reason.
+/// Empty if this node has a GPU for each of its ranks (`per_process` in every process of the
+/// node), else why the case skips. NCCL runs one rank per GPU.
 std::string gpus_needed(int per_process) {
   const int have = cuda_devices();
-  if (have >= per_process) return {};
-  return "needs " + std::to_string(per_process) + " CUDA device(s) in this process, found " +
-         std::to_string(have) + ": run scripts/gpu-dist on a machine with 2 GPUs or more";
+  const int procs = Environment::node_process_count();
+  if (have >= per_process * procs) return {};
+  return "needs " + std::to_string(per_process * procs) + " CUDA device(s) on this node (" +
+         std::to_string(procs) + " process(es) x " + std::to_string(per_process) +
+         " rank(s), a GPU per rank), found " + std::to_string(have) +
+         ": run scripts/gpu-dist on a machine with 2 GPUs or more";
 }
 
-/// A communicator over every process, each with `local` GPUs (process p uses GPUs p*local...).
+/// A communicator over every process, each with `local` ranks on GPUs of its own: process p of
+/// the node drives cuda:(p * local) ... cuda:(p * local + local - 1).
 Comm gpu_comm(int local) {
-  return Comm(CommOptions{.local_ranks = local, .backend = "cuda", .name = "gpu"});
+  std::vector<Context> ctxs;
+  const int first = Environment::node_process_rank() * local;
+  for (int i = 0; i < local; ++i) {
+    ctxs.emplace_back(ContextOptions{.device = Device{"cuda", first + i},
+                                     .name = "gpu rank context " + std::to_string(i)});
+  }
+  return Comm(CommOptions{.contexts = ctxs, .name = "gpu"});
+}
+
+TEST(DistGpu, RanksSharingAGpuAreRefusedBeforeNccl) {
+  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  // Alone: two ranks of this process on cuda:0; under mpirun: every process's rank on cuda:0.
+  // Every process gets the same refusal (no process is left waiting in NCCL's set-up).
+  const Context c0(Device{"cuda", 0});
+  const int local = Environment::process_count() == 1 ? 2 : 1;
+  try {
+    Comm bad(CommOptions{.contexts = std::vector<Context>(static_cast<std::size_t>(local), c0),
+                         .name = "shared"});
+    ADD_FAILURE() << "two ranks on cuda:0 were accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ranks 0 and 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("cuda:0"), std::string::npos) << what;
+    EXPECT_NE(what.find("one rank per GPU"), std::string::npos) << what;
+  }
+  // The process's communication still works afterwards.
+  Comm good = gpu_comm(1);
+  Managed<double> v(1.0, good.context());
+  good.allreduce(v, ReduceOp::sum);
+  EXPECT_EQ(v.value(), static_cast<double>(good.size()));
 }
 
 TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  // Two GPUs seen by this process (every process of the node uses the same two).
+  if (cuda_devices() < 2) {
+    GTEST_SKIP() << "needs 2 CUDA device(s) on this node, found " << cuda_devices()
+                 << ": run scripts/gpu-dist on a machine with 2 GPUs or more";
+  }
   Context c0(Device{"cuda", 0}), c1(Device{"cuda", 1});
   constexpr std::size_t n = 1 << 20;
   la::Vec a(c0, n), b(c1, n);
@@ -58,9 +96,13 @@ TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
   }
-  Comm one(CommOptions{.contexts = {c1}});
-  DeviceBuffer<double> on0(c0, 4);
-  EXPECT_THROW(one.allreduce(on0, ReduceOp::sum), Error);
+  // A communicator of this process's own GPU (under mpirun, every process has another), given
+  // memory of another GPU: refused at the call.
+  const int mine = Environment::node_process_rank();
+  if (cuda_devices() < Environment::node_process_count()) return;  // no GPU of its own
+  Comm one(CommOptions{.contexts = {Context(Device{"cuda", mine})}});
+  DeviceBuffer<double> elsewhere(mine == 0 ? c1 : c0, 4);
+  EXPECT_THROW(one.allreduce(elsewhere, ReduceOp::sum), Error);
 }
 
 void collectives(const Comm& c) {
@@ -94,11 +136,12 @@ void collectives(const Comm& c) {
 }
 
 TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   for (int g = 2; g <= cuda_devices(); g *= 2) {
     SCOPED_TRACE(std::to_string(g) + " GPUs");
-    Comm c = gpu_comm(g);
+    // pick_device's placement (rank i on cuda:i), as `sluice solve --local-ranks` makes it.
+    Comm c(CommOptions{.local_ranks = g, .backend = "cuda", .name = "gpu"});
     EXPECT_EQ(c.engine(), "nccl");
     EXPECT_EQ(c.local_size(), g);
     for (int l = 0; l < g; ++l) EXPECT_EQ(c.context(l).device(), (Device{"cuda", l}));
@@ -168,8 +211,8 @@ void solves_match_host(const Comm& c) {
 }
 
 TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
   solves_match_host(gpu_comm(cuda_devices()));
 }
 

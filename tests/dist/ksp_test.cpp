@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -311,6 +312,33 @@ TEST(DistKsp, ProcessesThatDisagreeFailAllAlike) {
   }
   // And a vector whose size differs on one process.
   EXPECT_THROW(Vec(c, 100 + Environment::process_rank()), Error);
+}
+
+}  // namespace
+}  // namespace sluice::dist
+
+namespace sluice::dist {
+namespace {
+
+/// SLUICE_DIST_STEPWISE=1 makes a one-rank solve take the loop across ranks (a diagnostic for
+/// the scaling benchmark): la's own solve's iterations (within one: the sums add up by pass) and
+/// solution, in every mode.
+TEST(DistKsp, OneRankStepwiseMatchesLasOwnSolve) {
+  if (Environment::process_count() > 1) GTEST_SKIP() << "one rank: runs alone";
+  Comm c = host_comm(1);
+  const Mat A = Mat::stencil(c, la::Stencil::d3p7, 9, 8, 7);
+  const la::Mat whole = la::Mat::stencil(Context(Device{"host", 0}), la::Stencil::d3p7, 9, 8, 7);
+  for (auto mode : {la::SolveMode::sync, la::SolveMode::async, la::SolveMode::graph}) {
+    const la::KspOptions o{.type = la::KspType::cg, .rtol = 1e-10, .mode = mode, .history = true};
+    SCOPED_TRACE(describe(o));
+    const Solved want = solve_whole(whole, o, c, A.layout());
+    ::setenv("SLUICE_DIST_STEPWISE", "1", 1);
+    const Solved got = solve_dist(A, o);
+    ::unsetenv("SLUICE_DIST_STEPWISE");
+    EXPECT_TRUE(got.result.converged());
+    EXPECT_LE(std::abs(got.result.iterations - want.result.iterations), 1);
+    for (std::size_t i = 0; i < got.x.size(); ++i) ASSERT_NEAR(got.x[i], want.x[i], 1e-9);
+  }
 }
 
 }  // namespace

@@ -610,6 +610,9 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--grid", sc.grid, "Scaling: the grid (weak: per rank) NX,NY[,NZ]")
       ->delimiter(',')
       ->capture_default_str();
+  app->add_flag("--stepwise", sc.stepwise,
+                "Scaling: one rank solves through the distributed loop too (SLUICE_DIST_STEPWISE=1;"
+                " tells the loop's cost from communication's)");
   return {app, [o] {
             if (o->scaling.kind.empty()) return run(*o);
             ScalingOptions s = o->scaling;

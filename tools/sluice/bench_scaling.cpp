@@ -65,6 +65,7 @@ int run_scaling(const ScalingOptions& o) {
   out["grid"] = o.grid;
   out["iterations"] = o.iterations;
   out["repeat"] = o.repeat;
+  out["stepwise"] = o.stepwise;
   auto runs = nlohmann::ordered_json::array();
   // One launch per rank count solves in every mode (sluice solve --mode a,b,c): the start-up
   // (MPI, NCCL, the problem's set-up) is paid once per count.
@@ -78,13 +79,13 @@ int run_scaling(const ScalingOptions& o) {
       if (o.kind == "weak") grid.back() *= r;  // the split dimension grows with the ranks
       std::string g;
       for (auto v : grid) g += (g.empty() ? "" : ",") + std::to_string(v);
-      std::string cmd;
+      std::string cmd = o.stepwise ? "SLUICE_DIST_STEPWISE=1 " : "";
       if (o.launch == "mpirun") {
-        cmd = std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
-              (geteuid() == 0 ? " --allow-run-as-root" : "") + " --oversubscribe --bind-to none '" +
-              self + "' solve";
+        cmd += std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
+               (geteuid() == 0 ? " --allow-run-as-root" : "") +
+               " --oversubscribe --bind-to none '" + self + "' solve";
       } else {
-        cmd = "'" + self + "' solve --local-ranks " + std::to_string(r);
+        cmd += "'" + self + "' solve --local-ranks " + std::to_string(r);
       }
       cmd += " --dist --stencil " + o.stencil + " --grid " + g + " --ksp " + ksp + " --mode " +
              modes + " --fixed --max-it " + std::to_string(o.iterations) + " --repeat " +
@@ -132,6 +133,7 @@ int run_scaling(const ScalingOptions& o) {
         row["processes"] = j["processes"];
         row["device_name"] = j["device_name"];
         row["iterations"] = j["iterations"];
+        row["stepwise"] = o.stepwise;
         if (!o.quiet) {
           fmt::print(stderr, "  {}: {:.3f} ms, efficiency {:.3f}\n", mode, t * 1e3,
                      row["efficiency"].get<double>());

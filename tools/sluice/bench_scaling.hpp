@@ -20,6 +20,8 @@ struct ScalingOptions {
   std::string json = "bench_scaling.json";
   std::string plot;
   bool quiet = false;
+  /// SLUICE_DIST_STEPWISE=1 for the solves: one rank runs the distributed loop too.
+  bool stepwise = false;
 };
 
 /// Runs `sluice solve --json` for every rank count, solver and mode (through mpirun, or with

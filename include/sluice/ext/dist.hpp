@@ -53,6 +53,14 @@ struct DistSegment {
   std::size_t count = 0;
 };
 
+/// One buffer's messages in an exchange of several buffers (DistEngine::exchange_parts).
+struct DistExchangePart {
+  const void* send = nullptr;
+  std::span<const DistSegment> sends;
+  void* recv = nullptr;
+  std::span<const DistSegment> recvs;
+};
+
 /// The operations of a collective call, for an engine that checks that every rank made the same
 /// call (a rank given another count or root fails every rank instead of hanging).
 enum class DistCall : std::uint8_t { allreduce, reduce, broadcast, allgather, exchange };
@@ -91,6 +99,15 @@ class DistEngine {
   virtual void exchange(Stream& stream, int local, const void* send,
                         std::span<const DistSegment> sends, void* recv,
                         std::span<const DistSegment> recvs, DistType type, const OpInfo& info) = 0;
+  /// The exchanges of several buffers as one operation where the engine can (NCCL: one group,
+  /// one launch); every rank passes its parts in the same order, and the k-th message a rank
+  /// sends a peer over all parts is the peer's k-th receive from it. By default the parts'
+  /// exchanges one after the other.
+  virtual void exchange_parts(Stream& stream, int local, std::span<const DistExchangePart> parts,
+                              DistType type, const OpInfo& info) {
+    for (const auto& p : parts)
+      exchange(stream, local, p.send, p.sends, p.recv, p.recvs, type, info);
+  }
 };
 
 /// What an engine is made from: one communicator's ranks of this process.

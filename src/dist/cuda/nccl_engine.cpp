@@ -10,7 +10,8 @@
 // instead of hanging; the failure then surfaces at the next synchronize of the contexts.
 //
 // NCCL ranks of one process must be driven from one thread each (or inside ncclGroupStart/End):
-// the dist layer issues a multi-rank operation on a thread per local rank (CommState::each).
+// the dist layer issues a multi-rank operation on a thread per local rank (CommState::each), and
+// the engine makes each rank's communicator on a thread of its own.
 //
 // A `checked` collective (the public calls; the dist layer's own objects check their sizes when
 // they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
@@ -26,10 +27,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
@@ -141,17 +144,47 @@ class NcclEngine final : public DistEngine {
     ncclUniqueId id;
     std::memcpy(&id, config.unique_id.data(), sizeof id);
     comms_.resize(config.ranks.size(), nullptr);
-    // One thread initializes every local rank's communicator: inside a group.
-    check_nccl(ncclGroupStart(), "ncclGroupStart", nullptr, std::source_location::current());
-    for (std::size_t l = 0; l < comms_.size(); ++l) {
-      DeviceGuard guard(config.contexts[l].device().index);
-      const ncclResult_t r = ncclCommInitRank(&comms_[l], config.size, id, config.ranks[l]);
-      if (r != ncclSuccess) {
-        ncclGroupEnd();
-        check_nccl(r, "ncclCommInitRank", nullptr, std::source_location::current());
+    // Each local rank's communicator is made on a fresh thread of its own with only its device
+    // ever current there. NCCL takes the device that its own (static) CUDA runtime sees as
+    // current at ncclCommInitRank; one thread setting several devices in turn inside a group,
+    // or a thread on which NCCL's runtime already settled on another device, left every rank of
+    // a process on one GPU ("Duplicate GPU detected" on a 4-GPU machine).
+    std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
+    std::vector<std::string> errors(comms_.size());
+    {
+      std::vector<std::thread> init;
+      for (std::size_t l = 0; l < comms_.size(); ++l) {
+        init.emplace_back([&, l] {
+          try {
+            DeviceGuard guard(config.contexts[l].device().index);
+            results[l] = ncclCommInitRank(&comms_[l], config.size, id, config.ranks[l]);
+          } catch (const std::exception& e) {
+            errors[l] = e.what();
+          }
+        });
       }
+      for (auto& t : init) t.join();
     }
-    check_nccl(ncclGroupEnd(), "ncclCommInitRank", nullptr, std::source_location::current());
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      if (errors[l].empty() && results[l] == ncclSuccess) continue;
+      destroy_comms(config);
+      if (!errors[l].empty()) throw Error(Errc::backend_failure, errors[l]);
+      check_nccl(results[l], "ncclCommInitRank", nullptr, std::source_location::current());
+    }
+    // NCCL takes the device current at ncclCommInitRank (our guard's): make sure it did, as a
+    // rank on another GPU than its context's would fail later and obscurely.
+    for (std::size_t l = 0; l < comms_.size(); ++l) {
+      int dev = -1;
+      const int want = config.contexts[l].device().index;
+      if (ncclCommCuDevice(comms_[l], &dev) == ncclSuccess && dev == want) continue;
+      destroy_comms(config);
+      throw Error(Errc::invalid_state,
+                  "dist::Comm '" + config.name + "': NCCL placed rank " +
+                      std::to_string(config.ranks[l]) + " on cuda:" + std::to_string(dev) +
+                      " but its context is on cuda:" + std::to_string(want) +
+                      "; the CUDA runtime NCCL was built with did not see the device sluice made "
+                      "current (link NCCL against the same CUDA runtime)");
+    }
     // Per local rank: room for the signatures on its device, and pinned memory they are copied
     // to for the host function that compares them.
     for (std::size_t l = 0; l < comms_.size(); ++l) {
@@ -235,20 +268,30 @@ class NcclEngine final : public DistEngine {
   void exchange(Stream& stream, int local, const void* send, std::span<const DistSegment> sends,
                 void* recv, std::span<const DistSegment> recvs, DistType type,
                 const OpInfo& info) override {
+    const DistExchangePart part{send, sends, recv, recvs};
+    exchange_parts(stream, local, {&part, 1}, type, info);
+  }
+
+  void exchange_parts(Stream& stream, int local, std::span<const DistExchangePart> parts,
+                      DistType type, const OpInfo& info) override {
     const std::size_t elem = dist_type_size(type);
     run_on(stream, info, [&](cudaStream_t s) {
       ncclComm_t c = comm(local);
       check_nccl(ncclGroupStart(), "ncclGroupStart", c, info.where);
       ncclResult_t r = ncclSuccess;
-      for (const auto& m : recvs) {
-        if (m.count == 0 || r != ncclSuccess) continue;
-        r = ncclRecv(static_cast<std::byte*>(recv) + m.offset * elem, m.count, nccl_type(type),
-                     m.peer, c, s);
+      for (const auto& p : parts) {
+        for (const auto& m : p.recvs) {
+          if (m.count == 0 || r != ncclSuccess) continue;
+          r = ncclRecv(static_cast<std::byte*>(p.recv) + m.offset * elem, m.count, nccl_type(type),
+                       m.peer, c, s);
+        }
       }
-      for (const auto& m : sends) {
-        if (m.count == 0 || r != ncclSuccess) continue;
-        r = ncclSend(static_cast<const std::byte*>(send) + m.offset * elem, m.count,
-                     nccl_type(type), m.peer, c, s);
+      for (const auto& p : parts) {
+        for (const auto& m : p.sends) {
+          if (m.count == 0 || r != ncclSuccess) continue;
+          r = ncclSend(static_cast<const std::byte*>(p.send) + m.offset * elem, m.count,
+                       nccl_type(type), m.peer, c, s);
+        }
       }
       const ncclResult_t end = ncclGroupEnd();
       check_nccl(r, "ncclSend/ncclRecv", c, info.where);
@@ -257,6 +300,16 @@ class NcclEngine final : public DistEngine {
   }
 
  private:
+  /// Destroys the communicators made so far (a failed set-up).
+  void destroy_comms(const DistEngineConfig& config) noexcept {
+    for (std::size_t k = 0; k < comms_.size(); ++k) {
+      if (comms_[k] == nullptr) continue;
+      DeviceGuard guard(config.contexts[k].device().index, std::nothrow);
+      ncclCommDestroy(comms_[k]);
+      comms_[k] = nullptr;
+    }
+  }
+
   /// Where local rank `local`'s signatures are gathered and compared. A rank's collectives run
   /// one after the other (the dist layer orders them), so one set of buffers serves them all.
   struct Checker {

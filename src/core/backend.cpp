@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
 #include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/error.hpp"
 
 namespace sluice {

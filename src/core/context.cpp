@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "core/context_impl.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
 #include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/event.hpp"
 
 namespace sluice {

@@ -6,7 +6,9 @@
 #include "deps/tracker.hpp"
 #include "graph/graph_exec_impl.hpp"
 #include "graph/graph_stats.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
 #include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/error.hpp"
 #include "sluice/graph.hpp"
 

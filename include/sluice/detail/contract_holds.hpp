@@ -2,7 +2,13 @@
 // Host holds: sluice's own device work that the host keeps back until a thread lets go (a
 // dataflow HostAccessor's gate). While one is held, nothing may wait for the whole device (cuda's
 // cudaFreeHost, cudaFree, library unloads, a context's or a graph's teardown do), since the
-// holder may be the thread that waits. Counted process-wide. Private: not part of the API.
+// holder may be the thread that waits. Counted process-wide.
+
+// Private: only sluice's own sources include this file (they define SLUICE_IMPL_PUBLIC_INCLUDE
+// around the include).
+#ifndef SLUICE_IMPL_PUBLIC_INCLUDE
+#error "sluice/detail/contract_holds.hpp is internal to sluice and may change without notice"
+#endif
 
 #include <functional>
 

@@ -3,7 +3,9 @@
 #include <utility>
 
 #include "backends/cuda/cuda_host_callback.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
 #include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 
 namespace sluice::detail::cuda {
 

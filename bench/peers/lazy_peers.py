@@ -20,14 +20,19 @@ and the chain y = y * a_k + b_k. Each peer is timed as sluice is: first-call tim
 compiling where there is any), the median over batches of back-to-back calls (each batch ended by
 a device synchronization), and one-call latency (a call and a synchronization). A peer that is
 missing or fails is reported and skipped, never fatal. torch.compile compiles each shape
-statically (as jax.jit does). With --deadline, cases that would start later than that many
-seconds after the start are reported as skipped; the JSON is rewritten after every case.
+statically (as jax.jit does). Cases run one after another, every peer on a case before the next
+starts, the cases that the goals of issue 25 name first. With --case-limit, a peer that spends
+longer on one case (compiling included) is stopped and skips its cases of that program as large;
+with --deadline, cases that would start later than that many seconds after the start are reported
+as skipped, and a case running at the deadline is stopped 20 s after it. The JSON is rewritten
+after every case.
 """
 
 import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 import time
@@ -52,6 +57,9 @@ class Peer:
 
     def to_numpy(self, a):
         return a
+
+    def reset(self):
+        """After a case was interrupted: drop what it left half-built."""
 
 
 class NumpyPeer(Peer):
@@ -158,6 +166,11 @@ class TorchPeer(Peer):
     def to_numpy(self, a):
         return a.detach().cpu().numpy()
 
+    def reset(self):
+        if self.mode is not None:
+            self.torch._dynamo.reset()
+        self.sync()
+
 
 class _TorchNamespace:
     """The few NumPy names the programs use, on torch."""
@@ -254,25 +267,29 @@ def block(out):
 
 
 def measure(peer, f, args, quick):
-    """First call, per-call (median of batches of back-to-back calls) and latency, in us."""
+    """First call, per-call (median of batches of back-to-back calls) and latency, in us. Long
+    calls get fewer samples: about 0.3 s of latency samples and 0.5 s of batches per case."""
     t = time.perf_counter()
     out = f(*args)
     block(out)
     peer.sync()
     first = (time.perf_counter() - t) * 1e6
+    t = time.perf_counter()
     for _ in range(2):
         block(f(*args))
     peer.sync()
+    warm = max(1.0, (time.perf_counter() - t) * 1e6 / 2)
     lat = []
-    for _ in range(5 if quick else 20):
+    for _ in range(max(3, min(5 if quick else 20, int(3e5 / warm)))):
         t = time.perf_counter()
         block(f(*args))
         peer.sync()
         lat.append((time.perf_counter() - t) * 1e6)
     one = max(1.0, statistics.median(lat))
-    batch = max(3, min(50 if quick else 500, int(50000 / one)))
+    batches = 3 if quick else 5
+    batch = max(3, min(50 if quick else 500, int(5e5 / batches / one)))
     per = []
-    for _ in range(3 if quick else 7):
+    for _ in range(batches):
         t = time.perf_counter()
         for _ in range(batch):
             out = f(*args)
@@ -475,10 +492,47 @@ def default_sizes():
             "chain": [10, 30, 100, 300, 1000]}
 
 
+def ordered_cases(sizes, programs):
+    """The cases, those the goals of issue 25 name first: the DG right-hand side at full size, the
+    wide DAG at large branches, then the DG at 1/8 and 1/64, the small wide DAG, Figure 1 and the
+    chain. Every peer runs a case before the next case starts, so that when time runs out the
+    least important cases are missing for every peer, not every case for the last peers."""
+    def rank(case):
+        prog, size = case
+        if prog == "dg":
+            p, scale = size
+            return ({1: 0, 8: 2, 64: 3}.get(scale, 4), p)
+        if prog == "wide":
+            W, e = size
+            return (1 if e >= 1024 else 5, W)
+        return ({"figure1": 6, "chain": 7}[prog], size)
+    cases = [(prog, size) for prog in programs for size in sizes.get(prog, [])]
+    return sorted(cases, key=rank)
+
+
+def case_cost(prog, size):
+    """A rough order of the time of a case (a peer that ran over the limit on a case skips those
+    of its program that cost as much or more). Compiling dominates: torch.compile's time grows
+    with the wide DAG's branches and the chain's length (30 s for 16 branches on an H100)."""
+    if prog == "dg":
+        return size[0] ** 2 / size[1]
+    if prog == "wide":
+        return size[0]
+    return size
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise CaseTimeout()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peers", default="jax-jit,torch-eager,torch-compile,"
-                    "torch-compile-reduce-overhead,cupy")
+    ap.add_argument("--peers", default="jax-jit,torch-compile,torch-compile-reduce-overhead,"
+                    "torch-graph-streams,cupy,torch-eager")
     ap.add_argument("--programs", default="dg,figure1,wide,chain")
     ap.add_argument("--dg", default="out/dg", help="directory of sluice_lazy_bench --dump-dg")
     ap.add_argument("--from", dest="from_json", help="take the sizes from a sluice_lazy_bench JSON")
@@ -486,27 +540,55 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after which no new case starts (0: none)")
+    ap.add_argument("--case-limit", type=float, default=45,
+                    help="seconds one peer may spend on one case, compiling included; a peer "
+                    "that runs over skips the cases of that program as large (0: no limit)")
     args = ap.parse_args()
 
     sizes = sizes_from(args.from_json) if args.from_json else default_sizes()
-    rows = []
+    peers = []
     for name in args.peers.split(","):
         try:
-            peer = make_peer(name)
+            peers.append(make_peer(name))
         except Exception as e:  # a peer that is not installed
             print("%s: skipped (%s)" % (name, e))
-            continue
-        print("%s:" % name)
-        for prog in args.programs.split(","):
+    fns = {"dg": bench_dg, "figure1": bench_figure1, "wide": bench_wide, "chain": bench_chain}
+    gave_up = {}  # (peer, program) -> the cost of the case that ran over the limit
+    rows = []
+    signal.signal(signal.SIGALRM, on_alarm)
+    for prog, size in ordered_cases(sizes, args.programs.split(",")):
+        print("%s %s:" % (prog, size))
+        for peer in peers:
             if prog not in getattr(peer, "programs", (prog,)):
                 continue
-            fn = {"dg": bench_dg, "figure1": bench_figure1, "wide": bench_wide,
-                  "chain": bench_chain}[prog]
+            if case_cost(prog, size) >= gave_up.get((peer.name, prog), math.inf):
+                print("  %s: skipped (a case as large ran over --case-limit %g s)" %
+                      (peer.name, args.case_limit))
+                continue
+            start = time.monotonic()
+            # A case started just before the deadline ends at most 20 s after it.
+            limit = args.case_limit if args.case_limit > 0 else math.inf
+            if args.deadline:
+                limit = min(limit, max(1.0, args.deadline + 20 - (start - START)))
+            if limit < math.inf:
+                signal.setitimer(signal.ITIMER_REAL, limit)
             try:
-                fn(peer, args, rows, sizes.get(prog, []))
+                fns[prog](peer, args, rows, [size])
+            except CaseTimeout:
+                if limit < args.case_limit:
+                    print("  %s: stopped at the deadline" % peer.name)
+                    continue
+                cost = case_cost(prog, size)
+                gave_up[(peer.name, prog)] = min(cost, gave_up.get((peer.name, prog), math.inf))
+                print("  %s: over --case-limit %g s, skips %s cases as large" %
+                      (peer.name, args.case_limit, prog))
+                peer.reset()
             except Exception:
-                print("  %s failed:" % prog)
+                print("  %s %s failed:" % (peer.name, prog))
                 traceback.print_exc(limit=3)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            print("    (%s: %.1f s)" % (peer.name, time.monotonic() - start))
     if args.json:
         save(args.json, rows)
         print("wrote %s" % args.json)

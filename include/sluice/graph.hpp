@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -336,6 +337,23 @@ class GraphExec {
   /// type); later launches assign `value` to the condition as they start.
   void set_conditional_default(const Node& node, std::int64_t value,
                                std::source_location loc = std::source_location::current());
+  /// One node's new parameters for `update(std::span<NodeUpdate>)`: a kernel node's work (as
+  /// set_kernel), or else a copy node's addresses (as set_copy), and its uses from then on (for a
+  /// copy, empty: those of its new addresses).
+  struct NodeUpdate {
+    Node node;
+    std::optional<KernelWork> kernel;
+    void* dst = nullptr;
+    const void* src = nullptr;
+    std::size_t bytes = 0;
+    std::vector<Use> uses;
+  };
+  /// Several nodes' updates at once, as the set_kernel / set_copy calls with uses would make them
+  /// one by one, for the cost of one: one copy of the graph's parameters and one backend update
+  /// (on cuda only the parameters that changed are set). The work and uses are moved from
+  /// `updates`. All or nothing: a bad update throws Error and leaves the executable unchanged.
+  void update(std::span<NodeUpdate> updates,
+              std::source_location loc = std::source_location::current());
   /// Takes every parameter from `graph`, which must have the same topology (nodes of the same
   /// kinds in the same order, the same edges, the same nested graphs); otherwise throws Error
   /// naming the first node and parameter that differ, and leaves this unchanged.

@@ -835,6 +835,10 @@ class Bind {
         count_(b.size()),
         dtype_(dtype_of<T>()),
         shape_(std::move(shape)) {}
+  /// Memory given by address, for bindings from other languages (sluice's Python arrays):
+  /// `count` elements of `dtype` at `data`, tracked as the object `id` (0: untracked).
+  Bind(void* data, ObjectId id, std::size_t count, DType dtype, std::optional<Shape> shape)
+      : data_(data), id_(id), count_(count), dtype_(dtype), shape_(std::move(shape)) {}
   /// A rank-0 value (input or output).
   template <Element T>
   Bind(Managed<T>& m)  // NOLINT: implicit

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The short table of a scripts/gpu-python run: the pytest outcome (pytest.xml), the CG benchmark
 (bench_python_cg.json: Python beside C++, JAX and CuPy) and the hand-off to PyTorch and back
-(bench_python_interop.json, with its peers). What a step did not write is reported missing.
+(bench_python_interop.json, with its peers) and sluice.lazy against JAX, PyTorch and CuPy
+(bench_python_lazy.json). What a step did not write is reported missing.
 
     python3 python/bench/summary.py OUT_DIR > OUT_DIR/summary.md
 """
@@ -75,11 +76,39 @@ def interop_table(io):
     return lines
 
 
+def lazy_table(lz):
+    if "missing" in lz:
+        return [f"lazy: not measured ({lz['missing']})"]
+    impls = []
+    for r in lz["results"]:
+        if r["impl"] not in impls:
+            impls.append(r["impl"])
+    lines = [f"sluice.lazy against its peers, {lz['device_name']} ({lz['backend']}; us per call, "
+             f"median of batches; sluice's kernels per call in brackets; budget "
+             f"{lz['budget_s']:.0f} s, {len(lz['skipped'])} cases skipped)", "",
+             "| program | N | " + " | ".join(impls) + " |",
+             "|---|---|" + "---|" * len(impls)]
+    rows = {}
+    for r in lz["results"]:
+        key = (r["program"], r["n"], r.get("w"))
+        cell = "wrong" if not r["correct"] else f"{r['per_call_s'] * 1e6:.1f}"
+        if "kernels" in r and r["correct"]:
+            cell += f" [{r['kernels']}]"
+        rows.setdefault(key, {})[r["impl"]] = cell
+    for (program, n, w), cells in sorted(rows.items()):
+        name = program if w is None else f"{program} W={w}"
+        lines.append(f"| {name} | {n} | " + " | ".join(cells.get(i, "—") for i in impls) + " |")
+    for k, v in lz.get("errors", {}).items():
+        lines.append(f"{k}: {v[:200]}")
+    return lines
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "out"
     lines = [pytest_line(out), ""]
     lines += cg_table(load(os.path.join(out, "bench_python_cg.json"))) + [""]
-    lines += interop_table(load(os.path.join(out, "bench_python_interop.json")))
+    lines += interop_table(load(os.path.join(out, "bench_python_interop.json"))) + [""]
+    lines += lazy_table(load(os.path.join(out, "bench_python_lazy.json")))
     print("\n".join(lines))
     return 0
 

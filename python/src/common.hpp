@@ -188,6 +188,7 @@ void bind_graph(py::module_& m);
 void bind_kernel(py::module_& m);
 void bind_dataflow(py::module_& m);
 void bind_la(py::module_& m);
+void bind_lazy(py::module_& m);
 void bind_releases(py::module_& m);
 
 }  // namespace sluice::python

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_sluice, m) {
   sp::bind_kernel(m);
   sp::bind_dataflow(m);
   sp::bind_la(m);
+  sp::bind_lazy(m);
 }

@@ -26,6 +26,12 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   [[nodiscard]] virtual bool active() const noexcept = 0;
+  /// True while the capture records without the tracker's marks (a replay of a body of one
+  /// context, whose launch is ordered as one operation by the union of the accesses): the
+  /// tracker then only checks each access and notes it for the node (Tracker::run).
+  [[nodiscard]] virtual bool untracked() const noexcept { return false; }
+  /// A number no other capture of the process has (the tracker names captures by it).
+  [[nodiscard]] virtual std::uint64_t serial() const noexcept { return 0; }
   /// Records operation `op` of `ctx` (its mutex held): `f` enqueues it on ctx's stream.
   virtual void record_op(ContextImpl& ctx, const OpInfo& op,
                          const std::function<void(Stream&, const OpInfo&)>& f) = 0;

@@ -268,14 +268,70 @@ void Tracker::record(ContextImpl& ctx, Object& obj, const Use& a, std::uint64_t 
   }
 }
 
+void Tracker::run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const Use> accesses,
+                            std::string_view what, std::source_location loc,
+                            const std::function<void()>& enqueue) {
+  const auto serial = sink.serial();
+  if (untracked_captures_.empty() || untracked_captures_.back().first != serial) {
+    const bool known = std::any_of(untracked_captures_.begin(), untracked_captures_.end(),
+                                   [&](const auto& c) { return c.first == serial; });
+    if (!known) untracked_captures_.emplace_back(serial, ctx.weak_from_this());
+  }
+  for (const auto& a : accesses) {
+    Object& obj = object(a.id, loc);
+    (void)bounds(obj, a, loc);
+    check_host_conflict(obj, a.id, a, ctx, what, loc);
+    obj.untracked_use = serial;
+    if (a.mode != Access::read) obj.untracked_write = serial;
+  }
+  ctx.note_capture_uses(accesses);
+  enqueue();
+}
+
+std::shared_ptr<ContextImpl> Tracker::untracked_user(const Object& obj, bool writes_only) const {
+  const auto serial = writes_only ? obj.untracked_write : obj.untracked_use;
+  if (serial == 0) return nullptr;
+  for (const auto& [s, ctx] : untracked_captures_) {
+    if (s == serial) return ctx.lock();
+  }
+  return nullptr;
+}
+
+void Tracker::join_untracked(ContextImpl& ctx, const Object& obj, const Use& a,
+                             std::source_location loc) {
+  if (obj.untracked_use == 0 || untracked_captures_.empty()) return;
+  // A read conflicts with captured writes, a write with any captured access.
+  auto c = untracked_user(obj, a.mode == Access::read);
+  if (!c || c.get() == &ctx || !c->capturing()) return;
+  if (auto sink = c->capture(); sink && sink->active()) {
+    ++stats_.waits_issued;
+    (void)ctx.wait(sink->record(*c, loc), loc);
+  }
+}
+
+void Tracker::refuse_if_untracked_captured(const Object& obj, Access mode, std::string_view what,
+                                           std::source_location loc) const {
+  // A host read conflicts with captured writes, a host write with any captured access.
+  if (auto c = untracked_user(obj, mode == Access::read); c && c->capturing()) {
+    c->refuse_if_capturing(what, loc);
+  }
+}
+
 void Tracker::run_locked(ContextImpl& ctx, std::span<const Use> accesses, std::string_view what,
                          std::source_location loc, const std::function<void()>& enqueue) {
+  if (ctx.capturing() && !debug_) {
+    if (auto sink = ctx.capture(); sink && sink->active() && sink->untracked()) {
+      run_untracked(ctx, *sink, accesses, what, loc, enqueue);
+      return;
+    }
+  }
   {
     const std::uint32_t node = debug_ ? add_node(ctx, accesses, what, loc) : 0;
     std::vector<Mark*> deps;
     for (const auto& a : accesses) {
       Object& obj = object(a.id, loc);
       check_host_conflict(obj, a.id, a, ctx, what, loc);
+      join_untracked(ctx, obj, a, loc);
       if (obj.first_timeline == 0) obj.first_timeline = ctx.timeline();
       if (obj.first_timeline != ctx.timeline()) obj.shared = true;
       collect(obj, a, ctx.timeline(), deps, loc);
@@ -297,6 +353,7 @@ void Tracker::begin(ContextImpl& ctx, const Use& a, std::string_view what,
     check_host_conflict(obj, a.id, a, ctx, what, loc);
     if (obj.first_timeline == 0) obj.first_timeline = ctx.timeline();
     if (obj.first_timeline != ctx.timeline()) obj.shared = true;
+    join_untracked(ctx, obj, a, loc);
     const std::uint32_t node = debug_ ? add_node(ctx, {&a, 1}, what, loc) : 0;
     if (node != 0) open_nodes_[open_key(ctx.timeline(), a.id)] = node;
     std::vector<Mark*> deps;
@@ -327,6 +384,9 @@ void Tracker::end(ContextImpl& ctx, const Use& a, std::string_view what, std::so
 void Tracker::capture_ended(const CaptureSink* sink, const std::shared_ptr<ContextImpl>& origin,
                             const std::shared_ptr<EventImpl>& end) noexcept {
   std::lock_guard lock(mutex_);
+  if (const auto serial = sink->serial(); serial != 0) {
+    std::erase_if(untracked_captures_, [&](const auto& c) { return c.first == serial; });
+  }
   auto it = captured_marks_.find(sink);
   if (it == captured_marks_.end()) return;
   for (auto& weak : it->second) {

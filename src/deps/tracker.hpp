@@ -126,6 +126,10 @@ class Tracker {
     bool shared = false;  // touched by two timelines: record events eagerly from now on
     int host_readers = 0;
     int host_writers = 0;
+    // The last untracked capture (CaptureSink::untracked) that wrote, or used, the object: its
+    // serial (0: none). Such a capture leaves no marks; these stand in for its guards.
+    std::uint64_t untracked_write = 0;
+    std::uint64_t untracked_use = 0;
     std::string name;
   };
   struct Region {
@@ -146,6 +150,21 @@ class Tracker {
   void resolve(const RawUse& a, AccessList& out);
   void run_locked(ContextImpl& ctx, std::span<const Use> accesses, std::string_view what,
                   std::source_location loc, const std::function<void()>& enqueue);
+  /// run_locked for an operation an untracked capture records: each access checked and noted
+  /// for its node, no waits, no marks (the graph's launch is the tracked operation).
+  void run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const Use> accesses,
+                     std::string_view what, std::source_location loc,
+                     const std::function<void()>& enqueue);
+  /// The context of the active untracked capture that used `obj` (wrote it, if `writes_only`),
+  /// or null.
+  std::shared_ptr<ContextImpl> untracked_user(const Object& obj, bool writes_only) const;
+  /// `ctx` (not recording into it) accessing `obj` as `a` after an untracked capture used it
+  /// conflictingly: ctx joins that capture after everything it recorded so far (a wait on its
+  /// current point), as a wait on a mark of a tracked capture would join it.
+  void join_untracked(ContextImpl& ctx, const Object& obj, const Use& a, std::source_location loc);
+  /// Capture guard of a host access in `mode` to `obj` against an untracked capture's work.
+  void refuse_if_untracked_captured(const Object& obj, Access mode, std::string_view what,
+                                    std::source_location loc) const;
   /// Splits segments so that `lo` and `hi` are boundaries (creating empty ones for gaps).
   void split(Object& obj, std::size_t lo, std::size_t hi);
   /// [lo, hi) of an access, checked against the object's size.
@@ -201,6 +220,9 @@ class Tracker {
   std::unordered_map<std::string, std::shared_ptr<ContextImpl>> release_contexts_;
   // Marks of operations a capture recorded instead of running, per capture, until it ends.
   std::unordered_map<const CaptureSink*, std::vector<std::weak_ptr<Mark>>> captured_marks_;
+  // The untracked captures recording now: serial and the context recording into it (until
+  // capture_ended).
+  std::vector<std::pair<std::uint64_t, std::weak_ptr<ContextImpl>>> untracked_captures_;
 };
 
 }  // namespace sluice::detail

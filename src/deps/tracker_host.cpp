@@ -38,7 +38,9 @@ void Tracker::refuse_host_wait_if_captured(ObjectId id, Access mode, std::string
                                            std::source_location loc) {
   std::lock_guard lock(mutex_);
   std::vector<Mark*> deps;
-  collect(object(id, loc), {id, mode, {}}, 0, deps, loc);
+  Object& obj = object(id, loc);
+  refuse_if_untracked_captured(obj, mode, what, loc);
+  collect(obj, {id, mode, {}}, 0, deps, loc);
   refuse_if_captured(deps, what, loc);
 }
 
@@ -68,7 +70,9 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> Tracker::pending(ObjectId i
 void Tracker::wait_host(ObjectId id, Access mode, ByteRange range, std::source_location loc) {
   std::unique_lock lock(mutex_);
   std::vector<Mark*> deps;
-  collect(object(id, loc), {id, mode, range}, 0, deps, loc);
+  Object& obj = object(id, loc);
+  refuse_if_untracked_captured(obj, mode, "a host wait", loc);
+  collect(obj, {id, mode, range}, 0, deps, loc);
   refuse_if_captured(deps, "a host wait", loc);
   wait_on_host(lock, deps, true, loc);
 }

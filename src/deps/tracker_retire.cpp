@@ -21,6 +21,7 @@ std::shared_ptr<CaptureSink> Tracker::capture_using(ObjectId id,
     std::lock_guard lock(mutex_);
     auto it = objects_.find(id);
     if (it == objects_.end()) return nullptr;
+    if (auto c = untracked_user(it->second, false)) users.push_back(std::move(c));
     for (const auto& [start, seg] : it->second.segments) {
       (void)start;
       if (seg.writer) users.push_back(seg.writer->ctx.lock());

@@ -94,7 +94,12 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   try {
     Capture cap(ctx, key, loc);
     if (found != impl_->cache.end() && found->second.exec) {
-      cap.state_->reserve(found->second.exec->graph()->ir.nodes.size());
+      const auto& last = *found->second.exec->graph();
+      cap.state_->reserve(last.ir.nodes.size());
+      // A body that recorded on ctx alone last time is recorded without the tracker's marks:
+      // the launch below orders the whole replay by the union of its accesses. A context that
+      // joins makes the rest of the capture tracked again.
+      if (last.single_context) cap.state_->set_untracked();
     }
     body();
     graph = cap.end(loc).data();

@@ -61,6 +61,11 @@ class CaptureEvent final : public CorePoint {
   std::shared_ptr<CaptureEnd> end_;
 };
 
+std::uint64_t next_serial() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name,
@@ -68,6 +73,7 @@ CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name
     : origin_(std::move(origin)),
       name_(std::move(name)),
       loc_(loc),
+      serial_(next_serial()),
       graph_(std::make_shared<GraphData>()) {
   graph_->ir.name = name_;
   end_->description = where();
@@ -144,6 +150,7 @@ void CaptureState::reserve(std::size_t nodes) {
   std::lock_guard lock(mutex_);
   graph_->ir.nodes.reserve(nodes);
   graph_->ir.edges.reserve(nodes);
+  if (!members_.empty()) members_.front().ops.reserve(nodes);
 }
 
 void CaptureState::append(ContextImpl& ctx, const OpInfo& op, ir::Params params) {
@@ -166,6 +173,7 @@ void CaptureState::append(ContextImpl& ctx, const OpInfo& op, ir::Params params)
 }
 
 std::shared_ptr<EventImpl> CaptureState::record(ContextImpl& ctx, std::source_location loc) {
+  points_made_.fetch_add(1, std::memory_order_relaxed);
   auto e = std::make_shared<CaptureEvent>();
   e->state_ = weak_from_this();
   e->ctx_ = ctx.weak_from_this();
@@ -190,6 +198,7 @@ std::shared_ptr<EventImpl> CaptureState::record_at(ContextImpl& ctx, std::uint64
   auto it = std::upper_bound(m->ops.begin(), m->ops.end(), seq,
                              [](std::uint64_t s, const auto& e) { return s < e.first; });
   if (it == m->ops.begin()) return m->base;  // work from before the context joined: real
+  points_made_.fetch_add(1, std::memory_order_relaxed);
   auto e = std::make_shared<CaptureEvent>();
   e->state_ = weak_from_this();
   e->ctx_ = ctx.weak_from_this();
@@ -237,6 +246,17 @@ bool CaptureState::wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& even
   }
   std::lock_guard lock(mutex_);
   Member* m = member(ctx);
+  if (!joined && untracked()) {
+    // A second context: from now on the tracker's marks order the members' operations. The
+    // origin's operations recorded so far have none, so the newcomer follows all of them (the
+    // event it waited for may be older than some).
+    untracked_.store(false, std::memory_order_release);
+    for (auto n : members_.front().frontier) {
+      if (std::find(m->frontier.begin(), m->frontier.end(), n) == m->frontier.end()) {
+        m->frontier.push_back(n);
+      }
+    }
+  }
   for (auto n : ce->nodes_) {
     if (std::find(m->frontier.begin(), m->frontier.end(), n) == m->frontier.end()) {
       m->frontier.push_back(n);
@@ -293,8 +313,10 @@ void CaptureState::release_members() noexcept {
   }
   for (auto& c : live) c->end_capture(this);
   // The tracker's marks of captured work stand for this point from now on (issue order after
-  // the capture is then what it would be had the captured work run).
-  Tracker::instance().capture_ended(this, origin_, end_point());
+  // the capture is then what it would be had the captured work run). A capture that handed out
+  // no point (untracked, no Event recorded inside) needs none.
+  const bool points = points_made_.load(std::memory_order_acquire) != 0;
+  Tracker::instance().capture_ended(this, origin_, points ? end_point() : nullptr);
 }
 
 std::shared_ptr<EventImpl> CaptureState::end_point() noexcept {
@@ -368,6 +390,7 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
       if (!unjoined.empty()) break;
     }
   }
+  graph_->single_context = members_.size() == 1;
   lock.unlock();  // release_members takes it
   release_members();
   if (!unjoined.empty()) {

@@ -31,6 +31,13 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   [[nodiscard]] bool active() const noexcept override {
     return active_.load(std::memory_order_acquire);
   }
+  /// Records without the tracker's marks while the origin is the only context recording (a
+  /// Replay of a one-context body: its launch is the tracked operation). Before start().
+  void set_untracked() noexcept { untracked_.store(true, std::memory_order_release); }
+  [[nodiscard]] bool untracked() const noexcept override {
+    return untracked_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] std::uint64_t serial() const noexcept override { return serial_; }
   void record_op(ContextImpl& ctx, const OpInfo& op,
                  const std::function<void(Stream&, const OpInfo&)>& f) override;
   void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) override;
@@ -77,6 +84,10 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   std::string name_;
   std::source_location loc_;
   std::atomic<bool> active_{false};
+  std::atomic<bool> untracked_{false};
+  const std::uint64_t serial_;
+  // Points handed out (marks, Events recorded inside): only then is an end point needed.
+  std::atomic<std::uint32_t> points_made_{0};
   std::mutex mutex_;
   std::shared_ptr<GraphData> graph_;
   std::vector<Member> members_;

@@ -149,6 +149,7 @@ std::string topology_difference(const ir::Graph& a, const ir::Graph& b) {
            std::to_string(b.nodes.size()) + " nodes instead of " + std::to_string(a.nodes.size()) +
            ")";
   }
+  if (a.edges == b.edges) return {};  // a replay records its edges in the same order
   auto ea = a.edges;
   auto eb = b.edges;
   std::sort(ea.begin(), ea.end());

@@ -74,6 +74,8 @@ struct GraphData {
   std::vector<NodeEvents> events;
   /// Points outside a capture that its work waited for; a launch waits for them too.
   std::vector<std::shared_ptr<EventImpl>> external_waits;
+  /// A capture recorded on one context only (a Replay may record it again untracked).
+  bool single_context = false;
 
   [[nodiscard]] bool has_events() const noexcept { return !events.empty(); }
 };

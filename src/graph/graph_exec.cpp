@@ -1,5 +1,6 @@
 // GraphExec: instantiation on a backend, launch as one tracked operation, parameter updates.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "deps/issue.hpp"
@@ -148,10 +149,19 @@ bool same_uses(const ir::Graph& a, const ir::Graph& b) {
 std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_location loc) {
   require_top_level_events(next->ir);
   auto previous = graph_;
-  auto previous_accesses = accesses_;
   graph_ = next;
   // A replay usually declares the same accesses again: merging them anew is then wasted work.
-  if (!same_uses(previous->ir, next->ir)) set_accesses();
+  std::optional<AccessList> previous_accesses;
+  if (!same_uses(previous->ir, next->ir)) {
+    previous_accesses = std::move(accesses_);
+    try {
+      set_accesses();
+    } catch (...) {
+      graph_ = std::move(previous);
+      accesses_ = std::move(*previous_accesses);
+      throw;
+    }
+  }
   try {
     require_live_buffers(loc);
     auto reason = exec_->update(ir_of(next));
@@ -162,7 +172,7 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
     return reason;
   } catch (...) {
     graph_ = std::move(previous);  // nothing half-done: the executable keeps its graph
-    accesses_ = std::move(previous_accesses);
+    if (previous_accesses) accesses_ = std::move(*previous_accesses);
     throw;
   }
 }
@@ -335,6 +345,47 @@ void GraphExec::set_conditional_default(const Node& node, std::int64_t value,
   }
   auto g = impl_->editable();
   ir::condition(g->ir.nodes[i])->initial = value;
+  (void)impl_->update(std::move(g), loc);
+}
+
+void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) {
+  if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
+  if (updates.empty()) return;
+  std::vector<std::uint32_t> index;
+  index.reserve(updates.size());
+  for (const auto& u : updates) {
+    const bool kernel = u.kernel.has_value();
+    const auto i = checked_index(impl_.get(), u.node, kernel ? NodeKind::kernel : NodeKind::copy,
+                                 "update", loc);
+    const auto& n = impl_->graph()->ir.nodes[i];
+    if (kernel &&
+        std::get<ir::Kernel>(n.params).work.device.has_value() != u.kernel->device.has_value()) {
+      throw Error(Errc::invalid_argument,
+                  "update: node '" + n.name +
+                      "' parameter 'device kernel' differs in presence; a kernel node keeps its "
+                      "kind of work (instantiate anew to change it)",
+                  loc);
+    }
+    if (!kernel && u.bytes != 0 && (u.dst == nullptr || u.src == nullptr)) {
+      throw Error(Errc::invalid_argument, "update: null pointer for copy node '" + n.name + "'",
+                  loc);
+    }
+    check_uses(u.uses, "update", loc);
+    index.push_back(i);
+  }
+  auto g = impl_->editable();
+  for (std::size_t k = 0; k < updates.size(); ++k) {
+    auto& u = updates[k];
+    auto& n = g->ir.nodes[index[k]];
+    if (u.kernel) {
+      std::get<ir::Kernel>(n.params).work = std::move(*u.kernel);
+      n.uses = std::move(u.uses);
+    } else {
+      n.params = ir::Copy{u.dst, u.src, u.bytes};
+      n.uses = std::move(u.uses);
+      if (n.uses.empty()) detail::add_address_uses(n, loc);
+    }
+  }
   (void)impl_->update(std::move(g), loc);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "lazy/cuda_shape.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::lazy::detail {
@@ -57,7 +58,14 @@ class Emitter {
         blocks_(static_cast<std::size_t>(post_level) + 1) {}
 
   /// Buffer j of the kernel holds the lowered node `slot` with `shape`.
-  void bind_buffer(int slot, int j, const Shape& shape, DType t) { buffers_[slot] = {j, shape, t}; }
+  void bind_buffer(int slot, int j, const Shape& shape, DType t) {
+    buffers_[slot] = {j, shape, t, {}};
+  }
+  /// Buffer j is read from its copy in shared memory `sh<j>`, laid out with `strides`.
+  void bind_shared(int slot, int j, const Shape& shape, DType t,
+                   std::vector<std::int64_t> strides) {
+    buffers_[slot] = {j, shape, t, std::move(strides)};
+  }
   std::string value(const ExPtr& e) { return emit(e); }
   [[nodiscard]] int level(const ExPtr& e) { return level_of(e); }
   /// Keeps an expression built for emission alive (levels are remembered by address).
@@ -85,6 +93,7 @@ class Emitter {
     int index;
     Shape shape;
     DType dtype;
+    std::vector<std::int64_t> shared;  // strides of its shared-memory copy (empty: global)
   };
   struct Memo {
     ExPtr e;
@@ -132,6 +141,7 @@ class Emitter {
     const auto& b = buffers_.at(load->slot);
     std::vector<std::int64_t> st(b.shape.size(), 1);
     for (std::size_t k = b.shape.size(); k-- > 1;) st[k - 1] = st[k] * b.shape[k];
+    if (!b.shared.empty()) st = b.shared;
     ExPtr off = ex_int(0);
     for (std::size_t k = 0; k < load->args.size(); ++k) {
       off = ex_add(off, ex_mul(load->args[k], ex_int(st[k])));
@@ -162,7 +172,8 @@ class Emitter {
       case ExKind::load: {
         const auto& b = buffers_.at(e->slot);
         const std::string off = offset(e);
-        return define(e, "b" + std::to_string(b.index) + "[" + off + "]");
+        return define(e,
+                      (b.shared.empty() ? "b" : "sh") + std::to_string(b.index) + "[" + off + "]");
       }
       case ExKind::cast: {
         const std::string a = emit(e->args[0]);
@@ -460,19 +471,29 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const bool cuda = d == LazyDialect::cuda;
   const int rank = static_cast<int>(k.shape.size());
   const int nred = k.kind == Kernel::Kind::reduce ? static_cast<int>(k.red.size()) : 0;
+  // The cuda kernel's shape: operands staged in shared memory, lanes per output (cuda_shape.hpp).
+  const CudaShape shape = cuda ? choose_cuda_shape(k, L) : CudaShape{};
+  const int G = shape.group;
   // Loop levels: 0 the prologue; host: 1 the row (all but the last output axis), 2 the element;
-  // cuda: 1 the element (a thread); then one level per reduction variable; then "after the
-  // reduction" (the epilogue).
+  // cuda: 1 the element (a thread); then one level per reduction variable (one for all of them
+  // when lanes share an output: they walk the flattened terms); then "after the reduction" (the
+  // epilogue).
   const int element = cuda ? 1 : 2;
   std::vector<int> var_levels(static_cast<std::size_t>(rank + nred));
   for (int v = 0; v < rank; ++v)
     var_levels[static_cast<std::size_t>(v)] = (cuda || v == rank - 1) ? element : 1;
-  for (int r = 0; r < nred; ++r) var_levels[static_cast<std::size_t>(rank + r)] = element + 1 + r;
-  const int post = element + 1 + nred;
+  for (int r = 0; r < nred; ++r)
+    var_levels[static_cast<std::size_t>(rank + r)] = element + 1 + (G > 1 ? 0 : r);
+  const int post = element + 1 + (G > 1 ? 1 : nred);
   Emitter em(d, var_levels, post, debug, code.params);
   for (std::size_t j = 0; j < k.reads.size(); ++j) {
     const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
     em.bind_buffer(k.reads[j], static_cast<int>(j) + 1, n.shape, n.dtype);
+  }
+  for (const auto& st : shape.staged) {
+    const auto j = static_cast<std::size_t>(st.read);
+    const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
+    em.bind_shared(k.reads[j], static_cast<int>(j) + 1, n.shape, n.dtype, st.strides);
   }
   // Extents of the loops (parameters unless 0 or 1).
   std::vector<std::string> ext(static_cast<std::size_t>(rank));
@@ -486,17 +507,41 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   // The element's value (and for a reduction, its loop).
   std::string inner;  // code of the element level after the blocks, up to the store
   std::string value;
-  if (k.kind == Kernel::Kind::reduce && factored_sum(k, em, element, rank, red_ext, inner, value)) {
+  const std::string init = [&] {
+    if (k.kind != Kernel::Kind::reduce) return std::string();
+    const ExPtr id = reduce_identity(k.rop, k.body->dtype);
+    if (is_float(id->dtype)) return float_text(id->lit.f, id->dtype);
+    if (id->dtype == DType::i32) return std::to_string(id->lit.i);
+    return std::to_string(id->lit.i) + "LL";
+  }();
+  if (G > 1) {
+    // G lanes per output: lane l sums the flattened terms l, l + G, ... (consecutive lanes read
+    // consecutive elements), then a shuffle combines the lanes; lanes of a group past the end
+    // sum nothing.
+    const std::string v = em.value(k.body);
+    value = k.epilogue ? em.value(k.epilogue) : "acc";
+    const std::string terms = em.param(numel(k.red));
+    const char* T = ctype(k.body->dtype);
+    std::string loops = std::string(T) + " acc = " + init + ";\n";
+    loops += "for (long long r_ = live_ ? (long long)lane_ : " + terms + "; r_ < " + terms +
+             "; r_ += " + std::to_string(G) + ") {\nlong long q_ = r_;\n";
+    for (int r = nred - 1; r >= 0; --r) {
+      const std::string i = "i" + std::to_string(rank + r);
+      const auto& e = red_ext[static_cast<std::size_t>(r)];
+      loops += r == 0 ? "const long long " + i + " = q_;\n"
+                      : "const long long " + i + " = q_ % " + e + "; q_ /= " + e + ";\n";
+    }
+    loops += em.block(element + 1) + combine(k.rop, v) + "}\n";
+    loops += "for (int o_ = " + std::to_string(G / 2) + "; o_ > 0; o_ >>= 1) {\nconst " + T +
+             " w_ = __shfl_down_sync(0xffffffffu, acc, o_, " + std::to_string(G) + ");\n" +
+             combine(k.rop, "w_") + "}\n";
+    inner = loops + "if (live_ && lane_ == 0) {\n" + em.block(post);
+  } else if (k.kind == Kernel::Kind::reduce &&
+             factored_sum(k, em, element, rank, red_ext, inner, value)) {
     // A sum of products with factors independent of the inner loops: nested partial sums.
   } else if (k.kind == Kernel::Kind::reduce) {
     const std::string v = em.value(k.body);
     value = k.epilogue ? em.value(k.epilogue) : "acc";
-    const std::string init = [&] {
-      const ExPtr id = reduce_identity(k.rop, k.body->dtype);
-      if (is_float(id->dtype)) return float_text(id->lit.f, id->dtype);
-      if (id->dtype == DType::i32) return std::to_string(id->lit.i);
-      return std::to_string(id->lit.i) + "LL";
-    }();
     std::string loops = std::string(ctype(k.body->dtype)) + " acc = " + init + ";\n";
     for (int r = 0; r < nred; ++r) {
       loops += "for (long long i" + std::to_string(rank + r) + " = 0; i" +
@@ -511,9 +556,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   }
 
   const std::string args = "sl_a" + std::to_string(index);
-  std::string t = "struct " + args + " { void* b[" + std::to_string(code.buffer_slots()) +
-                  "]; long long p[" + std::to_string(std::max<std::size_t>(code.params.size(), 1)) +
-                  "]; };\n";
+  std::string t;  // the function (its argument struct goes before it once all parameters exist)
   const char* out_type = ctype(L.nodes[static_cast<std::size_t>(k.out)].dtype);
   std::string pro;
   const std::string a = cuda ? "a." : "a->";
@@ -530,15 +573,70 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   }
   const std::string store = "out[f] = " + value + ";\n";
   if (cuda) {
-    // Index arithmetic of the loop in 32 bits when everything fits.
+    if (G > 1) {
+      // Threads, a whole number of warps (every lane of a warp takes part in the shuffles).
+      code.elements = (code.elements * G + 31) / 32 * 32;
+    }
+    // Index arithmetic of the loop in 32 bits when everything fits, the grid-stride step past the
+    // end included (blocks x 256 threads: a few million at most on any device).
     std::int64_t biggest = code.elements;
     for (int r : k.reads)
       biggest = std::max(biggest, numel(L.nodes[static_cast<std::size_t>(r)].shape));
-    const char* I = biggest < (std::int64_t{1} << 31) - 1024 ? "int" : "long long";
+    const char* I =
+        biggest < (std::int64_t{1} << 31) - (std::int64_t{1} << 26) ? "int" : "long long";
     t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
-         " a) {\n" + pro + em.block(0) + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n" +
-         "for (I f = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; f < n; f += (I)gridDim.x * "
-         "(I)blockDim.x) {\n";
+         " a) {\n" + pro + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n";
+    if (shape.staged.empty()) {
+      t += "const I nb = (I)gridDim.x;\n";
+    } else {
+      // Each block copies the staged operands once: enough outputs per block to repay the copy
+      // (half an output per staged element: 512 blocks for the wide DAG's 2^20 outputs, about 4
+      // per SM on an H100 for occupancy), at least 256 blocks, and blocks beyond that leave at
+      // once.
+      std::int64_t staged = 0;
+      for (const auto& st : shape.staged) {
+        staged += numel(
+            L.nodes[static_cast<std::size_t>(k.reads[static_cast<std::size_t>(st.read)])].shape);
+      }
+      const std::int64_t per_block = std::max<std::int64_t>(1024, staged / 2);
+      const std::int64_t cap =
+          std::max<std::int64_t>(256, (code.elements + per_block - 1) / per_block);
+      t += "const I cap_ = (I)" + em.param(cap) +
+           ";\nconst I nb = (I)gridDim.x < cap_ ? (I)gridDim.x : cap_;\n"
+           "if ((I)blockIdx.x >= nb) return;\n";
+      for (const auto& st : shape.staged) {
+        const auto j = static_cast<std::size_t>(st.read);
+        const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
+        const std::string b = std::to_string(j + 1);
+        t += "__shared__ " + std::string(ctype(n.dtype)) + " sh" + b + "[" +
+             std::to_string(st.capacity) + "];\n";
+        t += "for (long long x_ = threadIdx.x; x_ < " + em.param(numel(n.shape)) +
+             "; x_ += blockDim.x) {\nlong long q_ = x_, o_ = 0;\n";
+        for (std::size_t a = n.shape.size(); a-- > 0;) {
+          const std::string stride = em.param(st.strides[a]);
+          if (a == 0) {
+            t += "o_ += q_ * " + stride + ";\n";
+          } else {
+            const std::string e = em.param(n.shape[a]);
+            t += "o_ += (q_ % " + e + ") * " + stride + "; q_ /= " + e + ";\n";
+          }
+        }
+        t += "sh" + b + "[o_] = b" + b + "[x_];\n}\n";
+      }
+      t += "__syncthreads();\n";
+    }
+    t += em.block(0);
+    if (G > 1) {
+      const std::string g = std::to_string(G);
+      t += "const I nt = (I)" + em.param(code.elements) +
+           ";\nconst int lane_ = (int)(threadIdx.x % " + g +
+           "u);\nfor (I t_ = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; t_ < nt; t_ += nb * "
+           "(I)blockDim.x) {\nconst bool live_ = t_ / " +
+           g + " < n;\nconst I f = live_ ? t_ / " + g + " : n - 1;\n";
+    } else {
+      t += "for (I f = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; f < n; f += nb * "
+           "(I)blockDim.x) {\n";
+    }
     if (rank > 0) {
       t += "I q = f;\n";
       for (int v = rank - 1; v >= 0; --v) {
@@ -551,7 +649,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
         }
       }
     }
-    t += em.block(1) + inner + store + "}\n}\n";
+    t += em.block(1) + inner + store + (G > 1 ? "}\n" : "") + "}\n}\n";
   } else {
     t += "extern \"C\" void " + code.name + "(const void* args_, long long lo, long long hi) {\n" +
          "const " + args + "* a = (const " + args + "*)args_;\n" + pro + em.block(0) +
@@ -592,7 +690,9 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       t += nested + "}\n}\n";
     }
   }
-  code.text = std::move(t);
+  code.text = "struct " + args + " { void* b[" + std::to_string(code.buffer_slots()) +
+              "]; long long p[" + std::to_string(std::max<std::size_t>(code.params.size(), 1)) +
+              "]; };\n" + t;
   return code;
 }
 

@@ -94,6 +94,8 @@ class Lowerer {
     for (const auto& o : ops) {
       for (char c : o.letters) {
         auto& v = var_of[static_cast<std::size_t>(letter_index(c))];
+        // A summed letter of extent 1 is one term: no reduction variable (read at 0).
+        if (v < 0 && ext[static_cast<std::size_t>(letter_index(c))] == 1) continue;
         if (v < 0) {
           v = static_cast<int>(out.size() + red.size());
           red.push_back(ext[static_cast<std::size_t>(letter_index(c))]);
@@ -105,7 +107,8 @@ class Lowerer {
       std::vector<ExPtr> idx;
       for (std::size_t a = 0; a < o.letters.size(); ++a) {
         const auto l = static_cast<std::size_t>(letter_index(o.letters[a]));
-        idx.push_back(o.shape[a] == 1 && ext[l] != 1 ? ex_int(0) : ex_var(var_of[l]));
+        idx.push_back((o.shape[a] == 1 && ext[l] != 1) || var_of[l] < 0 ? ex_int(0)
+                                                                        : ex_var(var_of[l]));
       }
       ExPtr l = ex_load_slot(o.slot, o.dtype, std::move(idx));
       body = body ? ex_mul(body, l) : l;
@@ -351,10 +354,35 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
     case NodeKind::einsum: {
       std::vector<Shape> shapes;
       for (const auto& o : in) shapes.push_back(shape_of(o));
-      const auto ext = einsum_extents(n.spec, shapes, op_name(n), n.where);
+      auto ext = einsum_extents(n.spec, shapes, op_name(n), n.where);
       std::vector<Operand> ops;
       for (std::size_t k = 0; k < in.size(); ++k) {
         ops.push_back({slot_of(in[k]), in[k]->dtype, n.spec.inputs[k], shapes[k]});
+      }
+      // For the pairwise order, an operand's axis of extent 1 under a letter of larger extent (a
+      // broadcast) is a letter of its own, of extent 1: the other operands may then sum that
+      // letter before this one joins. The DG gradient's J dxi/dx is constant over the nodes j:
+      // S·u is summed over j once (3·E·Np² terms), not once per direction (9·E·Np²).
+      if (ops.size() > 2) {
+        auto renamed = ops;
+        auto free_ext = ext;
+        bool any = false;
+        for (auto& o : renamed) {
+          for (std::size_t a = 0; a < o.letters.size(); ++a) {
+            const auto l = static_cast<std::size_t>(letter_index(o.letters[a]));
+            if (o.shape[a] != 1 || free_ext[l] == 1) continue;
+            const auto f = std::find(free_ext.begin(), free_ext.end(), std::int64_t{-1});
+            if (f == free_ext.end()) break;  // all 52 letters taken
+            *f = 1;
+            const auto i = static_cast<int>(f - free_ext.begin());
+            o.letters[a] = static_cast<char>(i < 26 ? 'a' + i : 'A' + (i - 26));
+            any = true;
+          }
+        }
+        if (any && best_pair(renamed, n.spec.output, free_ext)) {
+          ops = std::move(renamed);
+          ext = std::move(free_ext);
+        }
       }
       // Three or more operands: contract them pairwise in the order that needs the fewest
       // multiplications, when that beats one loop over every letter (NumPy's optimize=True).
@@ -366,10 +394,16 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
         for (std::size_t k = 0; k < ops.size(); ++k) {
           if (k != x && k != y) needed += ops[k].letters;
         }
+        // The intermediate's axes: letters the output lacks, then the output's in its order, so
+        // that the last contraction reads it along the output's contiguous axis.
         std::string letters;
         for (char c : ops[x].letters + ops[y].letters) {
-          if (needed.find(c) != std::string::npos && letters.find(c) == std::string::npos)
+          if (needed.find(c) != std::string::npos && letters.find(c) == std::string::npos &&
+              n.spec.output.find(c) == std::string::npos)
             letters += c;
+        }
+        for (char c : n.spec.output) {
+          if ((ops[x].letters + ops[y].letters).find(c) != std::string::npos) letters += c;
         }
         Shape shape;
         for (char c : letters) shape.push_back(ext[static_cast<std::size_t>(letter_index(c))]);

@@ -44,7 +44,11 @@ struct Instance {
   PinnedBuffer<long long> err;
   std::shared_ptr<const std::vector<std::string>> sites;
   std::vector<Resolved> binding;  // per buf, as last launched
-  std::optional<GraphExec> exec;  // last: destroyed first
+  // What exec was instantiated from: its nodes (one per step) name a rebinding's updates.
+  std::optional<Graph> graph;
+  std::vector<sluice::Node> nodes;
+  std::vector<std::vector<int>> steps_of_buf;  // per buf, the steps whose node uses it
+  std::optional<GraphExec> exec;               // last: destroyed first
 };
 
 class ProgramImpl {
@@ -76,6 +80,16 @@ class ProgramImpl {
   [[nodiscard]] std::vector<Shape> shapes_for(const std::vector<Shape>& placeholder_shapes) const;
   Instance& instance(const Device& device, const std::vector<Shape>& ps, std::source_location loc);
   Graph build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const;
+  /// Step `s`'s uses under the binding `ptrs`.
+  static std::vector<Use> step_uses(const Instance& inst, const Step& s,
+                                    const std::vector<Resolved>& ptrs);
+  /// The work of kernel (or gemm) step `s` under the binding `ptrs`.
+  static KernelWork step_work(const Instance& inst, const Step& s,
+                              const std::vector<Resolved>& ptrs);
+  /// Rebinds inst's executable to `ptrs` by updating only the nodes whose buffers changed, in one
+  /// batch. False (nothing changed) where a changed buffer is used by a node that has no
+  /// parameters to update (an empty node, the bounds check).
+  static bool rebind(Instance& inst, const std::vector<Resolved>& ptrs, std::source_location loc);
   [[noreturn]] void fail(const std::string& message, std::source_location loc) const {
     throw Error(Errc::invalid_argument, "sluice::lazy program '" + options_.name + "': " + message,
                 loc);
@@ -266,6 +280,67 @@ GeneratedSource generate_source(const std::vector<NodePtr>& outputs, const Optio
   return g;
 }
 
+std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
+                                        const std::vector<Resolved>& ptrs) {
+  std::vector<Use> uses;
+  uses.reserve(s.reads.size() + 2);
+  for (int b : s.reads) {
+    const auto& r = ptrs[static_cast<std::size_t>(b)];
+    if (r.id != 0) uses.push_back({r.id, Access::read, {}});
+  }
+  if (s.writes >= 0) {
+    const auto& w = ptrs[static_cast<std::size_t>(s.writes)];
+    if (w.id != 0) uses.push_back({w.id, Access::write, {}});
+  }
+  const bool checked =
+      s.kind == Step::Kind::check || (s.kind == Step::Kind::kernel && s.code >= 0 &&
+                                      inst.desc.codes[static_cast<std::size_t>(s.code)].debug);
+  if (checked) uses.push_back({inst.err.object_id(), Access::read_write, {}});
+  return uses;
+}
+
+KernelWork ProgramImpl::step_work(const Instance& inst, const Step& s,
+                                  const std::vector<Resolved>& ptrs) {
+  const auto& d = inst.desc;
+  if (s.kind == Step::Kind::gemm) {
+    const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
+    BlasGemmArgs a;
+    a.precision = k.dtype == DType::f32 ? Precision::f32 : Precision::f64;
+    a.trans_a = k.gemm.trans_a;
+    a.trans_b = k.gemm.trans_b;
+    a.m = k.gemm.m;
+    a.n = k.gemm.n;
+    a.k = k.gemm.k;
+    a.alpha = 1;
+    a.beta = 0;
+    a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
+    a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
+    a.c = ptrs[static_cast<std::size_t>(s.writes)].data;
+    a.lda = k.gemm.lda;
+    a.ldb = k.gemm.ldb;
+    a.ldc = k.gemm.ldc;
+    a.stride_a = k.gemm.stride_a;
+    a.stride_b = k.gemm.stride_b;
+    a.stride_c = k.gemm.stride_c;
+    a.batch = k.gemm.batch;
+    return std::move(*inst.ext->gemm(a));
+  }
+  const auto& c = d.codes[static_cast<std::size_t>(s.code)];
+  std::vector<std::byte> args(c.arg_bytes());
+  auto put = [&](std::size_t slot, const void* p) {
+    std::memcpy(args.data() + 8 * slot, &p, sizeof p);
+  };
+  put(0, ptrs[static_cast<std::size_t>(s.writes)].data);
+  for (std::size_t j = 0; j < s.reads.size(); ++j) {
+    put(j + 1, ptrs[static_cast<std::size_t>(s.reads[j])].data);
+  }
+  if (c.debug) put(c.buffer_slots() - 1, inst.err.data());
+  if (!c.params.empty()) {
+    std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
+  }
+  return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight, args);
+}
+
 Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const {
   const auto& d = inst.desc;
   Graph g(options_.name);
@@ -275,66 +350,16 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
     NodeOptions o;
     o.name = s.name;
     for (int a : s.after) o.after.push_back(nodes[static_cast<std::size_t>(a)]);
-    for (int b : s.reads) {
-      const auto& r = ptrs[static_cast<std::size_t>(b)];
-      if (r.id != 0) o.uses.push_back({r.id, Access::read, {}});
-    }
-    if (s.writes >= 0) {
-      const auto& w = ptrs[static_cast<std::size_t>(s.writes)];
-      if (w.id != 0) o.uses.push_back({w.id, Access::write, {}});
-    }
+    o.uses = step_uses(inst, s, ptrs);
     switch (s.kind) {
-      case Step::Kind::kernel: {
-        if (s.code < 0) {
+      case Step::Kind::kernel:
+      case Step::Kind::gemm:
+        if (s.kind == Step::Kind::kernel && s.code < 0) {
           nodes.push_back(g.add_empty(std::move(o)));
           break;
         }
-        const auto& c = d.codes[static_cast<std::size_t>(s.code)];
-        std::vector<std::byte> args(c.arg_bytes());
-        auto put = [&](std::size_t slot, const void* p) {
-          std::memcpy(args.data() + 8 * slot, &p, sizeof p);
-        };
-        put(0, ptrs[static_cast<std::size_t>(s.writes)].data);
-        for (std::size_t j = 0; j < s.reads.size(); ++j) {
-          put(j + 1, ptrs[static_cast<std::size_t>(s.reads[j])].data);
-        }
-        if (c.debug) {
-          put(c.buffer_slots() - 1, inst.err.data());
-          o.uses.push_back({inst.err.object_id(), Access::read_write, {}});
-        }
-        if (!c.params.empty()) {
-          std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
-        }
-        nodes.push_back(g.add_kernel(inst.ext->work(inst.module, static_cast<std::size_t>(s.code),
-                                                    c.elements, c.weight, args),
-                                     std::move(o)));
+        nodes.push_back(g.add_kernel(step_work(inst, s, ptrs), std::move(o)));
         break;
-      }
-      case Step::Kind::gemm: {
-        const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
-        BlasGemmArgs a;
-        a.precision = k.dtype == DType::f32 ? Precision::f32 : Precision::f64;
-        a.trans_a = k.gemm.trans_a;
-        a.trans_b = k.gemm.trans_b;
-        a.m = k.gemm.m;
-        a.n = k.gemm.n;
-        a.k = k.gemm.k;
-        a.alpha = 1;
-        a.beta = 0;
-        a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
-        a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
-        a.c = ptrs[static_cast<std::size_t>(s.writes)].data;
-        a.lda = k.gemm.lda;
-        a.ldb = k.gemm.ldb;
-        a.ldc = k.gemm.ldc;
-        a.stride_a = k.gemm.stride_a;
-        a.stride_b = k.gemm.stride_b;
-        a.stride_c = k.gemm.stride_c;
-        a.batch = k.gemm.batch;
-        auto work = inst.ext->gemm(a);
-        nodes.push_back(g.add_kernel(std::move(*work), std::move(o)));
-        break;
-      }
       case Step::Kind::copy: {
         const auto& src = ptrs[static_cast<std::size_t>(s.reads[0])];
         const auto& dst = ptrs[static_cast<std::size_t>(s.writes)];
@@ -344,7 +369,6 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
         break;
       }
       case Step::Kind::check: {
-        o.uses.push_back({inst.err.object_id(), Access::read_write, {}});
         nodes.push_back(g.add_host(
             [err = inst.err.data(), sites = inst.sites, name = options_.name] {
               if (__atomic_load_n(err, __ATOMIC_ACQUIRE) == 0) return;
@@ -362,7 +386,58 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
       }
     }
   }
+  inst.nodes = std::move(nodes);
+  if (inst.steps_of_buf.empty()) {
+    inst.steps_of_buf.resize(d.bufs.size());
+    for (std::size_t i = 0; i < d.steps.size(); ++i) {
+      const auto& s = d.steps[i];
+      auto note = [&](int b) {
+        auto& v = inst.steps_of_buf[static_cast<std::size_t>(b)];
+        if (v.empty() || v.back() != static_cast<int>(i)) v.push_back(static_cast<int>(i));
+      };
+      for (int b : s.reads) note(b);
+      if (s.writes >= 0) note(s.writes);
+      if (s.kind == Step::Kind::gemm) {
+        const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
+        note(d.buf_of[static_cast<std::size_t>(k.gemm.a)]);
+        note(d.buf_of[static_cast<std::size_t>(k.gemm.b)]);
+      }
+    }
+  }
   return g;
+}
+
+bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
+                         std::source_location loc) {
+  const auto& d = inst.desc;
+  std::vector<int> steps;
+  for (std::size_t b = 0; b < ptrs.size(); ++b) {
+    if (ptrs[b].data == inst.binding[b].data && ptrs[b].id == inst.binding[b].id) continue;
+    for (int i : inst.steps_of_buf[b]) {
+      if (std::find(steps.begin(), steps.end(), i) == steps.end()) steps.push_back(i);
+    }
+  }
+  std::vector<GraphExec::NodeUpdate> updates;
+  updates.reserve(steps.size());
+  for (int i : steps) {
+    const auto& s = d.steps[static_cast<std::size_t>(i)];
+    GraphExec::NodeUpdate u;
+    u.node = inst.nodes[static_cast<std::size_t>(i)];
+    u.uses = step_uses(inst, s, ptrs);
+    if (s.kind == Step::Kind::gemm || (s.kind == Step::Kind::kernel && s.code >= 0)) {
+      u.kernel = step_work(inst, s, ptrs);
+    } else if (s.kind == Step::Kind::copy &&
+               d.bufs[static_cast<std::size_t>(s.writes)].bytes != 0) {
+      u.dst = ptrs[static_cast<std::size_t>(s.writes)].data;
+      u.src = ptrs[static_cast<std::size_t>(s.reads[0])].data;
+      u.bytes = d.bufs[static_cast<std::size_t>(s.writes)].bytes;
+    } else {
+      return false;  // an empty node or the bounds check: rebuilt whole
+    }
+    updates.push_back(std::move(u));
+  }
+  inst.exec->update(updates, loc);
+  return true;
 }
 
 void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
@@ -492,10 +567,17 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     return true;
   };
   if (!inst.exec) {
-    inst.exec.emplace(build_graph(inst, ptrs), ctx.device(), loc);
+    inst.graph = build_graph(inst, ptrs);
+    inst.exec.emplace(*inst.graph, ctx.device(), loc);
     inst.binding = std::move(ptrs);
   } else if (!same(inst.binding, ptrs)) {
-    inst.exec->update(build_graph(inst, ptrs), loc);
+    // Only the nodes that use a changed buffer, in one batch; the whole graph anew where a node
+    // has nothing to update in place.
+    if (!rebind(inst, ptrs, loc)) {
+      auto g = build_graph(inst, ptrs);
+      inst.exec->update(g, loc);
+      inst.graph = std::move(g);
+    }
     inst.binding = std::move(ptrs);
     ++stats_.rebinds;
   }

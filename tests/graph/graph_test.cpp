@@ -169,6 +169,52 @@ TEST_P(GraphTest, ParameterUpdatesInPlace) {
   EXPECT_THROW(exec.set_copy(k, z.data(), x.data(), 4), Error);  // wrong kind
 }
 
+TEST_P(GraphTest, BatchedUpdatesApplyTogetherOrNotAtAll) {
+  auto ctx = make_context();
+  constexpr int n = 512;
+  DeviceBuffer<int> x(ctx, n), y(ctx, n), z(ctx, n), w(ctx, n);
+  Graph g("batched");
+  auto set = g.add_memset(x.data(), 0, x.bytes(), {.name = "set", .uses = {writes(x)}});
+  auto k =
+      g.add_kernel(add_work(x.data(), n, 2), {.name = "add", .uses = {updates(x)}, .after = {set}});
+  auto cp = g.add_copy(y.data(), x.data(), x.bytes(), {.name = "copy", .after = {k}});
+  GraphExec exec(g, device());
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));
+  // Both nodes at once: the kernel adds 5 to z (set apart by a copy of x), the copy goes to w.
+  std::vector<GraphExec::NodeUpdate> bad(2);
+  bad[0].node = k;
+  bad[0].kernel = add_work(x.data(), n, 5);
+  bad[0].uses = {updates(x)};
+  bad[1].node = k;  // a kernel node given a copy's parameters: refused, nothing applied
+  bad[1].dst = w.data();
+  bad[1].src = x.data();
+  bad[1].bytes = x.bytes();
+  EXPECT_THROW(exec.update(bad), Error);
+  exec.launch(ctx);
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));  // unchanged executable
+  std::vector<GraphExec::NodeUpdate> good(2);
+  good[0].node = k;
+  good[0].kernel = add_work(x.data(), n, 5);
+  good[0].uses = {updates(x)};
+  good[1].node = cp;
+  good[1].dst = w.data();
+  good[1].src = x.data();
+  good[1].bytes = x.bytes();
+  const auto before = graph::stats().instantiations;
+  exec.update(good);
+  exec.launch(ctx);
+  EXPECT_EQ(graph::stats().instantiations, before);  // in place
+  EXPECT_EQ(read(ctx, w), std::vector<int>(n, 5));
+  EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));  // the old destination is untouched
+  // The launch is ordered by the copy's new destination: another context's later write of w
+  // waits for it.
+  auto other = make_context();
+  exec.launch(ctx);
+  memset(other, w, 0);
+  EXPECT_EQ(read(other, w), std::vector<int>(n, 0));
+}
+
 TEST_P(GraphTest, WholeUpdateAndTopologyErrors) {
   auto ctx = make_context();
   constexpr int n = 64;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy/cuda_shape.hpp"
 #include "lazy/generator.hpp"
 #include "lazy/source.hpp"
 #include "sluice/kernel.hpp"
@@ -14,17 +15,19 @@
 namespace sluice::test {
 namespace {
 
-void expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Options& o) {
+/// Compiles the program's cuda source with NVRTC; returns the source.
+std::string expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Options& o) {
   std::vector<L::detail::NodePtr> nodes;
   for (const auto& a : outputs) nodes.push_back(a.node());
   const auto g = L::detail::generate_source(nodes, o, LazyDialect::cuda);
-  if (g.kernels.empty()) return;
+  if (g.kernels.empty()) return g.source;
   const std::vector<std::string> options{"-std=c++17"};
   try {
     (void)kernel_cache::compile(g.source, g.kernels.front(), options, 90);
   } catch (const Error& e) {
-    FAIL() << e.what() << "\n" << g.source;
+    ADD_FAILURE() << e.what() << "\n" << g.source;
   }
+  return g.source;
 }
 
 TEST(LazyCudaSource, RandomProgramsCompileWithNvrtc) {
@@ -39,7 +42,7 @@ TEST(LazyCudaSource, RandomProgramsCompileWithNvrtc) {
       o.debug = seed % 2 == 0;
       SCOPED_TRACE("seed " + std::to_string(seed));
       expect_compiles(arrays, o);
-      if (HasFatalFailure()) return;
+      if (HasFailure()) return;
     }
   }
 }
@@ -51,6 +54,62 @@ TEST(LazyCudaSource, EinsumWithEpilogueCompiles) {
   auto g = L::einsum("xrej,rij,ej->xei", ijm, S, u);
   auto r = L::tanh(g) * 2.0 + 1.0;
   expect_compiles({r, L::sum(r, {0, 2})}, {});
+}
+
+// The shapes of cuda_shape.hpp at the sizes that choose them: staged operators (the DG einsums at
+// p = 1 and 4, the wide DAG's product) and lanes sharing an output (the wide DAG's row sum).
+TEST(LazyCudaSource, StagedAndGroupedKernelsCompile) {
+  for (std::int64_t np : {4, 35}) {
+    const std::int64_t nfp = np == 4 ? 3 : 15, e = 3000;
+    auto ijm = L::placeholder<double>("ijm", {3, 3, e, 1});
+    auto S = L::placeholder<double>("S", {3, np, np});
+    auto u = L::placeholder<double>("u", {e, np});
+    auto Lf = L::placeholder<double>("L", {np, 4, nfp});
+    auto sJ = L::placeholder<double>("sJ", {4, e, nfp});
+    auto F = L::placeholder<double>("F", {4, e, nfp});
+    auto Mi = L::placeholder<double>("Mi", {np, np});
+    auto Ji = L::placeholder<double>("Ji", {e, np});
+    auto grad = L::einsum("xrej,rij,ej->xei", ijm, S, u);
+    auto lift = L::einsum("ifj,fej,fej->ei", Lf, sJ, F);
+    auto rhs = L::einsum("ei,ij,ej->ei", Ji, Mi, lift) - L::sum(grad, 0);
+    SCOPED_TRACE("Np " + std::to_string(np));
+    expect_compiles({grad, rhs}, {});
+    expect_compiles({grad, rhs}, {.debug = true});
+  }
+  auto M = L::placeholder<double>("M", {64, 64});
+  auto X = L::placeholder<double>("X", {16384, 64});
+  auto y = L::einsum("ij,ej->ei", M, X);
+  expect_compiles({L::sum(L::tanh(y) * X + 1.0, 1), L::max(X, 1)}, {});
+}
+
+TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {
+  struct Force {
+    L::detail::CudaShapeRules saved = L::detail::cuda_shape_rules();
+    Force() {
+      auto& r = L::detail::cuda_shape_rules();
+      r.stage_reuse = 0;
+      r.group_terms = 2;
+      r.force_group = true;
+    }
+    ~Force() { L::detail::cuda_shape_rules() = saved; }
+  } force;
+  int staged = 0, shared = 0;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    Generator gen(seed);
+    const auto outs = gen.program(14, 3);
+    std::vector<L::Array<double>> arrays;
+    for (const auto& v : outs) arrays.push_back(v.a);
+    L::Options o;
+    o.debug = seed % 2 == 0;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const auto src = expect_compiles(arrays, o);
+    if (HasFailure()) return;
+    staged += src.find("__shared__") != std::string::npos;
+    shared += src.find("__shfl_down_sync") != std::string::npos;
+  }
+  // The forced shapes did appear.
+  EXPECT_GT(staged, 0);
+  EXPECT_GT(shared, 0);
 }
 
 }  // namespace

@@ -1,7 +1,13 @@
 #include "sluice/backend.hpp"
 
+#include <atomic>
+#include <mutex>
 #include <utility>
+#include <vector>
 
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
+#include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/error.hpp"
 
 namespace sluice {
@@ -69,4 +75,72 @@ std::unique_ptr<GraphExecutable> Backend::instantiate_graph(const std::shared_pt
               "backend '" + std::string(name()) + "' has no graphs; use the host or cuda backend");
 }
 
+namespace detail {
+namespace {
+
+struct Holds {
+  std::mutex mutex;
+  std::size_t count = 0;  // under mutex
+  std::atomic<bool> active{false};
+  std::vector<std::function<void()>> kept;
+};
+
+// Never destroyed: holds may end while statics are torn down.
+Holds& holds() {
+  static auto* h = new Holds;
+  return *h;
+}
+
+}  // namespace
+
+void begin_host_hold() noexcept {
+  auto& h = holds();
+  std::lock_guard lock(h.mutex);
+  ++h.count;
+  h.active.store(true, std::memory_order_release);
+}
+
+void end_host_hold() noexcept {
+  auto& h = holds();
+  std::vector<std::function<void()>> run;
+  {
+    std::lock_guard lock(h.mutex);
+    if (h.count == 0 || --h.count > 0) return;
+    h.active.store(false, std::memory_order_release);
+    run.swap(h.kept);
+  }
+  // Outside the lock: a release may end in another release (or a new hold).
+  for (auto& fn : run) {
+    try {
+      fn();
+    } catch (...) {
+      // Releases are best effort, like destructors.
+    }
+  }
+}
+
+bool host_holds_active() noexcept {
+  return holds().active.load(std::memory_order_acquire);
+}
+
+void run_when_unheld(std::function<void()> release) noexcept {
+  auto& h = holds();
+  if (h.active.load(std::memory_order_acquire)) {
+    std::unique_lock lock(h.mutex);
+    if (h.count > 0) {
+      try {
+        h.kept.push_back(std::move(release));
+      } catch (...) {
+        // Out of memory: dropping the release leaks its resource, running it could hang.
+      }
+      return;
+    }
+  }
+  try {
+    release();
+  } catch (...) {
+  }
+}
+
+}  // namespace detail
 }  // namespace sluice

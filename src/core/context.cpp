@@ -10,6 +10,9 @@
 #include <utility>
 
 #include "core/context_impl.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
+#include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/event.hpp"
 
 namespace sluice {
@@ -117,10 +120,26 @@ ContextImpl::ContextImpl(std::shared_ptr<Backend> backend, Device device, Stream
 ContextImpl::~ContextImpl() {
   set_capturing(false);  // keeps any_capturing()'s count right if destroyed mid-capture
   std::string lost;
-  try {
-    stream_->synchronize();
-  } catch (const std::exception& e) {
-    lost = e.what();
+  if (host_holds_active()) {
+    // The stream may wait for work a host hold keeps back, maybe held by this thread: it is
+    // drained and destroyed when the last hold ends (sluice/backend.hpp), not here.
+    try {
+      std::shared_ptr<Stream> s(std::move(stream_));
+      run_when_unheld([s] {
+        try {
+          s->synchronize();
+        } catch (...) {
+        }
+      });
+    } catch (...) {
+      // Out of memory: the stream goes with the context (and may wait there).
+    }
+  } else {
+    try {
+      stream_->synchronize();
+    } catch (const std::exception& e) {
+      lost = e.what();
+    }
   }
   if (observers_installed()) observed_destroy(timeline_);
   if (auto f = failures_->take(); f && !f->reported.exchange(true)) {

@@ -358,20 +358,24 @@ void* host_access_begin(BufferState& b, Access mode, std::source_location loc) {
 }
 
 void host_access_end(BufferState& b, Access) noexcept {
-  std::lock_guard lock(b.mutex);
-  if (b.bytes == 0) return;
-  const auto me = std::this_thread::get_id();
-  if (auto it = std::find(b.holders.begin(), b.holders.end(), me); it != b.holders.end()) {
-    b.holders.erase(it);
-  } else if (!b.holders.empty()) {
-    b.holders.pop_back();  // destroyed on another thread than the one that made it
+  std::shared_ptr<Gate> opening;
+  {
+    std::lock_guard lock(b.mutex);
+    if (b.bytes == 0) return;
+    const auto me = std::this_thread::get_id();
+    if (auto it = std::find(b.holders.begin(), b.holders.end(), me); it != b.holders.end()) {
+      b.holders.erase(it);
+    } else if (!b.holders.empty()) {
+      b.holders.pop_back();  // destroyed on another thread than the one that made it
+    }
+    if (b.gate) b.gate->remove_holder(me);
+    if (--b.host_accessors == 0 && b.gate) opening = std::move(b.gate);
   }
-  if (b.gate) b.gate->remove_holder(me);
-  if (--b.host_accessors == 0 && b.gate) {
-    b.gate->open();
-    unregister_gate(b.gate.get());
-    b.gate.reset();
-  }
+  if (!opening) return;
+  // Outside the buffer's lock: opening the last hold runs the releases kept meanwhile, and the
+  // gate's end releases what it parked (both may wait for the device).
+  opening->open();
+  unregister_gate(opening.get());
 }
 
 }  // namespace sluice::dataflow::detail

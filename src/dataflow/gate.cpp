@@ -6,6 +6,9 @@
 #include <mutex>
 
 #include "dataflow/state.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
+#include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
@@ -32,6 +35,11 @@ Gate::Gate(const Device& device) : ops_(find_extension<DeviceOps>(device.backend
     device_flag_.emplace(device, 1);
     *device_flag_->data() = 0;
   }
+  sluice::detail::begin_host_hold();
+}
+
+Gate::~Gate() {
+  open();
 }
 
 void Gate::issue(const Context& ctx, std::source_location loc) {
@@ -58,12 +66,16 @@ void Gate::issue(const Context& ctx, std::source_location loc) {
   }
   std::lock_guard lock(mutex_);
   issued_.emplace_back(timeline, seq);
+  // Destroying the context waits for its work: kept until the gate opened.
+  parked_.push_back(ctx.shared_impl());
 }
 
 void Gate::open() noexcept {
+  if (opened_.exchange(true)) return;
   if (device_flag_) __atomic_store_n(device_flag_->data(), 1, __ATOMIC_RELEASE);
   flag_->store(1, std::memory_order_release);
   flag_->notify_all();
+  sluice::detail::end_host_hold();
 }
 
 void Gate::park(std::shared_ptr<void> keeper) {
@@ -104,6 +116,7 @@ void Gate::propagate(ContextImpl& ctx, std::uint64_t from) {
     const auto [t, s] = issued_[i];
     if (ctx.waits_for(t, s)) {
       issued_.emplace_back(timeline, from);
+      parked_.push_back(ctx.shared_from_this());
       return;
     }
   }

@@ -71,7 +71,11 @@ class QueueState {
 /// buffer, opened when the last host accessor goes.
 class Gate {
  public:
+  /// Begins a host hold (sluice/backend.hpp) that opening ends.
   explicit Gate(const Device& device);
+  ~Gate();
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
   /// Issues the gate on `ctx` unless already there.
   void issue(const Context& ctx, std::source_location loc);
   void open() noexcept;
@@ -88,7 +92,9 @@ class Gate {
   void park(std::shared_ptr<void> keeper);
 
  private:
-  std::vector<std::shared_ptr<void>> parked_;  // destroyed after the gate opened
+  // Destroyed after the gate opened: buffers' cleanup and the contexts it holds work back on.
+  std::vector<std::shared_ptr<void>> parked_;
+  std::atomic<bool> opened_{false};
   std::vector<std::thread::id> holders_;
   DeviceOps* ops_;  // the backend's gate, or null: a blocking host task
   std::shared_ptr<std::atomic<int>> flag_ = std::make_shared<std::atomic<int>>(0);

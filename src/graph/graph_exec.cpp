@@ -1,11 +1,15 @@
 // GraphExec: instantiation on a backend, launch as one tracked operation, parameter updates.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "deps/issue.hpp"
 #include "deps/tracker.hpp"
 #include "graph/graph_exec_impl.hpp"
 #include "graph/graph_stats.hpp"
+#define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
+#include "sluice/detail/contract_holds.hpp"
+#undef SLUICE_IMPL_PUBLIC_INCLUDE
 #include "sluice/error.hpp"
 #include "sluice/graph.hpp"
 
@@ -34,6 +38,22 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
   }
   what_ = "graph '" + graph_->ir.name + "'";
   graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+void retire(std::unique_ptr<GraphExecutable> exec) noexcept {
+  if (!exec || !host_holds_active()) return;  // destroyed here
+  try {
+    std::shared_ptr<GraphExecutable> kept(std::move(exec));
+    run_when_unheld([kept] {});
+  } catch (...) {
+    // Out of memory: the executable was destroyed when the shared_ptr could not be made.
+  }
+}
+}  // namespace
+
+GraphExecImpl::~GraphExecImpl() {
+  retire(std::move(exec_));
 }
 
 void GraphExecImpl::set_accesses() {
@@ -146,7 +166,7 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
     require_live_buffers(loc);
     auto reason = exec_->update(ir_of(next));
     if (!reason.empty()) {
-      exec_ = backend_->instantiate_graph(ir_of(next), device_.index);
+      retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
       graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
     }
     return reason;

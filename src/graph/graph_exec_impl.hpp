@@ -14,6 +14,11 @@ namespace sluice::detail {
 class GraphExecImpl {
  public:
   GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& device, std::source_location loc);
+  /// The backend's executable waits for its launches when destroyed: kept while a host hold is
+  /// active (sluice/backend.hpp), so that dropping a graph never waits for held-back work.
+  ~GraphExecImpl();
+  GraphExecImpl(const GraphExecImpl&) = delete;
+  GraphExecImpl& operator=(const GraphExecImpl&) = delete;
 
   void launch(const Context& ctx, std::source_location loc);
   /// Takes `next` (same topology, checked by the caller). Returns why the backend re-instantiated

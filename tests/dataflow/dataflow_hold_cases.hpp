@@ -10,13 +10,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend_param.hpp"
@@ -161,6 +166,126 @@ inline void other_buffer_of_a_held_group(const Device& d) {
     if (!hold) {
       EXPECT_EQ(cv[5], 2 ^ 5) << "written back when nothing is held";
     }
+  }
+}
+
+/// Fails the test binary (instead of hanging it) if the scope is not left within `limit`: a
+/// regression of a "must return" case fails CI in seconds instead of at the job's timeout.
+class Watchdog {
+ public:
+  Watchdog(std::string what, std::chrono::seconds limit)
+      : what_(std::move(what)), thread_([this, limit] {
+          std::unique_lock lock(mutex_);
+          if (!cv_.wait_for(lock, limit, [&] { return done_; })) {
+            std::fprintf(stderr, "FAILED: %s did not return within %lld s (a hang); aborting\n",
+                         what_.c_str(), static_cast<long long>(limit.count()));
+            std::fflush(stderr);
+            std::_Exit(1);
+          }
+        }) {}
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+/// Issue 23's hang class on the release side: destroying buffers (each kind), core device and
+/// pinned buffers, a graph launched behind held-back work, a context that waits for it and the
+/// queue itself, while a HostAccessor of this thread holds work back, returns (on cuda
+/// cudaFreeHost, cudaFree, a graph's or a context's teardown would wait for the whole device).
+/// After the accessor goes, the held-back work runs and every result is right.
+inline void releases_while_holding_return(const Device& d) {
+  constexpr std::size_t n = 64;
+  for (int pass = 0; pass < 2; ++pass) {  // pass 0 loads the kernels and the graph's code
+    const bool hold = pass == 1;
+    Watchdog watchdog(hold ? "releasing while a HostAccessor holds work back" : "warm-up pass",
+                      std::chrono::seconds(90));
+    std::vector<int> av(n, 2), bv(n, 3), dv(n, 0);
+    df::Buffer<int> a(av.data(), df::range<1>(n));
+    std::optional<df::Queue> q;
+    q.emplace(df::QueueOptions{.device = d, .in_order = false});
+    std::optional<df::Buffer<int>> b, c, e, f;
+    b.emplace(bv.data(), df::range<1>(n));  // written by the held-back group
+    c.emplace(df::range<1>(n));             // host-less; a host copy of its own (pinned) below
+    e.emplace(df::range<1>(n));             // host-less, device data only
+    f.emplace(dv.data(), df::range<1>(n));  // write-back, its work done before the hold
+    fill(*q, *c, 10);
+    fill(*q, *e, 20);
+    fill(*q, *f, 30);
+    {
+      df::HostAccessor<int, 1, access_mode::read> hc(*c);
+      ASSERT_EQ(hc[3], 13);
+    }
+    // Core memory and a graph on a context of its own.
+    std::optional<Context> ctx;
+    ctx.emplace(d);
+    std::optional<DeviceBuffer<int>> dev;
+    dev.emplace(*ctx, n);
+    std::optional<PinnedBuffer<int>> pin;
+    pin.emplace(d, n);
+    std::optional<GraphExec> exec;
+    {
+      Capture cap(*ctx, "release-while-holding");
+      sluice::fill(*ctx, *dev, 9);
+      exec.emplace(cap.end(), d);
+    }
+    exec->launch(*ctx);
+    ctx->synchronize();
+    std::vector<int> pv;
+    {
+      std::optional<df::HostAccessor<int, 1, access_mode::read>> h;
+      if (hold) h.emplace(a);
+      overwrite(*q, *b, a, 1);  // reads a: held back while h lives
+      if (hold) {
+        // ctx now waits for the held-back group, and so does a launch of the graph there.
+        for (const auto& qc : q->contexts()) ctx->wait_for(qc);
+        exec->launch(*ctx);
+      }
+      b.reset();  // used by held-back work: parked, not written back
+      c.reset();  // its own pinned host copy (cudaFreeHost)
+      e.reset();
+      f.reset();  // written back (its work is done), then freed
+      // Written back unless its copy would queue behind the held-back group (docs/dataflow.md).
+      if (hold) {
+        EXPECT_TRUE(dv[5] == 35 || dv[5] == 0) << dv[5];
+      } else {
+        EXPECT_EQ(dv[5], 35);
+      }
+      pin.reset();
+      dev.reset();
+      exec.reset();  // a launch of it may wait for the held-back group
+      ctx.reset();   // its stream waits for the held-back group
+      q.reset();     // its context runs the held-back group
+      if (hold) {
+        EXPECT_EQ(bv, std::vector<int>(n, 3)) << "written back before its producer ran";
+        EXPECT_EQ(av[0], 2);
+      }
+    }
+    EXPECT_EQ(av, std::vector<int>(n, 2));
+    if (!hold) {
+      EXPECT_EQ(bv, std::vector<int>(n, 2 ^ 1));
+    }
+    // The device still works, and the work held back ran: a new queue reads a.
+    df::Queue q2(df::QueueOptions{.device = d});
+    std::vector<int> out(n, 0);
+    {
+      df::Buffer<int> o(out.data(), df::range<1>(n));
+      overwrite(q2, o, a, 4);
+    }
+    EXPECT_EQ(out, std::vector<int>(n, 2 ^ 4));
   }
 }
 
@@ -455,7 +580,13 @@ TEST_P(DataflowHold, ConstBuffersAreNeverWritten) {
 TEST_P(DataflowHold, StaleAccessorAndHandlerAreErrors) {
   dataflow_hold_cases::stale_accessor_and_handler_are_errors(device());
 }
+TEST_P(DataflowHold, ReleasesWhileHoldingReturn) {
+  dataflow_hold_cases::releases_while_holding_return(device());
+}
 TEST_P(DataflowHold, RandomProgramsWaitEveryWayWhileHolding) {
+  // A hang fails the binary in seconds instead of at the job's timeout.
+  dataflow_hold_cases::Watchdog watchdog("random programs holding HostAccessors",
+                                         std::chrono::seconds(240));
   int waited = 0, refused = 0;
   // Loads the kernels first (cuda: a first launch under a gate may wait for an idle device).
   {

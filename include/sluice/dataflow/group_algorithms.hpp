@@ -310,6 +310,9 @@ __device__ ScanPair<T> block_scan(const T& x, const Op& op) {
   if (warp == 0) {
     T t = tot[lane < warps ? lane : 0];
     t = warp_scan(t, lane, 0xffffffffu, op);
+    // Lanes past the last warp read tot[0] above, which lane 0 now overwrites: order the reads
+    // first (lanes of a warp are not in lockstep since Volta; racecheck flags it otherwise).
+    __syncwarp();
     if (lane < warps) tot[lane] = t;
   }
   __syncthreads();

@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
+#include "backends/cuda/cuda_release.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::cuda {
@@ -140,11 +141,10 @@ void* allocate_pinned(std::size_t bytes) {
 }
 
 void free_pinned(void* ptr) noexcept {
-  if (in_host_callback()) {
-    defer([ptr] { free_pinned(ptr); });
-    return;
-  }
-  if (cudaFreeHost(ptr) != cudaSuccess) clear_error();
+  // cudaFreeHost waits for the whole device: never while sluice's own work is held back.
+  release_device_wide([ptr] {
+    if (cudaFreeHost(ptr) != cudaSuccess) clear_error();
+  });
 }
 
 PointerInfo classify(const void* p) {

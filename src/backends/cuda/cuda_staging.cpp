@@ -5,7 +5,7 @@
 #include <bit>
 
 #include "backends/cuda/cuda_check.hpp"
-#include "backends/cuda/cuda_host_callback.hpp"
+#include "backends/cuda/cuda_release.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -18,7 +18,9 @@ std::size_t size_class(std::size_t bytes) {
 }
 
 void free_block(void* block) noexcept {
-  if (cudaFreeHost(block) != cudaSuccess) clear_error();
+  release_device_wide([block] {
+    if (cudaFreeHost(block) != cudaSuccess) clear_error();
+  });
 }
 
 }  // namespace
@@ -54,11 +56,7 @@ void StagingPool::release(void* block, std::size_t bytes) noexcept {
   } catch (...) {
     // Out of memory growing the free list: free the block instead.
   }
-  if (in_host_callback()) {
-    defer([block] { free_block(block); });
-  } else {
-    free_block(block);
-  }
+  free_block(block);  // later, outside host functions and holds
 }
 
 StagingPool& staging_pool() {

@@ -26,8 +26,8 @@ class StagingPool {
   /// Gives back a block from `acquire(bytes)`. Safe inside host functions.
   void release(void* block, std::size_t bytes) noexcept;
 
-  /// Blocks kept for reuse at most; beyond it, returned blocks are freed (later, outside host
-  /// functions, since cudaFreeHost is a CUDA call).
+  /// Blocks kept for reuse at most; beyond it, returned blocks are freed (cuda_release.hpp:
+  /// outside host functions and while no host hold is active).
   static constexpr std::size_t kMaxCached = std::size_t{256} << 20;
 
  private:

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "backends/cuda/cuda_release.hpp"
 #include "dataflow/device_ops.hpp"
 #include "sluice/error.hpp"
 
@@ -50,8 +51,11 @@ class CudaDeviceOps final : public DeviceOps {
   }
 
   void free_shared(void* ptr) noexcept override {
-    // cudaFree synchronizes the device; the tracked work is known complete already.
-    (void)cudaFree(ptr);
+    // The tracked work is known complete, but cudaFree waits for the whole device, where a
+    // HostAccessor's gate may hold other work back.
+    sluice::detail::cuda::release_device_wide([ptr] {
+      if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
+    });
   }
 };
 

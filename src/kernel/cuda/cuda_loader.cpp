@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_release.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "sluice/error.hpp"
 
@@ -29,10 +30,12 @@ class CudaKernel final : public LoadedKernel {
   // Launches already queued may still run code of the library: wait for the device's work
   // before unloading it (the last handle of a loaded kernel is rarely dropped on a hot path).
   ~CudaKernel() override {
-    DeviceGuard guard(device().index, std::nothrow);
-    (void)cudaDeviceSynchronize();
-    (void)cudaLibraryUnload(library_);
-    clear_error();
+    release_device_wide([device = device().index, library = library_] {
+      DeviceGuard guard(device, std::nothrow);
+      (void)cudaDeviceSynchronize();
+      (void)cudaLibraryUnload(library);
+      clear_error();
+    });
   }
 
   void launch(Stream& stream, const Dims& grid, const Block& block, void** args,

@@ -22,6 +22,9 @@
 // The units are split over the cluster's warps in order (first_of): a block's direction units are
 // neighbouring tiles and its update units neighbouring chunks, so what a block reads of p lies in
 // one window of the element range (its tiles with the stencil's reach, and its own elements).
+// Tiles count from the start of the vectors and chunks from the end, so the update units go to
+// the blocks in reverse order (upd_part): block b's tiles and elements then lie together and its
+// window is about n / blocks elements plus the reach, not the whole vector (32^3 fits).
 // Per iteration: (A) every block forms p = xs r + b p on its window, its own elements from
 // registers, the others from the r their owners pushed to it; (B) the direction units compute
 // w = A p and the terms of p'w, store each w to its owner's shared memory and publish each unit's
@@ -129,6 +132,12 @@ long long reach_of(const LaStencil& s) {
 
 // ---- cluster helpers ---------------------------------------------------------------------------
 
+/// The part of the update units (first_of over `blocks` parts) that block `rank` takes, and the
+/// block that takes part `rank` (its own inverse): the parts in reverse block order.
+__host__ __device__ __forceinline__ unsigned upd_part(int blocks, unsigned rank) {
+  return static_cast<unsigned>(blocks) - 1 - rank;
+}
+
 /// `local`'s counterpart in block `b` of the cluster (distributed shared memory), or `local`.
 template <class T>
 __device__ __forceinline__ T* in_block(T* local, int blocks, unsigned rank, unsigned b) {
@@ -203,15 +212,22 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __syncthreads();                           // everyone read stop before thread 0 changes the state
   if (rank != 0 && t == 0) st.hist_cap = 0;  // block 0 alone writes the history
 
-  // The warp's units among the cluster's warps, and the block's own update units.
+  // The warp's units among the cluster's warps, and the block's own update units. Update units
+  // count chunks from the end of the vectors, tiles from the start: block `rank` takes the
+  // update units of part blocks - 1 - rank (upd_part), so that its tiles and its elements lie
+  // together and its window is about n / blocks elements (see layout_for).
   const unsigned all_warps = static_cast<unsigned>(blocks * threads / 32);
-  const unsigned pw = rank * static_cast<unsigned>(threads / 32) + static_cast<unsigned>(t / 32);
+  const unsigned wpb = static_cast<unsigned>(threads / 32), wt = static_cast<unsigned>(t / 32);
+  const unsigned pw = rank * wpb + wt;
+  const unsigned upw_part = upd_part(blocks, rank) * wpb + wt;
   const unsigned d0 = first_of(g.dir_units, all_warps, pw);
   const unsigned d1 = first_of(g.dir_units, all_warps, pw + 1);
-  const unsigned u0 = first_of(g.upd_units, all_warps, pw);
-  const unsigned u1 = first_of(g.upd_units, all_warps, pw + 1);
-  const unsigned own0 = first_of(g.upd_units, static_cast<unsigned>(blocks), rank);
-  const unsigned own1 = first_of(g.upd_units, static_cast<unsigned>(blocks), rank + 1);
+  const unsigned u0 = first_of(g.upd_units, all_warps, upw_part);
+  const unsigned u1 = first_of(g.upd_units, all_warps, upw_part + 1);
+  const unsigned own0 =
+      first_of(g.upd_units, static_cast<unsigned>(blocks), upd_part(blocks, rank));
+  const unsigned own1 =
+      first_of(g.upd_units, static_cast<unsigned>(blocks), upd_part(blocks, rank) + 1);
 
   // The warp's elements (g.n: none): x, r and the direction p.
   const auto element = [&](int k) {
@@ -298,8 +314,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         const double w =
             rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i, sy, sz) +
                   s.center * c);
-        const unsigned ob =
-            owner_of(g.upd_units, static_cast<unsigned>(blocks), update_unit(g, q.i));
+        const unsigned ob = upd_part(
+            blocks, owner_of(g.upd_units, static_cast<unsigned>(blocks), update_unit(g, q.i)));
         in_block(W, blocks, rank, ob)[q.i - l.lo[ob]] = w;
         acc += w * c;
       }
@@ -468,7 +484,8 @@ Layout layout_for(const Geometry& g, const LaStencil& s, int blocks) {
       lo = first - reach;
       hi = last + reach + 1;
     }
-    const unsigned u0 = first_of(g.upd_units, ub, b), u1 = first_of(g.upd_units, ub, b + 1);
+    const unsigned up = upd_part(blocks, static_cast<unsigned>(b));
+    const unsigned u0 = first_of(g.upd_units, ub, up), u1 = first_of(g.upd_units, ub, up + 1);
     if (u1 > u0) {
       const long long c0 = u0 / kStepWarps, c1 = (u1 - 1) / kStepWarps;
       lo = std::min<long long>(lo, (g.chunks - 1 - c1) * kStepThreads);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_release.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "core/context_impl.hpp"
 #include "la/cuda/cg_small.hpp"
@@ -90,11 +91,14 @@ struct ScratchBlock {
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {
-    int current = 0;
-    const bool switched = cudaGetDevice(&current) == cudaSuccess && current != device &&
-                          cudaSetDevice(device) == cudaSuccess;
-    if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();  // a broken context only leaks
-    if (switched) (void)cudaSetDevice(current);
+    // cudaFree waits for the whole device: not while a HostAccessor's gate holds work back.
+    sluice::detail::cuda::release_device_wide([p = ptr, dev = device] {
+      int current = 0;
+      const bool switched = cudaGetDevice(&current) == cudaSuccess && current != dev &&
+                            cudaSetDevice(dev) == cudaSuccess;
+      if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();  // a broken context only leaks
+      if (switched) (void)cudaSetDevice(current);
+    });
   }
 };
 using BlockRef = std::shared_ptr<ScratchBlock>;

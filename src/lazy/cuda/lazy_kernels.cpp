@@ -17,6 +17,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_release.hpp"
 #include "sluice/error.hpp"
 #include "sluice/kernel.hpp"
 
@@ -30,10 +31,12 @@ class CudaModule final : public LazyModule {
   // Launches already queued may still run its code: wait for the device before unloading (a
   // module is dropped with its program, rarely on a hot path).
   ~CudaModule() override {
-    DeviceGuard guard(device_, std::nothrow);
-    (void)cudaDeviceSynchronize();
-    (void)cudaLibraryUnload(library_);
-    clear_error();
+    release_device_wide([device = device_, library = library_] {
+      DeviceGuard guard(device, std::nothrow);
+      (void)cudaDeviceSynchronize();
+      (void)cudaLibraryUnload(library);
+      clear_error();
+    });
   }
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;

@@ -115,6 +115,7 @@ void collectives(const Comm& c) {
     for (int k = 0; k < 2; ++k) h[static_cast<std::size_t>(k)] = c.rank(l) * 10 + k;
     ring.emplace_back(c.context(l), 6);
     sluice::copy(c.context(l), ring.back(), h);
+    c.context(l).synchronize();  // h is pageable and goes at the end of this iteration
   }
   c.for_each_local([&](const Rank& r) {
     const auto l = static_cast<std::size_t>(r.local_index());

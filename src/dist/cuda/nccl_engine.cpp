@@ -83,6 +83,13 @@ ncclRedOp_t nccl_op(DistOp op) {
   if (const char* last = ncclGetLastError(comm); last != nullptr && *last != '\0') {
     text += " (" + std::string(last) + ")";
   }
+  // A peer that failed first makes NCCL report an internal or remote error here; its notice (sent
+  // over MPI as it failed) says why, so wait briefly for it and name it.
+  for (int i = 0; i < 100 && !process_failure(); ++i) {
+    poll_failure_notices();
+    if (!process_failure()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (auto first = process_failure()) text += ", after " + *first;
   fail_process(text, true);
   throw Error(Errc::backend_failure, text, where);
 }

@@ -242,6 +242,7 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   config.ranks = st->ranks;
   config.contexts = st->contexts;
   config.name = st->name;
+  config.max_local = st->map.max_local;
   // An engine id (NCCL's) is made on process 0 and sent to all.
   std::uint64_t id_bytes = 0;
   if (st->procs->rank() == 0) {

@@ -101,6 +101,13 @@ Graph Run::record_solve() {
   const bool one_trip = o_.fixed_iterations && o_.max_it <= k &&
                         (loop_env == nullptr || std::string(loop_env) != "always");
   Node loop = first;
+  host_body_.reset();
+  host_end_.reset();
+  if (!one_trip && par_ != nullptr) {  // the loop on the host (Work::graph_body)
+    host_body_.emplace(body());
+    if (right_) host_end_.emplace(record(name + " end", [&] { unwind(); }));
+    return g;
+  }
   if (!one_trip) {
     loop = g.add_while(
         w_.running, body(),
@@ -130,10 +137,28 @@ void Run::run_graph() {
       }
     }
     if (!updated) w_.graph.emplace(g, ctx_.device(), loc_);
+    w_.graph_body.reset();
+    w_.graph_end.reset();
+    if (host_body_) w_.graph_body.emplace(*host_body_, ctx_.device(), loc_);
+    if (host_end_) w_.graph_end.emplace(*host_end_, ctx_.device(), loc_);
+    host_body_.reset();
+    host_end_.reset();
     w_.graph_key = std::move(key);
   }
   wait_for_host_access(w_.slots.object_id(), Access::write, slot_range(0), loc_);
   w_.graph->launch(ctx_, loc_);
+  if (w_.graph_body) {
+    // Each trip ends with the state in pinned slot 0: the host reads its stop, as the while
+    // node reads the flag. Every rank holds the same state, so all launch alike.
+    for (;;) {
+      Event trip;
+      trip.record(ctx_, loc_);
+      trip.synchronize(loc_);
+      if (w_.slots.data()[0].stop != 0) break;
+      w_.graph_body->launch(ctx_, loc_);
+    }
+    if (w_.graph_end) w_.graph_end->launch(ctx_, loc_);
+  }
   Snapshot s;
   s.event.record(ctx_, loc_);
   read(s);

@@ -39,6 +39,10 @@ struct Ksp::Work {
   /// option its kernels were given); a solve with another key updates or re-instantiates it.
   std::vector<std::uint64_t> graph_key;
   std::optional<GraphExec> graph;
+  /// graph across ranks (dist): the block of iterations and TFQMR's unwinding, launched by the
+  /// host while the flag says running (graph holds the set-up only). A while node's body may
+  /// not hold what NCCL records (its event nodes): cudaGraphInstantiate refuses it.
+  std::optional<GraphExec> graph_body, graph_end;
 };
 
 }  // namespace sluice::la
@@ -291,6 +295,8 @@ class Run {
   /// and the state's copy in pinned slot 0 (so the last one done is the final state), then
   /// TFQMR's unwinding of right preconditioning.
   Graph record_solve();
+  /// record_solve's graphs that the host launches itself (across ranks: see Work::graph_body).
+  std::optional<Graph> host_body_, host_end_;
 
   /// Graph mode: records the solve (or updates the recorded one in place for new vectors),
   /// launches it as one operation and reads the final state.

@@ -118,6 +118,8 @@ struct DistEngineConfig {
   /// NCCL: the communicator's id, made by rank 0 (DistKernels::unique_id) and sent to all.
   std::vector<std::byte> unique_id;
   std::string name;
+  /// The most ranks any process of the communicator holds (every process gets the same).
+  int max_local = 1;
   /// The dist layer's own description of the processes (used by the host engine).
   std::shared_ptr<const void> transport;
 };

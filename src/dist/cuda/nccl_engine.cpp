@@ -11,7 +11,14 @@
 //
 // NCCL ranks of one process must be driven from one thread each (or inside ncclGroupStart/End):
 // the dist layer issues a multi-rank operation on a thread per local rank (CommState::each), and
-// the engine makes each rank's communicator on a thread of its own.
+// the engine makes (and destroys) each rank's communicator on a thread of its own. Those threads
+// issue their NCCL calls under the tracker's one lock (deps/issue.hpp), so a call must never wait
+// for another rank's: NCCL's set-up of connections on a first use does (a bootstrap exchange
+// with the peers' calling threads), and rank 0's thread waiting there holds the lock that rank
+// 1's thread needs to reach its call (one process driving several GPUs hung). So every
+// connection is made while the communicators are made, on the set-up threads: collective ones
+// by NCCL_RUNTIME_CONNECT=0 (set unless the user set it), point-to-point ones by an exchange
+// with every peer there when some process holds several ranks.
 //
 // A `checked` collective (the public calls; the dist layer's own objects check their sizes when
 // they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
@@ -26,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -144,7 +152,7 @@ std::string signature_mismatch(const std::uint64_t* all, int ranks) {
 class NcclEngine final : public DistEngine {
  public:
   explicit NcclEngine(const DistEngineConfig& config)
-      : contexts_(config.contexts), size_(config.size) {
+      : contexts_(config.contexts), ranks_(config.ranks), size_(config.size) {
     if (config.unique_id.size() != sizeof(ncclUniqueId)) {
       throw Error(Errc::invalid_state, "dist: the NCCL communicator id did not arrive whole");
     }
@@ -156,6 +164,9 @@ class NcclEngine final : public DistEngine {
     // current at ncclCommInitRank; one thread setting several devices in turn inside a group,
     // or a thread on which NCCL's runtime already settled on another device, left every rank of
     // a process on one GPU ("Duplicate GPU detected" on a 4-GPU machine).
+    // Every connection now (see the top of the file). NCCL reads it once, at its first set-up.
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    const bool connect_peers = config.max_local > 1 && config.size > 1;
     std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
     std::vector<std::string> errors(comms_.size());
     {
@@ -165,6 +176,7 @@ class NcclEngine final : public DistEngine {
           try {
             DeviceGuard guard(config.contexts[l].device().index);
             results[l] = ncclCommInitRank(&comms_[l], config.size, id, config.ranks[l]);
+            if (results[l] == ncclSuccess && connect_peers) connect_all_peers(l, errors[l]);
           } catch (const std::exception& e) {
             errors[l] = e.what();
           }
@@ -224,12 +236,17 @@ class NcclEngine final : public DistEngine {
       cudaFreeHost(checkers_[l]->host);
     }
     if (aborted_.load()) return;  // the watchdog aborted (and so freed) them
+    // A thread per rank, as at the set-up: a finalize may wait for the other ranks'.
+    std::vector<std::thread> done;
     for (std::size_t l = 0; l < comms_.size(); ++l) {
       if (comms_[l] == nullptr) continue;
-      DeviceGuard guard(contexts_[l].device().index, std::nothrow);
-      ncclCommFinalize(comms_[l]);
-      ncclCommDestroy(comms_[l]);
+      done.emplace_back([this, l] {
+        DeviceGuard guard(contexts_[l].device().index, std::nothrow);
+        ncclCommFinalize(comms_[l]);
+        ncclCommDestroy(comms_[l]);
+      });
     }
+    for (auto& t : done) t.join();
   }
 
   std::string_view name() const noexcept override { return "nccl"; }
@@ -307,6 +324,43 @@ class NcclEngine final : public DistEngine {
   }
 
  private:
+  /// On local rank l's set-up thread (its device current): a point-to-point exchange with every
+  /// other rank, so that NCCL connects them all now and no later call waits for a peer's thread.
+  /// Leaves the reason in `error` if it failed.
+  void connect_all_peers(std::size_t l, std::string& error) {
+    const int me = ranks_[l];
+    cudaStream_t s = nullptr;
+    std::uint64_t* buf = nullptr;  // one word sent, one received from each rank
+    auto fail = [&](const char* what, const char* why) {
+      if (error.empty()) error = std::string("cuda: ") + what + " failed: " + why;
+    };
+    if (const auto r = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); r != cudaSuccess) {
+      fail("cudaStreamCreate (NCCL peer connections)", cudaGetErrorString(r));
+      return;
+    }
+    const auto words = static_cast<std::size_t>(size_ + 1);
+    if (const auto m = cudaMalloc(reinterpret_cast<void**>(&buf), words * sizeof *buf);
+        m != cudaSuccess) {
+      fail("cudaMalloc (NCCL peer connections)", cudaGetErrorString(m));
+    } else {
+      ncclResult_t r = ncclGroupStart();
+      for (int q = 0; q < size_ && r == ncclSuccess; ++q) {
+        if (q == me) continue;
+        r = ncclRecv(buf + 1 + q, 1, ncclUint64, q, comms_[l], s);
+        if (r == ncclSuccess) r = ncclSend(buf, 1, ncclUint64, q, comms_[l], s);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      if (r == ncclSuccess) r = end;
+      if (r != ncclSuccess) {
+        fail("ncclSend/ncclRecv (NCCL peer connections)", ncclGetErrorString(r));
+      } else if (const auto e = cudaStreamSynchronize(s); e != cudaSuccess) {
+        fail("cudaStreamSynchronize (NCCL peer connections)", cudaGetErrorString(e));
+      }
+      cudaFree(buf);
+    }
+    cudaStreamDestroy(s);
+  }
+
   /// Destroys the communicators made so far (a failed set-up).
   void destroy_comms(const DistEngineConfig& config) noexcept {
     for (std::size_t k = 0; k < comms_.size(); ++k) {
@@ -404,6 +458,7 @@ class NcclEngine final : public DistEngine {
   }
 
   std::vector<Context> contexts_;
+  std::vector<int> ranks_;
   int size_ = 1;
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<Checker>> checkers_;

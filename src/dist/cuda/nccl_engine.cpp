@@ -18,7 +18,8 @@
 // 1's thread needs to reach its call (one process driving several GPUs hung). So every
 // connection is made while the communicators are made, on the set-up threads: collective ones
 // by NCCL_RUNTIME_CONNECT=0 (set unless the user set it), point-to-point ones by an exchange
-// with every peer there when some process holds several ranks.
+// with every peer there when some process holds several ranks (which also turns off NCCL's
+// registration of captured buffers, NCCL_GRAPH_REGISTER=0, for the same reason).
 //
 // A `checked` collective (the public calls; the dist layer's own objects check their sizes when
 // they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
@@ -167,6 +168,9 @@ class NcclEngine final : public DistEngine {
     // Every connection now (see the top of the file). NCCL reads it once, at its first set-up.
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     const bool connect_peers = config.max_local > 1 && config.size > 1;
+    // Registering a captured collective's buffers may also exchange with the peers (NCCL reads
+    // this at its first capture): off where a process drives several GPUs.
+    if (config.max_local > 1) setenv("NCCL_GRAPH_REGISTER", "0", 0);
     std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
     std::vector<std::string> errors(comms_.size());
     {

@@ -1,5 +1,6 @@
 // Graph mode: a solve recorded once (set-up, a while node whose body is a block of
-// iterations), kept by its key and relaunched or updated (src/la/ksp_run.hpp).
+// iterations; across ranks the host runs that loop, see Work::graph_body), kept by its key and
+// relaunched or updated (src/la/ksp_run.hpp).
 
 #include "la/ksp_run.hpp"
 

@@ -32,6 +32,14 @@ Tracker& Tracker::instance() {
 void Tracker::run(ContextImpl& ctx, const AccessList& accesses, std::string_view what,
                   std::source_location loc, const std::function<void()>& enqueue) {
   {
+    // What the work drops while the lock is held (an IR version that adopted a buffer) releases
+    // after the lock is let go.
+    struct Depth {
+      Depth() { ++run_depth(); }
+      ~Depth() {
+        if (--run_depth() == 0) Tracker::instance().release_kept();
+      }
+    } depth;
     std::lock_guard lock(mutex_);
     std::span<const Use> uses = accesses.uses();
     if (!accesses.raw_uses().empty()) {

@@ -183,9 +183,13 @@ class Tracker {
   std::uint32_t add_node(ContextImpl& ctx, std::span<const Use> a, std::string_view what,
                          std::source_location loc);
   std::shared_ptr<EventImpl> event_for(Mark& m);
-  /// retire() without the capture's adoption.
+  /// retire() without the capture's adoption. Called while this thread holds mutex_ in run()
+  /// (a graph launch dropping the last IR version that adopted a buffer), it is kept until run()
+  /// lets go of the lock.
   void release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
                    const std::function<void(ContextImpl&)>& release) noexcept;
+  /// Runs the releases kept while this thread held mutex_ in run().
+  void release_kept() noexcept;
   /// The active capture that records work using `id` (of home or of a context with a mark on
   /// it), or null.
   std::shared_ptr<CaptureSink> capture_using(ObjectId id, const std::shared_ptr<ContextImpl>& home);
@@ -193,6 +197,8 @@ class Tracker {
   std::shared_ptr<ContextImpl> release_target(const std::shared_ptr<ContextImpl>& home,
                                               const std::vector<Mark*>& deps);
   static bool complete(const Mark& m);
+  /// How deep this thread is in run() (which holds mutex_ while the work is issued).
+  static int& run_depth() noexcept;
   /// Capture guard: throws (through the capture) if any of `deps` is being captured.
   static void refuse_if_captured(const std::vector<Mark*>& deps, std::string_view what,
                                  std::source_location loc);

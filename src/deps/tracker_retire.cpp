@@ -4,7 +4,9 @@
 #include "deps/tracker.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
+#include <vector>
 
 namespace sluice::detail {
 
@@ -57,8 +59,41 @@ void Tracker::retire(ObjectId id, const std::shared_ptr<ContextImpl>& home,
   release_now(id, home, release);
 }
 
+namespace {
+
+/// A release asked for while this thread held the tracker's lock in Tracker::run.
+struct KeptRelease {
+  ObjectId id;
+  std::shared_ptr<ContextImpl> home;
+  std::function<void(ContextImpl&)> release;
+};
+thread_local std::vector<KeptRelease> kept_releases;
+
+}  // namespace
+
+int& Tracker::run_depth() noexcept {
+  thread_local int depth = 0;
+  return depth;
+}
+
+void Tracker::release_kept() noexcept {
+  while (!kept_releases.empty()) {
+    auto kept = std::move(kept_releases);
+    kept_releases.clear();
+    for (auto& k : kept) release_now(k.id, k.home, k.release);
+  }
+}
+
 void Tracker::release_now(ObjectId id, const std::shared_ptr<ContextImpl>& home,
                           const std::function<void(ContextImpl&)>& release) noexcept {
+  if (run_depth() > 0) {
+    try {
+      kept_releases.push_back({id, home, release});
+      return;
+    } catch (...) {
+      std::terminate();  // releasing here would wait for the lock this thread holds
+    }
+  }
   std::unique_lock lock(mutex_);
   try {
     auto it = objects_.find(id);

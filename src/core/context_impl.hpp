@@ -203,7 +203,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   }
 
   /// The operation the calling thread is enqueuing (inside the function given to `enqueue`).
-  [[nodiscard]] static const Issuing& issuing() noexcept { return issuing_; }
+  [[nodiscard]] static const Issuing& issuing() noexcept {
+    return issuing_;
+  }
 
   /// Completes the work of a blocking context (and throws its failure); no-op when async.
   void finish_if_blocking() {

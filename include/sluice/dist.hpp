@@ -48,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sluice/context.hpp"
@@ -180,8 +181,7 @@ class Rank {
   template <class T>
   void allreduce(DeviceBuffer<T>& data, ReduceOp op, const Context& ctx,
                  std::source_location loc = std::source_location::current()) const {
-    issue_allreduce(detail::ref(data), detail::ref(data), detail::dist_type_of<T>(), op, ctx, true,
-                    loc);
+    allreduce(std::as_const(data), data, op, ctx, loc);
   }
   /// recv = the reduction of every rank's send (recv and send of equal sizes).
   template <class T>

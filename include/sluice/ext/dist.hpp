@@ -65,6 +65,23 @@ struct DistExchangePart {
 /// call (a rank given another count or root fails every rank instead of hanging).
 enum class DistCall : std::uint8_t { allreduce, reduce, broadcast, allgather, exchange };
 
+/// The call's name in messages ("allreduce", ...).
+[[nodiscard]] constexpr const char* dist_call_name(DistCall c) noexcept {
+  switch (c) {
+    case DistCall::allreduce:
+      return "allreduce";
+    case DistCall::reduce:
+      return "reduce";
+    case DistCall::broadcast:
+      return "broadcast";
+    case DistCall::allgather:
+      return "allgather";
+    case DistCall::exchange:
+      return "exchange";
+  }
+  return "collective";
+}
+
 /// What every rank of a collective passes: compared across ranks where `checked`.
 struct DistSignature {
   DistCall call = DistCall::allreduce;

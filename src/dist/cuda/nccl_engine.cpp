@@ -116,19 +116,7 @@ void run_on(Stream& s, const OpInfo& op, F&& f) {
 }
 
 const char* call_name(std::uint64_t call) {
-  switch (static_cast<DistCall>(call)) {
-    case DistCall::allreduce:
-      return "allreduce";
-    case DistCall::reduce:
-      return "reduce";
-    case DistCall::broadcast:
-      return "broadcast";
-    case DistCall::allgather:
-      return "allgather";
-    case DistCall::exchange:
-      return "exchange";
-  }
-  return "collective";
+  return dist_call_name(static_cast<DistCall>(call));
 }
 
 /// The text of the first difference between rank 0's signature and another rank's, or empty.

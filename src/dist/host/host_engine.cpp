@@ -29,22 +29,6 @@
 namespace sluice::detail::dist {
 namespace {
 
-const char* call_name(DistCall c) {
-  switch (c) {
-    case DistCall::allreduce:
-      return "allreduce";
-    case DistCall::reduce:
-      return "reduce";
-    case DistCall::broadcast:
-      return "broadcast";
-    case DistCall::allgather:
-      return "allgather";
-    case DistCall::exchange:
-      return "exchange";
-  }
-  return "?";
-}
-
 template <class T>
 void combine_into(T* acc, const T* in, std::size_t n, DistOp op) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -86,7 +70,7 @@ bool operator==(const DistSignature& a, const DistSignature& b) {
 }
 
 std::string describe(const DistSignature& s) {
-  return std::string(call_name(s.call)) + " of " + std::to_string(s.count) + " elements" +
+  return std::string(dist_call_name(s.call)) + " of " + std::to_string(s.count) + " elements" +
          (s.call == DistCall::reduce || s.call == DistCall::broadcast
               ? " from root " + std::to_string(s.root)
               : std::string());

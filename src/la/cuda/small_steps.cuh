@@ -35,7 +35,16 @@ struct Geometry {
   unsigned chunks = 0;
   unsigned dir_units = 0;  // tiles * 8
   unsigned upd_units = 0;  // chunks * 8
+  int wshift = -1;         // log2(width) where the width is a power of 2 (shifts, not divisions)
 };
+
+/// log2(v) for a power of 2, else -1 (Geometry::wshift).
+inline int log2_if_pow2(unsigned v) {
+  if (v == 0 || (v & (v - 1)) != 0) return -1;
+  int k = 0;
+  while ((1u << k) != v) ++k;
+  return k;
+}
 
 /// The first of `units` units that part `part` of `parts` takes (parts take runs in order).
 __host__ __device__ inline unsigned first_of(unsigned units, unsigned parts, unsigned part) {
@@ -85,8 +94,10 @@ __device__ inline Point tile_point(const Geometry& g, const Origin& o, int T, in
   Point q;
   if (g.depth == 1) {
     const int w = static_cast<int>(g.width);
-    const int ix = static_cast<int>(o.x) + T % w;
-    const int iy = static_cast<int>(o.y) + T / w + r * (kStepThreads / w);
+    const bool shift = g.wshift >= 0;
+    const int ix = static_cast<int>(o.x) + (shift ? T & (w - 1) : T % w);
+    const int iy = static_cast<int>(o.y) + (shift ? T >> g.wshift : T / w) +
+                   r * (shift ? kStepThreads >> g.wshift : kStepThreads / w);
     if (ix < g.nx && iy < g.ny) {
       q.ix = ix, q.iy = iy, q.iz = static_cast<int>(o.z);
       q.i = ix + g.nx * (iy + g.ny * q.iz);
@@ -187,6 +198,91 @@ __device__ inline bool finish_step(const double* S, unsigned blocks, LaFinalize 
     logic::finalize(fin, st, total);
   }
   __syncthreads();
+  return st.stop == 0;
+}
+
+/// Thread T's part of each of the NS sums in combine_partials' first stage (finish_step's), from
+/// the units' sums `S` of `blocks` step blocks.
+template <int NS>
+__device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
+                                            double (&part)[NS]) {
+  const auto partial = [&](unsigned v, int k) {
+    double s = 0;
+    for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
+    return s;
+  };
+  for (int k = 0; k < NS; ++k) part[k] = 0;
+  if (NS == 1 && blocks <= 4 * kStepThreads) {
+    double v[4];
+    for (int u = 0; u < 4; ++u) {
+      const unsigned b = T + u * kStepThreads;
+      v[u] = b < blocks ? partial(b, 0) : 0.0;
+    }
+    for (int u = 0; u < 4; ++u) part[0] = part[0] + v[u];
+    return;
+  }
+  unsigned b = T;
+  for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
+    double v[4][NS];
+    for (int u = 0; u < 4; ++u) {
+      for (int k = 0; k < NS; ++k) v[u][k] = partial(b + u * kStepThreads, k);
+    }
+    for (int u = 0; u < 4; ++u) {
+      for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
+    }
+  }
+  for (; b < blocks; b += kStepThreads) {
+    for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
+  }
+}
+
+/// finish_step in one warp, with no block barrier: every warp forms the step's total itself (the
+/// same additions in the same order as finish_step, so the same bits in every warp) and its lane
+/// 0 runs the solver logic on the warp's own copy of the state `st`. The 256 threads of
+/// combine_partials are played by the lanes, 8 rounds of 32 (one where at most 32 step blocks
+/// hold every partial: the other 7 warps' sums are +0.0, added as finish_step adds them).
+/// Returns false once the solve stopped (the same in every warp).
+template <int NS>
+struct WarpTotal {
+  double v[NS];
+};
+
+template <int NS>
+__device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned blocks) {
+  WarpTotal<NS> out;
+  double(&v)[NS] = out.v;
+  for (int k = 0; k < NS; ++k) v[k] = 0;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int w = 0; w < kStepWarps; ++w) {
+    double part[NS];
+    thread_part<NS>(S, blocks, static_cast<unsigned>(w * 32 + lane), part);
+    for (int k = 0; k < NS; ++k) v[k] = v[k] + warp_sum(part[k]);
+  }
+  return out;
+}
+
+template <int NS>
+__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
+                                   int lane) {
+  double v[NS];
+  if (blocks <= 32) {
+    double part[NS];
+    thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
+    for (int k = 0; k < NS; ++k) {
+      v[k] = 0.0 + warp_sum(part[k]);
+      for (int w = 1; w < kStepWarps; ++w) v[k] = v[k] + 0.0;
+    }
+  } else {
+    // More than 32 step blocks (above 8192 points): out of line, its registers not the kernel's.
+    const WarpTotal<NS> wide = warp_total_wide<NS>(S, blocks);
+    for (int k = 0; k < NS; ++k) v[k] = wide.v[k];
+  }
+  if (lane == 0) {  // v: block_combine's total in lane 0
+    double total[m::kMaxSums] = {0, 0, 0};
+    for (int k = 0; k < NS; ++k) total[k] = v[k];
+    logic::finalize(fin, st, total);
+  }
+  __syncwarp();
   return st.stop == 0;
 }
 

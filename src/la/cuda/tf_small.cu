@@ -298,6 +298,7 @@ bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int de
   g.nz = static_cast<int>(s.nz);
   g.n = static_cast<int>(s.nx * s.ny * s.nz);
   g.width = steps.tile_width;
+  g.wshift = log2_if_pow2(steps.tile_width);
   g.height = steps.tile_height;
   g.depth = 1;
   g.tx = steps.tiles_x;

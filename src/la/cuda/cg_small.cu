@@ -1,8 +1,8 @@
 // Async CG blocks of small matrix-free problems (up to kMaxRows points) as one thread block, or
 // as one thread-block cluster of up to 16 blocks (Hopper) whose blocks exchange data through
 // distributed shared memory and meet at the cluster's hardware barrier. The vectors stay on chip
-// for the whole block of iterations: each update element's x, r and p in the registers of the
-// thread that owns it, the formed direction p and the product w in shared memory. What one step
+// for the whole block of iterations: each update element's x in the registers of the thread that
+// owns it, r, the direction p (two buffers) and the product w in shared memory. What one step
 // end costs here is a block or cluster barrier and a few shuffles, where cg_block_kernel (its
 // sibling for larger problems in la_kernels.cu) pays a grid-wide barrier and every block's sum of
 // hundreds of partials: at 64 x 64 points that kernel spends about 5.7 us per iteration on its
@@ -14,8 +14,9 @@
 // Those kernels' blocks of 256 threads are the "step blocks" here: a step block's thread T adds
 // its points' terms in its kernel's order, each of its 8 warps sums the threads' values by the
 // same shuffle tree, thread 0 adds the 8 warps' sums in order from 0, and the step's total is
-// la_kernels.cu's combine_partials over the step blocks' partials (its thread layout emulated by
-// the first 256 threads here), then block_combine. A warp of this kernel plays one warp of one
+// la_kernels.cu's combine_partials over the step blocks' partials (its 256 threads played by the
+// lanes of every warp here: small_steps.cuh's finish_warp), then block_combine. A warp of this
+// kernel plays one warp of one
 // step block at a time (a "unit": step block v, warp w), so its lanes are that warp's lanes and
 // the shuffle tree is the same instruction sequence. Built with --fmad=false like la_kernels.cu.
 //
@@ -25,13 +26,18 @@
 // Tiles count from the start of the vectors and chunks from the end, so the update units go to
 // the blocks in reverse order (upd_part): block b's tiles and elements then lie together and its
 // window is about n / blocks elements plus the reach, not the whole vector (32^3 fits).
-// Per iteration: (A) every block forms p = xs r + b p on its window, its own elements from
-// registers, the others from the r their owners pushed to it; (B) the direction units compute
-// w = A p and the terms of p'w, store each w to its owner's shared memory and publish each unit's
-// sum to every block; a step end (cluster barrier); every block adds the sums and runs the
-// solver logic (cg_dpi) on its own copy of the state (the same arithmetic in every block, so the
-// same decisions); (C) the update units run x += a p, r -= a w with the norm and z'r, push the
-// new r to the blocks whose windows hold it and publish their sums; a step end; cg_iter.
+// Per iteration, two step ends and no other barrier: (D) every block forms p = xs r + b p on its
+// window into the direction's other buffer (from its r, which the owners pushed to it, and the
+// direction before), while the direction units compute w = A p forming each point's p where they
+// read it (the same expression, so the same bits), store each w to its owner's shared memory and
+// publish each unit's sum to every block; a step end (block or cluster barrier); every warp adds
+// the sums and runs the solver logic (cg_dpi) on its own copy of the state (the same arithmetic
+// in every warp, so the same decisions; no barrier after it); (U) the update units run x += a p,
+// r -= a w with the norm and z'r, push the new r to the blocks whose windows hold it and publish
+// their sums; a step end; cg_iter in every warp. Before: p formed in a phase of its own behind a
+// block barrier, and each step's logic in thread 0 behind another (5 barriers an iteration).
+// SLUICE_CUDA_CG_SMALL_PROFILE=FILE takes the kernel with its phase clock (Phase) and appends
+// each launch's breakdown to FILE (bench/cuda/small_cg.cpp prints it).
 // A solve's first block may carry its set-up (LaCgBlockArgs::initial, from a zero guess): the
 // state's value comes with the launch and CG's first pass (x = 0, r = b, p = 0 and its sums, as
 // fused_kernel<cg_init> forms them) runs before the iterations, so a solve is one launch.

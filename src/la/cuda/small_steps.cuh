@@ -133,76 +133,9 @@ __device__ __forceinline__ double warp_sum(double v) {
   return v;
 }
 
-/// A step's NS sums over its `blocks` step blocks, from the units' sums `S` (unit u's sum k at
-/// S[u * NS + k]), then its solver logic on the block's copy of the state; false once the solve
-/// stopped (the same in every block). The total is la_kernels.cu's combine_partials and
-/// block_combine over 256 threads, with thread t here playing its thread t, and each step
+/// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
+/// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
 /// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
-template <int NS>
-__device__ inline bool finish_step(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
-                                   double (&warps)[kStepWarps][2], int t) {
-  const auto partial = [&](unsigned v, int k) {
-    double s = 0;
-    for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
-    return s;
-  };
-  // Whether threads 32.. of combine_partials would hold nothing but zeros (every partial a
-  // thread of warp 0 adds in its first round): then warp 0 alone forms the total, and its lane 0
-  // adds the seven zero warp sums itself (x + 0.0 is not x for x = -0.0: they are added, not
-  // skipped), one barrier fewer.
-  const bool warp0 = blocks <= 32;
-  const int limit = warp0 ? 32 : kStepThreads;
-  if (t < limit) {
-    double part[NS];
-    for (int k = 0; k < NS; ++k) part[k] = 0;
-    if (NS == 1 && blocks <= 4 * kStepThreads) {
-      double v[4];
-      for (int u = 0; u < 4; ++u) {
-        const unsigned b = t + u * kStepThreads;
-        v[u] = b < blocks ? partial(b, 0) : 0.0;
-      }
-      for (int u = 0; u < 4; ++u) part[0] = part[0] + v[u];
-    } else {
-      unsigned b = t;
-      for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
-        double v[4][NS];
-        for (int u = 0; u < 4; ++u) {
-          for (int k = 0; k < NS; ++k) v[u][k] = partial(b + u * kStepThreads, k);
-        }
-        for (int u = 0; u < 4; ++u) {
-          for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
-        }
-      }
-      for (; b < blocks; b += kStepThreads) {
-        for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
-      }
-    }
-    for (int k = 0; k < NS; ++k) {
-      const double w = warp_sum(part[k]);
-      if (t % 32 == 0) warps[t / 32][k] = w;
-    }
-  }
-  if (!warp0) __syncthreads();
-  if (t == 0) {
-    double total[m::kMaxSums] = {0, 0, 0};
-    for (int k = 0; k < NS; ++k) {
-      double v = 0;
-      if (warp0) {
-        v = v + warps[0][k];
-        for (int w = 1; w < kStepWarps; ++w) v = v + 0.0;
-      } else {
-        for (int w = 0; w < kStepWarps; ++w) v = v + warps[w][k];
-      }
-      total[k] = v;
-    }
-    logic::finalize(fin, st, total);
-  }
-  __syncthreads();
-  return st.stop == 0;
-}
-
-/// Thread T's part of each of the NS sums in combine_partials' first stage (finish_step's), from
-/// the units' sums `S` of `blocks` step blocks.
 template <int NS>
 __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
                                             double (&part)[NS]) {
@@ -236,11 +169,12 @@ __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, un
   }
 }
 
-/// finish_step in one warp, with no block barrier: every warp forms the step's total itself (the
-/// same additions in the same order as finish_step, so the same bits in every warp) and its lane
-/// 0 runs the solver logic on the warp's own copy of the state `st`. The 256 threads of
-/// combine_partials are played by the lanes, 8 rounds of 32 (one where at most 32 step blocks
-/// hold every partial: the other 7 warps' sums are +0.0, added as finish_step adds them).
+/// A step's NS sums over its `blocks` step blocks, then its solver logic, in one warp and with no
+/// block barrier: every warp forms the step's total itself (combine_partials and block_combine
+/// over 256 threads, the same additions in the same order, so the same bits in every warp) and
+/// its lane 0 runs the logic on the warp's own copy of the state `st`. The lanes play the 256
+/// threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round: the
+/// other 7 warps' sums would be +0.0, and are added (x + 0.0 is not x for x = -0.0).
 /// Returns false once the solve stopped (the same in every warp).
 template <int NS>
 struct WarpTotal {

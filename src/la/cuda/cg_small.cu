@@ -62,6 +62,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "la/cuda/cg_small.hpp"
+#include "la/cuda/cg_small_layout.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -75,7 +76,6 @@ namespace logic = ksp_logic;
 namespace cgs = cooperative_groups;
 using namespace small_steps;  // NOLINT: the shared pieces of the small kernels
 
-constexpr int kMaxCluster = 16;    // Hopper's largest (non-portable) cluster
 constexpr int kMaxThreads = 1024;  // threads of a block here
 // Update units a warp keeps in registers (x, r and p for each): 4 in one block, 2 in a cluster,
 // whose code holds more (4 spills 48 to 84 bytes at the 64 registers of 1024 threads).
@@ -94,14 +94,6 @@ constexpr std::int64_t kAutoMaxRows = 1024;
 // Tiles of the direction product whose first points a block keeps in shared memory.
 constexpr unsigned kMaxTiles = 256;
 
-/// How the units are spread over the blocks, and each block's window of elements [lo, hi).
-struct Layout {
-  int blocks = 1;  // the cluster's size (1: one block, no cluster)
-  int win = 0;     // doubles per window array (the largest window)
-  int lo[kMaxCluster] = {};
-  int hi[kMaxCluster] = {};
-};
-
 struct Profile;
 
 struct SmallArgs {
@@ -113,44 +105,7 @@ struct SmallArgs {
   Profile* prof = nullptr;  // the phase clock's results (the kProf kernel only)
 };
 
-/// The first and last element of tile t (host: the blocks' windows).
-void tile_range(const Geometry& g, unsigned t, long long& first, long long& last) {
-  const Origin o = tile_origin(g, t);
-  const long long nx = g.nx, ny = g.ny, nz = g.nz;
-  if (g.depth == 1) {
-    first = o.x + nx * (o.y + ny * o.z);
-    last = std::min<long long>(o.x + g.width - 1, nx - 1) +
-           nx * (std::min<long long>(o.y + g.height - 1, ny - 1) + ny * o.z);
-  } else {
-    const long long sz = nx * ny;
-    first = o.x + sz * o.z;
-    last = std::min<long long>(o.x + kStepThreads - 1, sz - 1) +
-           sz * std::min<long long>(o.z + g.depth - 1, nz - 1);
-  }
-}
-
-/// How far from a point its stencil reaches in the element order.
-long long reach_of(const LaStencil& s) {
-  switch (s.kind) {
-    case LaStencilKind::d2p5:
-      return s.nx;
-    case LaStencilKind::d2p9:
-      return s.nx + 1;
-    case LaStencilKind::d3p7:
-      return s.nx * s.ny;
-    case LaStencilKind::d3p27:
-      return s.nx * s.ny + s.nx + 1;
-  }
-  return s.nx * s.ny + s.nx + 1;
-}
-
 // ---- cluster helpers ---------------------------------------------------------------------------
-
-/// The part of the update units (first_of over `blocks` parts) that block `rank` takes, and the
-/// block that takes part `rank` (its own inverse): the parts in reverse block order.
-__host__ __device__ __forceinline__ unsigned upd_part(int blocks, unsigned rank) {
-  return static_cast<unsigned>(blocks) - 1 - rank;
-}
 
 /// `local`'s counterpart in block `b` of the cluster (distributed shared memory), or `local`.
 template <class T>
@@ -595,39 +550,6 @@ unsigned pow2_at_least(unsigned v) {
   return p;
 }
 
-/// The blocks' windows for a cluster of `blocks` (see the top of this file).
-Layout layout_for(const Geometry& g, const LaStencil& s, int blocks) {
-  Layout l;
-  l.blocks = blocks;
-  const long long reach = reach_of(s);
-  for (int b = 0; b < blocks; ++b) {
-    long long lo = LLONG_MAX, hi = LLONG_MIN;
-    const auto ub = static_cast<unsigned>(blocks);
-    const unsigned d0 = first_of(g.dir_units, ub, b), d1 = first_of(g.dir_units, ub, b + 1);
-    if (d1 > d0) {
-      long long first = 0, last = 0, unused = 0;
-      tile_range(g, d0 / kStepWarps, first, unused);
-      tile_range(g, (d1 - 1) / kStepWarps, unused, last);
-      lo = first - reach;
-      hi = last + reach + 1;
-    }
-    const unsigned up = upd_part(blocks, static_cast<unsigned>(b));
-    const unsigned u0 = first_of(g.upd_units, ub, up), u1 = first_of(g.upd_units, ub, up + 1);
-    if (u1 > u0) {
-      const long long c0 = u0 / kStepWarps, c1 = (u1 - 1) / kStepWarps;
-      lo = std::min<long long>(lo, (g.chunks - 1 - c1) * kStepThreads);
-      hi = std::max<long long>(hi, (g.chunks - c0) * kStepThreads);
-    }
-    lo = std::max<long long>(lo, 0);
-    hi = std::min<long long>(hi, g.n);
-    if (hi <= lo) lo = hi = 0;
-    l.lo[b] = static_cast<int>(lo);
-    l.hi[b] = static_cast<int>(hi);
-    l.win = std::max(l.win, static_cast<int>(hi - lo));
-  }
-  return l;
-}
-
 /// SLUICE_CUDA_CG_SMALL_PROFILE=FILE: launches take the kernel with its phase clock, each is
 /// waited for and its breakdown appended to FILE (a diagnosis: the solve's time is measured
 /// without it). Not while the stream is captured (graph mode), which cannot wait.
@@ -799,8 +721,7 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
     sa.l = layout_for(g, s, blocks);
     sa.setup = setup;
     if (setup) sa.start = *args.initial;
-    const std::size_t bytes = sizeof(double) * (static_cast<std::size_t>(sa.l.win) * 4 +
-                                                g.dir_units + 2 * std::size_t{g.upd_units});
+    const std::size_t bytes = sizeof(double) * cg_small_shared_doubles(sa.l, g);
     const Kernel kernel = profile.empty()
                               ? kernel_for<false>(s.kind, static_cast<int>(upw), blocks > 1)
                               : kernel_for<true>(s.kind, static_cast<int>(upw), blocks > 1);

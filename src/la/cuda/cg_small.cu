@@ -285,15 +285,15 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const unsigned own1 =
       first_of(g.upd_units, static_cast<unsigned>(blocks), upd_part(blocks, rank) + 1);
 
-  // The warp's elements (g.n: none): x, r and the direction p.
+  // The warp's elements (g.n: none).
   const auto element = [&](int k) {
     const unsigned u = u0 + static_cast<unsigned>(k);
     return u < u1 ? update_element(g, u, lane) : g.n;
   };
-  // With the set-up, the values its pass gives them (fused_elem<cg_init> from a zero guess:
-  // x = 0, r = b, p = 0).
   // x in the registers of its owner; r and p in shared memory only (the owner's r in R, its p
   // in the direction's buffer), which leaves the registers to the code (64 at 1024 threads).
+  // With the set-up, the values its pass gives them (fused_elem<cg_init> from a zero guess:
+  // x = 0, r = b, p = 0).
   const double* r_from = sa.setup ? sa.a.init.b : f.r;
   double x[UPW];
   for (int k = 0; k < UPW; ++k) {

@@ -356,33 +356,43 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     for (int j = lo + t; j < hi; j += threads) Pn[j - lo] = xs * R[j - lo] + b * Po[j - lo];
     newest = Pn;
     last = it;
-    // w = A p and the terms of p'w, unit by unit: lane T % 32 of the step block's warp.
+    // w = A p and the terms of p'w, two units at a time (lane T % 32 of each one's step block
+    // warp), their shuffle trees interleaved: one tree's latency for both.
     const auto in = [&](int j) { return xs * R[j - lo] + b * Po[j - lo]; };
-    for (unsigned u = d0; u < d1; ++u) {
-      const Origin o = origins[u / kStepWarps];
-      const int T = static_cast<int>(u % kStepWarps) * 32 + lane;
-      double acc = 0;
-      for (int row = 0; row < kRows; ++row) {
-        const Point q = tile_point(g, o, T, row);
-        if (q.i < 0) continue;
-        const double c = in(q.i);
-        const double w =
-            rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i, sy, sz) +
-                  s.center * c);
-        if constexpr (kCluster) {
-          const unsigned uu = update_unit(g, q.i);
-          const unsigned ob =
-              uu >= own0 && uu < own1
-                  ? rank
-                  : upd_part(blocks, owner_of(g.upd_units, static_cast<unsigned>(blocks), uu));
-          in_block(W, blocks, rank, ob)[q.i - l.lo[ob]] = w;
-        } else {
-          W[q.i - lo] = w;
+    for (unsigned u = d0; u < d1; u += 2) {
+      double acc[2] = {0, 0};
+      for (int h = 0; h < 2; ++h) {
+        const unsigned uh = u + static_cast<unsigned>(h);
+        if (uh >= d1) break;  // the same in every lane
+        const Origin o = origins[uh / kStepWarps];
+        const int T = static_cast<int>(uh % kStepWarps) * 32 + lane;
+        for (int row = 0; row < kRows; ++row) {
+          const Point q = tile_point(g, o, T, row);
+          if (q.i < 0) continue;
+          const double c = in(q.i);
+          const double w =
+              rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i, sy, sz) +
+                    s.center * c);
+          if constexpr (kCluster) {
+            const unsigned uu = update_unit(g, q.i);
+            const unsigned ob =
+                uu >= own0 && uu < own1
+                    ? rank
+                    : upd_part(blocks, owner_of(g.upd_units, static_cast<unsigned>(blocks), uu));
+            in_block(W, blocks, rank, ob)[q.i - l.lo[ob]] = w;
+          } else {
+            W[q.i - lo] = w;
+          }
+          acc[h] += w * c;
         }
-        acc += w * c;
       }
-      const double sum = __shfl_sync(0xffffffffu, warp_sum(acc), 0);
-      if (lane < blocks) in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u] = sum;
+      warp_sums(acc);
+      for (int h = 0; h < 2; ++h) {
+        const double sum = __shfl_sync(0xffffffffu, acc[h], 0);
+        if (u + h < d1 && lane < blocks) {
+          in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u + h] = sum;
+        }
+      }
     }
     clock.mark(kDirection);
     step_end(blocks);
@@ -393,13 +403,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     // (U) x += a p, r -= a w, with the norm's and z'r's terms (fused_elem<cg_update>); the new
     // r into the window of every block that holds it.
     const double a = st.a;
+    double acc[2 * UPW];
+    for (int k = 0; k < 2 * UPW; ++k) acc[k] = 0;
     for (int k = 0; k < UPW; ++k) {
-      const unsigned u = u0 + static_cast<unsigned>(k);
-      if (u >= u1) break;  // the same in every lane
-      double acc[2] = {0, 0};
       if (const int j = element(k); j < g.n) {
-        const auto next =
-            m::cg_update_at(x[k], Pn[j - lo], R[j - lo], W[j - lo], a, pc, f.norm_type, acc);
+        const auto next = m::cg_update_at(x[k], Pn[j - lo], R[j - lo], W[j - lo], a, pc,
+                                          f.norm_type, acc + 2 * k);
         x[k] = next.x;
         R[j - lo] = next.r;
         if constexpr (kCluster) {
@@ -410,9 +419,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
           }
         }
       }
-      const double s0 = __shfl_sync(0xffffffffu, warp_sum(acc[0]), 0);
-      const double s1 = __shfl_sync(0xffffffffu, warp_sum(acc[1]), 0);
-      if (lane < blocks) {
+    }
+    // The units' 2 x UPW shuffle trees interleaved (a unit past u1 sums zeros, unpublished).
+    warp_sums(acc);
+    for (int k = 0; k < UPW; ++k) {
+      const unsigned u = u0 + static_cast<unsigned>(k);
+      const double s0 = __shfl_sync(0xffffffffu, acc[2 * k], 0);
+      const double s1 = __shfl_sync(0xffffffffu, acc[2 * k + 1], 0);
+      if (u < u1 && lane < blocks) {
         double* to = in_block(Su, blocks, rank, static_cast<unsigned>(lane));
         to[2 * u] = s0;
         to[2 * u + 1] = s1;

@@ -41,6 +41,17 @@ __device__ __forceinline__ double warp_sum(double v) {
   return v;
 }
 
+/// warp_sum of each of `v`'s N values (valid in lane 0), the N trees interleaved: each value
+/// takes exactly warp_sum's additions, and the latency is about one tree's.
+template <int N>
+__device__ __forceinline__ void warp_sums(double (&v)[N]) {
+  for (int off = 16; off > 0; off /= 2) {
+    double other[N];
+    for (int k = 0; k < N; ++k) other[k] = __shfl_down_sync(0xffffffffu, v[k], off);
+    for (int k = 0; k < N; ++k) v[k] = v[k] + other[k];
+  }
+}
+
 /// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
 /// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
 /// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
@@ -110,8 +121,9 @@ __device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize 
   if (blocks <= 32) {
     double part[NS];
     thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
+    warp_sums(part);
     for (int k = 0; k < NS; ++k) {
-      v[k] = 0.0 + warp_sum(part[k]);
+      v[k] = 0.0 + part[k];
       for (int w = 1; w < kStepWarps; ++w) v[k] = v[k] + 0.0;
     }
   } else {

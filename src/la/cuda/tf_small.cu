@@ -159,10 +159,9 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
     {
       const int steps = logic::tf_steps(&st, 2);
       const double e0 = st.eta0, c0 = st.cf0, e1 = st.eta1, c1 = st.cf1;
+      double acc[UPW];
       for (int k = 0; k < UPW; ++k) {
-        const unsigned u = u0 + static_cast<unsigned>(k);
-        if (u >= u1) break;  // the same in every lane
-        double acc = 0;
+        acc[k] = 0;
         if (const int j = element(k); j < n) {
           double dd = uu[k] + c0 * D[j];
           double xx = x[k] + e0 * dd;
@@ -172,10 +171,13 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
           }
           D[j] = dd;
           x[k] = xx;
-          acc += R[j] * RP[j];
+          acc[k] += R[j] * RP[j];
         }
-        const double sum = warp_sum(acc);
-        if (lane == 0) Sdx[u] = sum;
+      }
+      warp_sums(acc);  // the units' trees interleaved (a unit past u1 sums zeros, unpublished)
+      for (int k = 0; k < UPW; ++k) {
+        const unsigned u = u0 + static_cast<unsigned>(k);
+        if (u < u1 && lane == 0) Sdx[u] = acc[k];
       }
     }
     __syncthreads();

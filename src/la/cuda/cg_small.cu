@@ -47,6 +47,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -569,7 +570,7 @@ unsigned pow2_at_least(unsigned v) {
 /// SLUICE_CUDA_CG_SMALL_PROFILE=FILE: launches take the kernel with its phase clock, each is
 /// waited for and its breakdown appended to FILE (a diagnosis: the solve's time is measured
 /// without it). Not while the stream is captured (graph mode), which cannot wait.
-std::string profile_path(cudaStream_t stream) {
+std::string profile_path(cudaStream_t stream, const OpInfo& op) {
   const char* v = std::getenv("SLUICE_CUDA_CG_SMALL_PROFILE");
   if (v == nullptr || *v == '\0') return {};
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
@@ -577,7 +578,17 @@ std::string profile_path(cudaStream_t stream) {
     (void)cudaGetLastError();
     return {};
   }
-  return capturing == cudaStreamCaptureStatusNone ? std::string(v) : std::string();
+  if (capturing != cudaStreamCaptureStatusNone) return {};
+  // A path that cannot be written is said before anything is issued.
+  std::FILE* out = std::fopen(v, "a");
+  if (out == nullptr) {
+    throw Error(Errc::invalid_argument,
+                std::string("SLUICE_CUDA_CG_SMALL_PROFILE: cannot append to '") + v +
+                    "': " + std::strerror(errno) + "; give a writable file, or unset it",
+                op.where);
+  }
+  std::fclose(out);
+  return v;
 }
 
 /// Appends one launch's breakdown to `path`: per phase, warp 0 of block 0 and the slowest and
@@ -651,7 +662,7 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
   const auto issue_start = std::chrono::steady_clock::now();
   const Mode mode = mode_from_env(op);
   if (mode.off) return false;
-  const std::string profile = profile_path(stream);
+  const std::string profile = profile_path(stream, op);
   auto no = [&](const std::string& why) {
     if (mode.require) {
       throw Error(Errc::invalid_state,

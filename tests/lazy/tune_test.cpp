@@ -302,6 +302,7 @@ class LazyTuned : public BackendTest {
   DeviceBuffer<double> upload(const Context& ctx, const std::vector<double>& h) {
     DeviceBuffer<double> d(ctx, h.size());
     copy(ctx, d, h);
+    ctx.synchronize();  // h may be a temporary
     return d;
   }
 };
@@ -418,6 +419,87 @@ TEST_P(LazyTuned, EveryCandidateOfTheDgEinsumsMatchesPlainLoops) {
         ASSERT_NEAR(r[i], rhs[i], 1e-10) << "Np " << np << " candidate " << c << " rhs " << i;
       }
       if (c + 1 >= most) break;
+    }
+  }
+}
+
+// The backend's own timer: on cuda every candidate is built and timed on the device (each median
+// above 0), the fastest kept, and a second program finds the choices without timing; the
+// result is right whichever shape won. On the host: nothing to time, the mode reported.
+TEST_P(LazyTuned, TheBackendsTimerChoosesAndRemembers) {
+  TuneScope scope;
+  Context ctx = make_context();
+  const std::int64_t e = 3000, np = 20;
+  auto make = [&] {
+    return L::compile(dg_einsums(np, e), {.device = device(), .tune = L::Tune::on});
+  };
+  L::Program p = make();
+  const auto st = p.stats();
+  EXPECT_EQ(st.tune_mode, "on");
+  if (is_host()) {
+    EXPECT_EQ(st.tune_groups, 0u);
+    for (const auto& k : p.kernels()) EXPECT_TRUE(k.candidates.empty()) << k.name;
+  } else {
+    ASSERT_GT(st.tune_groups, 0u);
+    EXPECT_EQ(st.tuned_groups, st.tune_groups);
+    EXPECT_GT(st.tune_candidates, st.tune_groups);
+    EXPECT_GT(st.tune_ms, 0);
+    for (const auto& k : p.kernels()) {
+      if (k.candidates.size() < 2) continue;
+      EXPECT_EQ(k.choice, "timed");
+      ASSERT_EQ(k.candidate_us.size(), k.candidates.size()) << k.name;
+      for (double us : k.candidate_us) EXPECT_GT(us, 0) << k.name;
+      const auto best = std::min_element(k.candidate_us.begin(), k.candidate_us.end());
+      const auto chosen = std::find(k.candidates.begin(), k.candidates.end(), k.shape);
+      ASSERT_NE(chosen, k.candidates.end());
+      // The fastest, or the rule's within 3 %.
+      const auto i = static_cast<std::size_t>(chosen - k.candidates.begin());
+      EXPECT_TRUE(k.candidate_us[i] == *best || (i == 0 && *best >= 0.97 * k.candidate_us[0]))
+          << k.name;
+    }
+    L::Program again = make();
+    EXPECT_EQ(again.stats().tuned_groups, 0u);
+    EXPECT_EQ(again.stats().tune_hits, st.tune_groups);
+    EXPECT_EQ(again.source(), p.source());
+  }
+  // Right results in the chosen shapes (the grad output against a sum written out).
+  const auto hijm = fill(static_cast<std::size_t>(9 * e), 0.21),
+             hS = fill(static_cast<std::size_t>(3 * np * np), 0.3),
+             hu = fill(static_cast<std::size_t>(e * np), 0.7);
+  auto dijm = upload(ctx, hijm), dS = upload(ctx, hS), du = upload(ctx, hu),
+       dL = upload(ctx, fill(static_cast<std::size_t>(np * 40), 1.1)),
+       dsJ = upload(ctx, fill(static_cast<std::size_t>(40 * e), 0.13)),
+       dF = upload(ctx, fill(static_cast<std::size_t>(40 * e), 0.29)),
+       dM = upload(ctx, fill(static_cast<std::size_t>(np * np), 0.5)),
+       dJ = upload(ctx, fill(static_cast<std::size_t>(e * np), 0.9));
+  DeviceBuffer<double> og(ctx, static_cast<std::size_t>(3 * e * np)),
+      orhs(ctx, static_cast<std::size_t>(e * np));
+  p.run(ctx,
+        {{"ijm", dijm},
+         {"S", dS},
+         {"u", du},
+         {"L", dL},
+         {"sJ", dsJ},
+         {"F", dF},
+         {"Mi", dM},
+         {"Ji", dJ}},
+        {og, orhs});
+  std::vector<double> g(og.size());
+  copy(ctx, g, og);
+  ctx.synchronize();
+  for (std::int64_t x = 0; x < 3; ++x) {
+    for (std::int64_t q = 0; q < e; q += 7) {
+      for (std::int64_t i = 0; i < np; ++i) {
+        double s = 0;
+        for (std::int64_t r = 0; r < 3; ++r) {
+          for (std::int64_t j = 0; j < np; ++j) {
+            s += hijm[static_cast<std::size_t>((x * 3 + r) * e + q)] *
+                 hS[static_cast<std::size_t>((r * np + i) * np + j)] *
+                 hu[static_cast<std::size_t>(q * np + j)];
+          }
+        }
+        ASSERT_NEAR(g[static_cast<std::size_t>((x * e + q) * np + i)], s, 1e-11);
+      }
     }
   }
 }

@@ -604,6 +604,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       const std::int64_t per_block = std::max<std::int64_t>(1024, staged / 2);
       const std::int64_t cap =
           std::max<std::int64_t>(256, (code.elements + per_block - 1) / per_block);
+      code.max_blocks = cap;  // the launch stops there (the check below stays for any grid)
       t += "const I cap_ = (I)" + em.param(cap) +
            ";\nconst I nb = (I)gridDim.x < cap_ ? (I)gridDim.x : cap_;\n"
            "if ((I)blockIdx.x >= nb) return;\n";

@@ -23,8 +23,9 @@ struct KernelCode {
   std::vector<int> buffers;  // lowered nodes bound to b[1..] (b[0] is the output; the debug
                              // error record, if any, comes last)
   std::vector<std::int64_t> params;
-  std::int64_t elements = 0;  // output elements
-  double weight = 1;          // work per element (host chunking)
+  std::int64_t elements = 0;    // output elements (cuda, lanes per output: threads)
+  std::int64_t max_blocks = 0;  // cuda: the most blocks worth launching (0: no limit)
+  double weight = 1;            // work per element (host chunking)
   bool debug = false;
   int kernel = -1;    // the fused kernel it computes
   std::string shape;  // cuda: describe(shape) of the kernel's shape (empty on the host)

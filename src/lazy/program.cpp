@@ -373,6 +373,7 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
       }
       tg.kernels.push_back(index++);
       tg.elements.push_back(c.elements);
+      tg.max_blocks.push_back(c.max_blocks);
       tg.args.push_back(std::move(args));
     }
     groups.push_back(std::move(tg));
@@ -438,7 +439,8 @@ KernelWork ProgramImpl::step_work(const Instance& inst, const Step& s,
   if (!c.params.empty()) {
     std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
   }
-  return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight, args);
+  return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight,
+                        c.max_blocks, args);
 }
 
 Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const {

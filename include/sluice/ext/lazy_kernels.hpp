@@ -58,6 +58,7 @@ struct LazyTimedGroup {
   std::vector<LazyTimedBuffer> buffers;
   std::vector<std::size_t> kernels;          ///< indices in the module
   std::vector<std::int64_t> elements;        ///< per kernel, as for `work`
+  std::vector<std::int64_t> max_blocks;      ///< per kernel, as for `work`
   std::vector<std::vector<std::byte>> args;  ///< per kernel
 };
 
@@ -79,9 +80,12 @@ class LazyKernels {
                                                                 std::source_location loc) = 0;
   /// The work of a kernel node running kernel `index` of `module` over `elements` output
   /// elements (more than 0) with the argument struct `args`. `weight` is the work per element
-  /// relative to a plain element-wise one (a host backend sizes its chunks by it).
+  /// relative to a plain element-wise one (a host backend sizes its chunks by it); `max_blocks`
+  /// (cuda; 0: none) is the most blocks the kernel uses (a kernel that stages operands in shared
+  /// memory lets blocks beyond it leave at once: launching them would cost for nothing).
   [[nodiscard]] virtual KernelWork work(const std::shared_ptr<const LazyModule>& module,
                                         std::size_t index, std::int64_t elements, double weight,
+                                        std::int64_t max_blocks,
                                         std::span<const std::byte> args) = 0;
   /// A matrix product as the work of a kernel node through the backend's BLAS, or nothing when
   /// its BLAS cannot be a node whose addresses change in place (the layer then generates a

@@ -56,8 +56,10 @@ class CudaModule final : public LazyModule {
 /// Blocks of a lazy kernel over `elements` threads: a grid-stride loop with enough blocks to fill
 /// the device several times over, no more.
 constexpr std::int64_t kBlock = 256;
-std::int64_t blocks_for(std::int64_t elements, int sms) {
-  return std::clamp<std::int64_t>((elements + kBlock - 1) / kBlock, 1, std::int64_t{sms} * 16);
+std::int64_t blocks_for(std::int64_t elements, int sms, std::int64_t max_blocks) {
+  const auto b =
+      std::clamp<std::int64_t>((elements + kBlock - 1) / kBlock, 1, std::int64_t{sms} * 16);
+  return max_blocks > 0 ? std::min(b, max_blocks) : b;
 }
 
 /// What timing candidates holds on the device, released however it ends (on error too).
@@ -172,12 +174,13 @@ class CudaLazyKernels final : public LazyKernels {
   }
 
   KernelWork work(const std::shared_ptr<const LazyModule>& module, std::size_t index,
-                  std::int64_t elements, double weight, std::span<const std::byte> args) override {
+                  std::int64_t elements, double weight, std::int64_t max_blocks,
+                  std::span<const std::byte> args) override {
     (void)weight;
     const auto& m = static_cast<const CudaModule&>(*module);
     DeviceKernel dk;
     dk.function = m.function(index);
-    dk.grid[0] = static_cast<unsigned>(blocks_for(elements, m.sms()));
+    dk.grid[0] = static_cast<unsigned>(blocks_for(elements, m.sms(), max_blocks));
     dk.block[0] = static_cast<unsigned>(kBlock);
     dk.args.emplace_back(args.begin(), args.end());
     KernelWork k;
@@ -221,9 +224,10 @@ class CudaLazyKernels final : public LazyKernels {
       }
       auto launch = [&](std::size_t i) {
         void* params[] = {args[i].data()};
-        check(cudaLaunchKernel(m.function(g.kernels[i]),
-                               dim3(static_cast<unsigned>(blocks_for(g.elements[i], m.sms()))),
-                               dim3(static_cast<unsigned>(kBlock)), params, 0, res.stream),
+        check(cudaLaunchKernel(
+                  m.function(g.kernels[i]),
+                  dim3(static_cast<unsigned>(blocks_for(g.elements[i], m.sms(), g.max_blocks[i]))),
+                  dim3(static_cast<unsigned>(kBlock)), params, 0, res.stream),
               "cudaLaunchKernel (lazy tuning)", loc);
       };
       while (res.events.size() < 2 * n * static_cast<std::size_t>(reps)) {

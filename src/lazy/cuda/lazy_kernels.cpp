@@ -62,17 +62,25 @@ std::int64_t blocks_for(std::int64_t elements, int sms, std::int64_t max_blocks)
   return max_blocks > 0 ? std::min(b, max_blocks) : b;
 }
 
-/// What timing candidates holds on the device, released however it ends (on error too).
+/// What timing candidates holds on the device, released however it ends (on error too). The
+/// scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync on the private stream): a
+/// cudaFree would wait for the whole device, where other contexts' work may be held back.
 struct TimingResources {
   int device = 0;
   cudaStream_t stream = nullptr;
   std::vector<cudaEvent_t> events;
   std::vector<void*> memory;
+  void free_memory() noexcept {
+    for (auto m : memory) (void)cudaFreeAsync(m, stream);
+    memory.clear();
+  }
   ~TimingResources() {
     DeviceGuard guard(device, std::nothrow);
-    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    if (stream != nullptr) {
+      free_memory();
+      (void)cudaStreamSynchronize(stream);
+    }
     for (auto e : events) (void)cudaEventDestroy(e);
-    for (auto m : memory) (void)cudaFree(m);
     if (stream != nullptr) (void)cudaStreamDestroy(stream);
     clear_error();
   }
@@ -207,7 +215,8 @@ class CudaLazyKernels final : public LazyKernels {
           continue;
         }
         void* p = nullptr;
-        check(cudaMalloc(&p, std::max<std::size_t>(b.bytes, 8)), "cudaMalloc (lazy tuning)", loc);
+        check(cudaMallocAsync(&p, std::max<std::size_t>(b.bytes, 8), res.stream),
+              "cudaMallocAsync (lazy tuning)", loc);
         res.memory.push_back(p);
         const auto h = scratch_contents(b);
         check(cudaMemcpyAsync(p, h.data(), b.bytes, cudaMemcpyHostToDevice, res.stream),
@@ -257,8 +266,7 @@ class CudaLazyKernels final : public LazyKernels {
         }
       }
       out.push_back(std::move(times));
-      for (auto p : res.memory) (void)cudaFree(p);
-      res.memory.clear();
+      res.free_memory();
     }
     return out;
   }

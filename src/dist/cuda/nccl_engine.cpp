@@ -323,9 +323,6 @@ class NcclEngine final : public DistEngine {
   }
 
  private:
-  /// On local rank l's set-up thread (its device current): a point-to-point exchange with every
-  /// other rank, so that NCCL connects them all now and no later call waits for a peer's thread.
-  /// Leaves the reason in `error` if it failed.
   /// Several GPUs in this process: every kernel of the module and cuSPARSE's SpMV loaded on each
   /// (backends/cuda/kernel_preload.hpp), before any NCCL kernel of this engine is in flight, so
   /// that no first launch under the tracker's lock waits for a device whose NCCL kernel waits for
@@ -349,8 +346,6 @@ class NcclEngine final : public DistEngine {
       if (r.failure.empty() && r.loaded == r.functions) continue;
       // Not fatal: with lazy loading off, or where no first launch meets a running NCCL kernel,
       // the run works; said at each set-up of a communicator that meets it.
-      static std::mutex said_mutex;
-      std::lock_guard lock(said_mutex);
       std::fprintf(stderr,
                    "sluice: dist::Comm '%s': loaded %zu of %zu kernels ahead on cuda:%d (%s); "
                    "one process driving several GPUs may hang at a kernel's first launch: set "
@@ -360,6 +355,9 @@ class NcclEngine final : public DistEngine {
     }
   }
 
+  /// On local rank l's set-up thread (its device current): a point-to-point exchange with every
+  /// other rank, so that NCCL connects them all now and no later call waits for a peer's thread.
+  /// Leaves the reason in `error` if it failed.
   void connect_all_peers(std::size_t l, std::string& error) {
     const int me = ranks_[l];
     cudaStream_t s = nullptr;

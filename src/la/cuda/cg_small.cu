@@ -62,6 +62,7 @@
 #include <tuple>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/cg_small.hpp"
 #include "la/cuda/cg_small_layout.hpp"
 #include "la/cuda/small_steps.cuh"
@@ -654,6 +655,10 @@ void profiled_launch(const std::string& path, cudaLaunchConfig_t config, Kernel 
   check(err, "the profiled small CG kernel", op.where);
   write_profile(path, *host, sa, config, issue_us);
 }
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false>);
 
 }  // namespace
 

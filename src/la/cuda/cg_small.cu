@@ -658,7 +658,7 @@ void profiled_launch(const std::string& path, cudaLaunchConfig_t config, Kernel 
 
 // Every kernel of this file, loaded ahead where one process drives several GPUs
 // (backends/cuda/kernel_preload.hpp).
-SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false>);
+SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false, false>);
 
 }  // namespace
 

@@ -89,12 +89,12 @@ constexpr int kMaxClusterUnitsPerWarp = 2;
 constexpr int kPointsPerBlock = 1024;
 // At most this many points: 16 blocks of 1024 threads with 2 update units per warp.
 constexpr std::int64_t kMaxRows = 32768;
-// Where the size rule (auto) takes the kernel at all. Measured on an H100 before the iteration
-// lost three of its five barriers (docs/bench/issue26.md): up to 1024 points it beat the default
-// path (0.10 against 0.14 ms for 20 iterations), from 4096 points on it was 3-15 % slower. Now up
-// to 4096 (the 64 x 64 goal's size), to be confirmed by the next run's variants; asking for a
-// shape still takes it at any size up to kMaxRows.
-constexpr std::int64_t kAutoMaxRows = 4096;
+// Where the size rule (auto) takes the kernel at all, as measured on an H100 (2026-11-26, after
+// the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beats
+// the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²); at 64 x 64 it
+// is 1.7x slower (0.23 against 0.137 ms: its per-warp logic after the update sums takes 5.3 us an
+// iteration). Asking for a shape still takes it at any size up to kMaxRows.
+constexpr std::int64_t kAutoMaxRows = 1024;
 // Tiles of the direction product whose first points a block keeps in shared memory.
 constexpr unsigned kMaxTiles = 256;
 

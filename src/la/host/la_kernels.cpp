@@ -139,7 +139,7 @@ void run_fused(const LaFusedArgs& f) {
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
   const bool stream =
-      stream_stores_for(f.n) && stream_aligned(f.x, f.r, f.z, f.p, f.u, f.q, f.t, f.d, f.rp);
+      stream_stores_for(f.n) && stream_aligned(f.x, f.r, f.z, f.p, f.w, f.u, f.q, f.t, f.d, f.rp);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
     const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa(), stream);
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {

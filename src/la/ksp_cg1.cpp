@@ -51,8 +51,7 @@ bool Run::cg1_iteration() {
   return st_.stop == 0;
 }
 
-void Run::cg1_update_and_product(LaFusedArgs f, AccessList& acc, LaFinalize fin,
-                                 const char* what) {
+void Run::cg1_update_and_product(LaFusedArgs f, AccessList& acc, LaFinalize fin, const char* what) {
   const bool init = fin == LaFinalize::cg1_init;
   // The update: its sums stay where the product's join them (no logic, no wait).
   f.sums = sums_for(LaFinalize::cg1_stash, acc);

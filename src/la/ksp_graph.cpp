@@ -20,9 +20,9 @@ std::vector<std::uint64_t> Run::graph_key() const {
     add(reinterpret_cast<std::uintptr_t>(p));
     add(id);
   };
-  for (const Vec* v :
-       std::initializer_list<const Vec*>{&b_, &x_, &w_.r, &w_.z, &w_.p, &w_.p2, &w_.w, &w_.s, &w_.rp,
-                                         &w_.v, &w_.t, &w_.q, &w_.u, &w_.d, &w_.y, &w_.invdiag}) {
+  for (const Vec* v : std::initializer_list<const Vec*>{&b_, &x_, &w_.r, &w_.z, &w_.p, &w_.p2,
+                                                        &w_.w, &w_.s, &w_.rp, &w_.v, &w_.t, &w_.q,
+                                                        &w_.u, &w_.d, &w_.y, &w_.invdiag}) {
     add_ptr(v->empty() ? nullptr : v->data(), v->empty() ? 0 : v->object_id());
   }
   add_ptr(w_.state.data(), w_.state.object_id());

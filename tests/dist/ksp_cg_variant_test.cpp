@@ -179,9 +179,9 @@ TEST(DistCgVariant, RealMatricesWithinACoupleOfClassic) {
     const Mat A = Mat::read_matrix_market(c, path);
     for (la::KspOptions o : {la::KspOptions{.rtol = 1e-8, .max_it = 600},
                              la::KspOptions{.pc = la::PcType::none,
-                                            .norm_type = la::KspNormType::unpreconditioned,
-                                            .rtol = 1e-8,
-                                            .max_it = 600}}) {
+                             .norm_type = la::KspNormType::unpreconditioned,
+                             .rtol = 1e-8,
+                             .max_it = 600}}) {
       const Solved classic = solve_whole(whole, o, c, A.layout());
       o.cg_variant = kSingle;
       const Solved single = solve_dist(A, o);

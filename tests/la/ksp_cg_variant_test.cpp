@@ -25,8 +25,8 @@ class KspCgVariantTest : public KspTest {
   static int allowed(int its) { return std::max(2, its / 50); }
 };
 
-const char* const kRealMatrices[] = {"bcsstk01", "nos4",     "bcsstk03", "mesh2e1", "plat362",
-                                     "gr_30_30", "nos3",     "1138_bus", "bcsstk15"};
+const char* const kRealMatrices[] = {"bcsstk01", "nos4", "bcsstk03", "mesh2e1", "plat362",
+                                     "gr_30_30", "nos3", "1138_bus", "bcsstk15"};
 
 std::filesystem::path real_dir() {
   const std::filesystem::path dir = ref::matrix_dir();
@@ -59,11 +59,11 @@ TEST_P(KspCgVariantTest, StaysWithinACoupleOfClassicOnRealMatrices) {
     const auto n = static_cast<std::size_t>(A.rows());
     Vec b = rhs(A, ones(n), ctx);
     const int cap = std::string(name) == "bcsstk15" ? 250 : 600;
-    for (KspOptions o : {KspOptions{.rtol = 1e-8, .max_it = cap},
-                         KspOptions{.pc = PcType::none,
-                                    .norm_type = KspNormType::unpreconditioned,
-                                    .rtol = 1e-8,
-                                    .max_it = cap}}) {
+    for (KspOptions o :
+         {KspOptions{.rtol = 1e-8, .max_it = cap}, KspOptions{.pc = PcType::none,
+                                                   .norm_type = KspNormType::unpreconditioned,
+                                                   .rtol = 1e-8,
+                                                   .max_it = cap}}) {
       SCOPED_TRACE(std::string(name) + " " + std::string(to_string(o.pc)));
       Vec xc(ctx, n), xs(ctx, n);
       const auto c = Ksp(A, o).solve(b, xc);
@@ -137,9 +137,9 @@ TEST_P(KspCgVariantTest, RandomSpdSystemsAgreeWithClassic) {
     if (mode == SolveMode::graph && !graph_runs()) o.mode = SolveMode::async;
     o.check_every = 1 + trial % 7;
     SCOPED_TRACE("trial " + std::to_string(trial) + ": n " + std::to_string(n) + " nnz " +
-                 std::to_string(A.nnz()) + " scaled over " + std::to_string(decades) +
-                 " decades " + std::string(to_string(pc)) + " " +
-                 std::string(to_string(nt)) + " " + std::string(to_string(o.mode)));
+                 std::to_string(A.nnz()) + " scaled over " + std::to_string(decades) + " decades " +
+                 std::string(to_string(pc)) + " " + std::string(to_string(nt)) + " " +
+                 std::string(to_string(o.mode)));
     Vec xc(ctx, hb.size()), xs(ctx, hb.size());
     const auto c = Ksp(A, o).solve(b, xc);
     const auto s = Ksp(A, single(o)).solve(b, xs);

@@ -224,10 +224,10 @@ int run_dist_solve(const SolveOptions& o) {
         "process 0 on {})\n",
         problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(), comm.engine(),
         fmt::join(devices, ", "));
-    fmt::print("solver:     {}{} with {} preconditioner, {} norm, {} mode\n", o.ksp,
-               o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")"
-                                                          : std::string(),
-               o.pc, o.norm_type, mode);
+    fmt::print(
+        "solver:     {}{} with {} preconditioner, {} norm, {} mode\n", o.ksp,
+        o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")" : std::string(),
+        o.pc, o.norm_type, mode);
     fmt::print("iterations: {}\n", result.iterations);
     fmt::print("residual:   {:.6e} ({} norm); true ||b - Ax|| = {:.6e} ({:.3e} relative)\n",
                result.residual_norm, o.norm_type, true_res, bnorm > 0 ? true_res / bnorm : 0.0);

@@ -184,16 +184,16 @@ struct LaMatvecArgs {
 
 /// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).
 enum class LaFusedOp : std::uint8_t {
-  rhs_norm,   ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
-  cg_init,    ///< (b given: x = 0; r = b); z = B r; p = 0 (and w = 0 if w is set):
-              ///< sum0 = (z'z | r'r by norm type), sum1 = z'r
-  cg_update,  ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
-  tf_init,    ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
-  tf_qt,      ///< q = u - s0 v; t = u + q
-  tf_dx,      ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
-              ///< x += s2 d: sum0 = r'rp
-  tf_uqp,     ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
-  unwind,     ///< x = x + B t (right preconditioning: back from the preconditioned variable)
+  rhs_norm,    ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
+  cg_init,     ///< (b given: x = 0; r = b); z = B r; p = 0 (and w = 0 if w is set):
+               ///< sum0 = (z'z | r'r by norm type), sum1 = z'r
+  cg_update,   ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
+  tf_init,     ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
+  tf_qt,       ///< q = u - s0 v; t = u + q
+  tf_dx,       ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
+               ///< x += s2 d: sum0 = r'rp
+  tf_uqp,      ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
+  unwind,      ///< x = x + B t (right preconditioning: back from the preconditioned variable)
   cg1_update,  ///< single-reduction CG (`v` holds s = A z): p = B r + s1 p; w = v + s1 w;
                ///< x += s0 p; r -= s0 w; z = B r (if z is set): sum0 = (z'z | r'r), sum1 = z'r
 };

@@ -15,20 +15,7 @@ import textwrap
 
 import pytest
 
-# On the GPU machine (SLUICE_REQUIRE_CUDA=1) the GPU libraries start their CUDA side before
-# sluice loads its cuda module: after sluice's cuda work, `import torch` crashed in torch's
-# operator registry and JAX's first `jax.devices()` crashed in XLA's PJRT client set-up (torch
-# 2.11+cu130, CUDA 13.0 toolkit): a known defect, docs/python.md#known-defects.
-if os.environ.get("SLUICE_REQUIRE_CUDA") == "1":
-    for _name in ("torch", "cupy", "jax"):
-        try:
-            _lib = importlib.import_module(_name)
-            if _name == "jax":
-                _lib.devices()
-        except Exception:  # a missing library skips its tests later, with the reason
-            pass
-
-import sluice  # noqa: E402
+import sluice
 
 # JAX takes 75 % of a GPU's memory when first used unless told not to; the other libraries and
 # sluice share the GPU with it in this process.

@@ -183,3 +183,35 @@ def test_dataflow_with_an_nvrtc_kernel_on_cuda():
     q.submit(lambda h: h.launch(k, 1, 128, b.access(h, "read_write"), 100)).wait()
     with b.host_access("read") as a:
         np.testing.assert_array_equal(a, 2 * np.arange(100.0))
+
+
+# sluice first, then another GPU library, each in a fresh process: the order in which a user's
+# program meets them must not matter (libsluice once exported the standard library's copies it
+# carried, and JAX's and CuPy's imports crashed in them after sluice's cuda work:
+# docs/python.md#library-load-order).
+LOAD_ORDER_START = """
+import numpy as np, sluice
+from sluice import la
+ctx = sluice.Context("cuda:0", name="first")
+with ctx:
+    A = la.Mat.stencil_csr("2d5", 32, 32)
+    b = la.Vec(np.ones(1024)); x = la.Vec(1024)
+    assert la.Ksp(A, rtol=1e-8, atol=0, mode="async").solve(b, x).converged
+    y = sluice.lazy.eval(sluice.lazy.sin(sluice.lazy.asarray(np.arange(8.0))) + 1)
+ctx.synchronize()
+"""
+LOAD_ORDER_THEN = {
+    "torch": "import torch; assert torch.ones(3, device='cuda').sum().item() == 3",
+    "cupy": "import cupy; assert float(cupy.ones(3).sum()) == 3",
+    "jax": "import jax, jax.numpy as jnp; jax.devices(); assert float(jnp.arange(4.0).sum()) == 6",
+}
+
+
+@pytest.mark.parametrize("then", ["torch", "cupy", "jax", "torch,cupy,jax"])
+def test_sluice_first_then_another_gpu_library(then):
+    for name in then.split(","):
+        gpu_library(name)  # skips with the reason where it is missing
+    from conftest import run_isolated
+
+    code = LOAD_ORDER_START + "\n".join(LOAD_ORDER_THEN[n] for n in then.split(",")) + "\nprint('ok')"
+    assert "ok" in run_isolated(code, timeout=240)

@@ -1,0 +1,31 @@
+# libsluice.so exports sluice's symbols only (src/libsluice.map): a library loaded later in the
+# same process must never bind to the copies of the standard library, nlohmann::json or
+# boost::context that libsluice carries (the plugin loader puts libsluice in the global scope).
+# cmake -DLIB=<libsluice.so> -DNM=<nm> -P exports_check.cmake
+execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE _nm RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIB}")
+endif()
+string(REPLACE "\n" ";" _lines "${_nm}")
+set(_foreign "")
+set(_count 0)
+foreach(_line IN LISTS _lines)
+  if(_line MATCHES "^[0-9a-f]+ [A-Za-z] (.+)$")
+    set(_sym ${CMAKE_MATCH_1})
+    math(EXPR _count "${_count} + 1")
+    # Mangled sluice names contain "6sluice" (a nested name) or start with "sluice_" (C).
+    if(NOT _sym MATCHES "6sluice" AND NOT _sym MATCHES "^sluice_")
+      list(APPEND _foreign ${_sym})
+    endif()
+  endif()
+endforeach()
+if(_count LESS 100)
+  message(FATAL_ERROR "only ${_count} exported symbols found in ${LIB}: is it the library?")
+endif()
+if(_foreign)
+  list(LENGTH _foreign _n)
+  list(SUBLIST _foreign 0 20 _show)
+  string(REPLACE ";" "\n  " _show "${_show}")
+  message(FATAL_ERROR "${LIB} exports ${_n} symbols that are not sluice's (src/libsluice.map):\n  ${_show}")
+endif()
+message(STATUS "${LIB}: ${_count} exported symbols, all sluice's")

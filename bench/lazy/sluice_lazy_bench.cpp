@@ -8,6 +8,12 @@
 //                     [--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 10,12,..,24]
 //                     [--wide 1,2,4,8,16,32,64] [--wide-rows 64,16384] [--chain 10,30,100,300,1000]
 //                     [--quick] [--json FILE] [--dump-dg DIR]
+//                     [--tune off|on|cached] [--tune-report]
+//
+// --tune sets Options::tune for every program (default: SLUICE_LAZY_TUNE, else on); the tuning
+// cache lives in the run's own kernel cache directory, so `on` times every candidate once per
+// kernel and size. --tune-report prints, for each fused dataflow program, every kernel's shape,
+// where it came from, and each candidate's median time (the per-candidate timings of tuning).
 //
 // Per case: compile time cold (the first case of a program whose source is new: an empty cache
 // directory) and from the disk cache (every case; its origin is recorded); per-call time
@@ -72,7 +78,13 @@ struct Args {
   bool quick = false;
   std::string json;
   std::string dump;
+  L::Tune tune = L::Tune::environment;
+  bool tune_report = false;
 };
+
+// Set from Args in main (measure() is called from every program's loop).
+L::Tune g_tune = L::Tune::environment;
+bool g_tune_report = false;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -164,6 +176,7 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.fusion = mode.fusion;
   o.schedule = mode.schedule;
   o.device = ctx.device();
+  o.tune = g_tune;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
@@ -237,6 +250,37 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.values["graph_nodes"] = static_cast<double>(s.graph_nodes);
   row.values["concurrency"] = static_cast<double>(s.concurrency);
   row.values["temporary_bytes"] = static_cast<double>(s.temporary_bytes);
+  row.text["tune"] = s.tune_mode;
+  row.values["tune_groups"] = static_cast<double>(s.tune_groups);
+  row.values["tuned_groups"] = static_cast<double>(s.tuned_groups);
+  row.values["tune_candidates"] = static_cast<double>(s.tune_candidates);
+  row.values["tune_ms"] = s.tune_ms;
+  if (g_tune_report && std::string(mode.name) == "fused-dataflow") {
+    std::string size;
+    for (const auto& [k, v] : row.size)
+      size += " " + k + "=" + std::to_string(static_cast<long long>(v));
+    std::printf(
+        "tune %s%s: %.1f us per call, tune %s: %zu groups, %zu timed, %zu cached, %zu "
+        "candidates, %.0f ms\n",
+        row.program.c_str(), size.c_str(), row.values["per_call_us"], s.tune_mode.c_str(),
+        s.tune_groups, s.tuned_groups, s.tune_hits, s.tune_candidates, s.tune_ms);
+    for (const auto& k : p.kernels()) {
+      if (k.shape.empty()) continue;
+      std::string line = "  " + k.name + " [" + std::to_string(k.elements) + "] " + k.shape;
+      if (!k.choice.empty()) line += " (" + k.choice + ")";
+      for (std::size_t i = 0; i < k.candidates.size(); ++i) {
+        line += i == 0 ? " | " : ", ";
+        line += k.candidates[i];
+        if (i < k.candidate_us.size()) {
+          char b[32];
+          std::snprintf(b, sizeof b, " %.1f us", k.candidate_us[i]);
+          line += b;
+        }
+      }
+      std::printf("%s\n", line.c_str());
+    }
+    std::fflush(stdout);
+  }
 }
 
 /// Bytes of an array's elements.
@@ -568,16 +612,27 @@ int main(int argc, char** argv) {
       args.json = value();
     } else if (a == "--dump-dg") {
       args.dump = value();
+    } else if (a == "--tune") {
+      const auto v = value();
+      if (v != "off" && v != "on" && v != "cached") {
+        std::fprintf(stderr, "--tune takes off, on or cached (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.tune = v == "off" ? L::Tune::off : v == "on" ? L::Tune::on : L::Tune::cached;
+    } else if (a == "--tune-report") {
+      args.tune_report = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
                    "[--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 LOG2N,...] "
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
-                   "[--json FILE] [--dump-dg DIR]\n",
+                   "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report]\n",
                    argv[0]);
       return 2;
     }
   }
+  g_tune = args.tune;
+  g_tune_report = args.tune_report;
   try {
     Device device = default_device();
     if (!args.backend.empty()) device = Device{args.backend, 0};

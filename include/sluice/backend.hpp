@@ -172,7 +172,9 @@ class GraphExecutable {
   /// operation `op` of a context whose failure state is `failures` (event record nodes' points
   /// carry it). `events` gives the points event wait nodes wait for and takes the points event
   /// record nodes record (both empty for a graph without event nodes). The launch keeps what it
-  /// uses alive (the IR it was instantiated or updated with) until it completed.
+  /// uses alive (the IR it was instantiated or updated with) until it completed, also past the
+  /// executable's destruction, which never waits for launches in flight (a host node may need
+  /// what the destroying thread holds).
   virtual void launch(Stream& stream, const OpInfo& op,
                       const std::shared_ptr<FailureState>& failures, ir::LaunchEvents& events) = 0;
   /// Takes every parameter of `graph`, whose topology the core checked to be the same. Returns

@@ -807,6 +807,16 @@ enum class Schedule : std::uint8_t {
 };
 
 /// Options of `compile`.
+/// How a cuda reduction's kernel shape is chosen where it has several (operands staged in shared
+/// memory or not, a thread or several lanes per output): `on` times each candidate on the device
+/// when an instance is built and keeps the fastest (remembered in memory and on disk, keyed by
+/// the device's name, the kernels' source and the sizes, so another program or process does not
+/// time it again); `cached` uses remembered choices and the size rule elsewhere (never times);
+/// `off` is the size rule alone (reproducible). `environment` (the default) reads
+/// SLUICE_LAZY_TUNE (off, on or cached; unset: on). The host has one shape per kernel: nothing to
+/// tune, any mode is accepted.
+enum class Tune : std::uint8_t { environment, off, on, cached };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -819,6 +829,7 @@ struct Options {
   /// a run on another device builds them for it.
   std::optional<Device> device;
   std::string name = "lazy";
+  Tune tune = Tune::environment;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.
@@ -891,6 +902,12 @@ struct KernelInfo {
   std::string source;            ///< the generated function (empty for BLAS)
   std::int64_t elements = 0;     ///< output elements
   std::vector<std::string> ops;  ///< the array operations it computes (fused ones included)
+  std::string shape;  ///< cuda: its shape ("thread", "staged(b2)", "lanes16", ...); host: empty
+  /// cuda, where it has several shapes: each candidate's shape, the size rule's first ...
+  std::vector<std::string> candidates;
+  /// ... and, where they were timed in this process, each one's median µs (else empty)
+  std::vector<double> candidate_us;
+  std::string choice;  ///< "rule", "timed", "memory" or "disk" (where the shape came from)
 };
 
 /// What a program is and what it did.
@@ -912,6 +929,13 @@ struct Stats {
   std::uint64_t evictions = 0;
   std::uint64_t rebinds = 0;  ///< runs whose buffers differed from the previous run's
   std::uint64_t launches = 0;
+  // Choosing kernel shapes (Options::tune), summed over the instances built.
+  std::string tune_mode;            ///< "off", "on" or "cached" (as resolved)
+  std::size_t tune_groups = 0;      ///< kernels with more than one valid shape
+  std::size_t tuned_groups = 0;     ///< of them, timed now
+  std::size_t tune_hits = 0;        ///< of them, found in the tuning cache (memory or disk)
+  std::size_t tune_candidates = 0;  ///< candidate kernels timed
+  double tune_ms = 0;               ///< time spent choosing (build of the candidates included)
 };
 
 namespace detail {
@@ -1033,8 +1057,8 @@ struct GlobalStats {
   std::uint64_t eval_cache_hits = 0;
 };
 [[nodiscard]] GlobalStats global_stats();
-/// Forgets the in-memory cache of built modules (a later build reads the disk cache, as a new
-/// process would).
+/// Forgets the in-memory cache of built modules and of tuned kernel shapes (a later build reads
+/// the disk cache, as a new process would).
 void clear_module_memory();
 
 }  // namespace sluice::lazy

@@ -161,6 +161,8 @@ replay = Replay()
 def capture_launch(graph, ctx=None):
     """Warp's ``capture_launch``: instantiates ``graph`` (a Graph or GraphExec) if needed and
     launches it on ``ctx`` (default: the current context). Returns the GraphExec."""
-    exec_ = graph if isinstance(graph, GraphExec) else graph.instantiate()
+    ctx = ctx if ctx is not None else current_context()
+    # Instantiated for the device of the context that launches it (not the default device).
+    exec_ = graph if isinstance(graph, GraphExec) else graph.instantiate(ctx.device)
     exec_.launch(ctx)
     return exec_

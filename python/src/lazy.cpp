@@ -216,6 +216,12 @@ py::dict stats_dict(const lz::Stats& s) {
   d["evictions"] = s.evictions;
   d["rebinds"] = s.rebinds;
   d["launches"] = s.launches;
+  d["tune_mode"] = s.tune_mode;
+  d["tune_groups"] = s.tune_groups;
+  d["tuned_groups"] = s.tuned_groups;
+  d["tune_hits"] = s.tune_hits;
+  d["tune_candidates"] = s.tune_candidates;
+  d["tune_ms"] = s.tune_ms;
   return d;
 }
 
@@ -412,6 +418,10 @@ void bind_lazy(py::module_& parent) {
           d["source"] = k.source;
           d["elements"] = k.elements;
           d["ops"] = k.ops;
+          d["shape"] = k.shape;
+          d["candidates"] = k.candidates;
+          d["candidate_us"] = k.candidate_us;
+          d["choice"] = k.choice;
           out.append(d);
         }
         return out;

@@ -110,6 +110,9 @@ def test_program_api_placeholders_and_introspection(ctx):
     s = p.stats()
     assert s["kernels"] >= 1 and s["launches"] == 1 and s["operations"] >= 3
     assert p.source() and p.kernels() and {"name", "kind", "source", "ops"} <= set(p.kernels()[0])
+    # Kernel-shape tuning is reported (SLUICE_LAZY_TUNE; on the host there is nothing to tune).
+    assert s["tune_mode"] in ("off", "on", "cached") and s["tune_candidates"] >= 0
+    assert {"shape", "candidates", "candidate_us", "choice"} <= set(p.kernels()[0])
     # Explicit outputs through run().
     outs = [sluice.empty((4, 3), ctx=ctx), sluice.empty(3, ctx=ctx)]
     p.run({"x": xs, "w": ws}, outs, ctx=ctx)

@@ -5,12 +5,23 @@
 // through the module.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/backend.hpp"
 #include "sluice/cuda.hpp"
 
 namespace sluice::detail {
+
+/// The module's kernels on one device (backends/cuda/kernel_preload.hpp).
+struct CudaKernelLoad {
+  std::vector<std::string> files;  // the module's .cu files that registered, as __FILE__ gave them
+  std::size_t functions = 0;       // functions in those files' modules on the device
+  std::size_t loaded = 0;          // of those, loaded
+  bool lazy = false;               // the process loads modules lazily
+  std::string failure;             // empty when every step worked
+};
 
 class CudaInterop {
  public:
@@ -28,6 +39,9 @@ class CudaInterop {
   /// Launches `kernel` (a host stub registered with the shared CUDA runtime) as operation `op`.
   virtual void launch(Stream& stream, const void* kernel, cuda::Dim3 grid, cuda::Dim3 block,
                       std::size_t shared_bytes, void** args, const OpInfo& op) = 0;
+  /// The module's kernels on `device`; `load`: loads them first (and warms cuSPARSE up), as the
+  /// NCCL engine does for a process that drives several GPUs.
+  [[nodiscard]] virtual CudaKernelLoad kernels(int device, bool load) = 0;
 };
 
 }  // namespace sluice::detail

@@ -461,9 +461,10 @@ std::string prelude(LazyDialect d) {
   return s;
 }
 
-KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int index, bool debug) {
+KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int index, bool debug,
+                       const CudaShape* chosen, const std::string& suffix) {
   KernelCode code;
-  code.name = "sl_k" + std::to_string(index);
+  code.name = "sl_k" + std::to_string(index) + suffix;
   code.elements = numel(k.shape);
   code.weight = weight_of(k);
   code.debug = debug;
@@ -472,7 +473,8 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const int rank = static_cast<int>(k.shape.size());
   const int nred = k.kind == Kernel::Kind::reduce ? static_cast<int>(k.red.size()) : 0;
   // The cuda kernel's shape: operands staged in shared memory, lanes per output (cuda_shape.hpp).
-  const CudaShape shape = cuda ? choose_cuda_shape(k, L) : CudaShape{};
+  const CudaShape shape = !cuda ? CudaShape{} : chosen ? *chosen : choose_cuda_shape(k, L);
+  if (cuda) code.shape = describe(shape);
   const int G = shape.group;
   // Loop levels: 0 the prologue; host: 1 the row (all but the last output axis), 2 the element;
   // cuda: 1 the element (a thread); then one level per reduction variable (one for all of them
@@ -555,7 +557,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     value = em.value(k.body);
   }
 
-  const std::string args = "sl_a" + std::to_string(index);
+  const std::string args = "sl_a" + std::to_string(index) + suffix;
   std::string t;  // the function (its argument struct goes before it once all parameters exist)
   const char* out_type = ctype(L.nodes[static_cast<std::size_t>(k.out)].dtype);
   std::string pro;
@@ -584,6 +586,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       biggest = std::max(biggest, numel(L.nodes[static_cast<std::size_t>(r)].shape));
     const char* I =
         biggest < (std::int64_t{1} << 31) - (std::int64_t{1} << 26) ? "int" : "long long";
+    if (k.kind == Kernel::Kind::reduce) t += "// shape: " + code.shape + "\n";
     t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
          " a) {\n" + pro + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n";
     if (shape.staged.empty()) {
@@ -601,6 +604,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       const std::int64_t per_block = std::max<std::int64_t>(1024, staged / 2);
       const std::int64_t cap =
           std::max<std::int64_t>(256, (code.elements + per_block - 1) / per_block);
+      code.max_blocks = cap;  // the launch stops there (the check below stays for any grid)
       t += "const I cap_ = (I)" + em.param(cap) +
            ";\nconst I nb = (I)gridDim.x < cap_ ? (I)gridDim.x : cap_;\n"
            "if ((I)blockIdx.x >= nb) return;\n";

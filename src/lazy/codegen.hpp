@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy/cuda_shape.hpp"
 #include "lazy/fuse.hpp"
 #include "sluice/ext/lazy_kernels.hpp"
 
@@ -22,9 +23,15 @@ struct KernelCode {
   std::vector<int> buffers;  // lowered nodes bound to b[1..] (b[0] is the output; the debug
                              // error record, if any, comes last)
   std::vector<std::int64_t> params;
-  std::int64_t elements = 0;  // output elements
-  double weight = 1;          // work per element (host chunking)
+  std::int64_t elements = 0;    // output elements (cuda, lanes per output: threads)
+  std::int64_t max_blocks = 0;  // cuda: the most blocks worth launching (0: no limit)
+  double weight = 1;            // work per element (host chunking)
   bool debug = false;
+  int kernel = -1;    // the fused kernel it computes
+  std::string shape;  // cuda: describe(shape) of the kernel's shape (empty on the host)
+  std::vector<std::string> candidates;  // cuda, with alternatives: every candidate's shape
+  std::vector<double> candidate_us;     // their median times where timed in this process
+  std::string choice;                   // "rule", "timed", "memory", "disk" (with alternatives)
   [[nodiscard]] std::size_t buffer_slots() const noexcept {
     return 1 + buffers.size() + (debug ? 1 : 0);
   }
@@ -34,9 +41,11 @@ struct KernelCode {
   }
 };
 
-/// Generates kernel `index` of an instance.
+/// Generates kernel `index` of an instance (named sl_k<index><suffix>). On cuda, `shape` is the
+/// kernel's shape (null: the size rule's, choose_cuda_shape); the host ignores it.
 [[nodiscard]] KernelCode emit_kernel(const Kernel& k, const Lowered& lowered, LazyDialect dialect,
-                                     int index, bool debug);
+                                     int index, bool debug, const CudaShape* shape = nullptr,
+                                     const std::string& suffix = {});
 /// The dialect's prelude (types, math, index checks).
 [[nodiscard]] std::string prelude(LazyDialect dialect);
 

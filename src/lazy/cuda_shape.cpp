@@ -58,6 +58,41 @@ CudaShapeRules& cuda_shape_rules() noexcept {
   return rules;
 }
 
+namespace {
+
+/// Operands small enough for shared memory and read by at least `reuse` terms per element.
+std::vector<StagedBuffer> stageable(const Kernel& k, const Lowered& L, std::int64_t reuse) {
+  std::vector<StagedBuffer> out;
+  const auto& rules = cuda_shape_rules();
+  const std::int64_t outputs = numel(k.shape);
+  const std::int64_t terms = numel(k.red);
+  std::int64_t used = 0;
+  for (std::size_t j = 0; j < k.reads.size(); ++j) {
+    const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
+    const std::int64_t count = numel(n.shape);
+    if (n.shape.empty() || count <= 0) continue;
+    if (count > outputs || count * reuse > outputs * std::max<std::int64_t>(terms, 1)) continue;
+    auto st = padded_strides(n.shape, n.dtype);
+    const std::int64_t padded = st[0] * n.shape[0];
+    const std::int64_t capacity = (padded + 1023) / 1024 * 1024;
+    const std::int64_t bytes = capacity * dtype_bytes(n.dtype);
+    if (used + bytes > rules.stage_bytes) continue;
+    used += bytes;
+    out.push_back({static_cast<int>(j), std::move(st), capacity});
+  }
+  return out;
+}
+
+/// Lanes per output for a reduction of `terms` terms: a power of two up to 32 with at least
+/// four terms per lane.
+int lanes_for(std::int64_t terms) {
+  int g = 1;
+  while (g < 32 && g * 2 * 2 <= terms) g *= 2;
+  return g;
+}
+
+}  // namespace
+
 CudaShape choose_cuda_shape(const Kernel& k, const Lowered& L) {
   CudaShape s;
   if (k.kind != Kernel::Kind::reduce) return s;
@@ -69,21 +104,7 @@ CudaShape choose_cuda_shape(const Kernel& k, const Lowered& L) {
   if (outputs <= 0) return s;
 
   // Operands small enough for shared memory and read by many outputs.
-  std::int64_t used = 0;
-  for (std::size_t j = 0; j < k.reads.size(); ++j) {
-    const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
-    const std::int64_t count = numel(n.shape);
-    if (n.shape.empty() || count <= 0) continue;
-    if (count > outputs || count * rules.stage_reuse > outputs * std::max<std::int64_t>(terms, 1))
-      continue;
-    auto st = padded_strides(n.shape, n.dtype);
-    const std::int64_t padded = st[0] * n.shape[0];
-    const std::int64_t capacity = (padded + 1023) / 1024 * 1024;
-    const std::int64_t bytes = capacity * dtype_bytes(n.dtype);
-    if (used + bytes > rules.stage_bytes) continue;
-    used += bytes;
-    s.staged.push_back({static_cast<int>(j), std::move(st), capacity});
-  }
+  s.staged = stageable(k, L, rules.stage_reuse);
 
   // Lanes per output: for long reductions whose innermost variable walks a buffer's contiguous
   // axis while consecutive outputs read it strided (not the same element, not the next one).
@@ -103,11 +124,41 @@ CudaShape choose_cuda_shape(const Kernel& k, const Lowered& L) {
     if (o != 0 && o != 1 && o != -1) strided = true;
   });
   if (!rules.force_group && !strided) return s;
-  int g = 1;
-  while (g < 32 && g * 2 * 2 <= terms) g *= 2;
+  int g = lanes_for(terms);
   if (rules.force_group) g = std::max(g, 2);
   s.group = g;
   return s;
+}
+
+std::vector<CudaShape> cuda_shape_candidates(const Kernel& k, const Lowered& L) {
+  std::vector<CudaShape> out{choose_cuda_shape(k, L)};
+  if (k.kind != Kernel::Kind::reduce || numel(k.shape) <= 0) return out;
+  const std::int64_t terms = numel(k.red);
+  std::vector<std::vector<StagedBuffer>> stagings{out[0].staged, stageable(k, L, 2), {}};
+  std::vector<int> groups{1};
+  if (!k.red.empty() && terms >= 8 && k.body->dtype != DType::boolean) {
+    groups.push_back(std::max(out[0].group, lanes_for(terms)));
+  }
+  for (const auto& st : stagings) {
+    for (int g : groups) {
+      CudaShape c{st, g};
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::string describe(const CudaShape& shape) {
+  std::string s;
+  if (!shape.staged.empty()) {
+    s = "staged(";
+    for (std::size_t i = 0; i < shape.staged.size(); ++i) {
+      s += (i ? ",b" : "b") + std::to_string(shape.staged[i].read + 1);
+    }
+    s += ")";
+  }
+  if (shape.group > 1) s += (s.empty() ? "lanes" : "+lanes") + std::to_string(shape.group);
+  return s.empty() ? "thread" : s;
 }
 
 }  // namespace sluice::lazy::detail

@@ -10,8 +10,13 @@
 // - Grouped outputs: when the reduction is long and runs along the contiguous axis of what it
 //   reads while consecutive outputs do not (a sum over the last axis), G lanes of a warp share
 //   an output: lane l sums terms l, l + G, ... (coalesced loads), then a warp shuffle combines.
+//
+// The size rule (choose_cuda_shape) is one guess; cuda_shape_candidates lists every valid shape
+// of a kernel (the rule's first) so that the layer can time them on the device and keep the
+// fastest (tune.hpp).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lazy/fuse.hpp"
@@ -37,9 +42,26 @@ struct StagedBuffer {
 struct CudaShape {
   std::vector<StagedBuffer> staged;
   int group = 1;  // lanes per output (1: a thread per output)
+  friend bool operator==(const CudaShape& a, const CudaShape& b) {
+    if (a.group != b.group || a.staged.size() != b.staged.size()) return false;
+    for (std::size_t i = 0; i < a.staged.size(); ++i) {
+      if (a.staged[i].read != b.staged[i].read) return false;
+    }
+    return true;
+  }
 };
 
-/// The shape of kernel `k` (a reduction; other kernels get the default).
+/// The shape of kernel `k` by the size rule (a reduction; other kernels get the default).
 [[nodiscard]] CudaShape choose_cuda_shape(const Kernel& k, const Lowered& lowered);
+
+/// Every shape worth timing for kernel `k`, the size rule's first, no two alike: the operands
+/// staged as the rule stages them, every operand that fits staged (reused at least twice), or
+/// none; each with a thread per output or, for reductions of at least 8 terms, lanes per output.
+/// One element (the rule's) when there is no alternative (element-wise kernels, short sums).
+[[nodiscard]] std::vector<CudaShape> cuda_shape_candidates(const Kernel& k, const Lowered& lowered);
+
+/// "thread", "staged(b2)", "lanes16", "staged(b1,b2)+lanes8": what the shape is, for the
+/// generated source and the program's introspection (b<j> is the kernel's buffer j).
+[[nodiscard]] std::string describe(const CudaShape& shape);
 
 }  // namespace sluice::lazy::detail

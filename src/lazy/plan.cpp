@@ -76,6 +76,12 @@ std::string kernel_name(const Kernel& k, const Lowered& L, std::span<const NodeP
 
 }  // namespace
 
+std::string assemble_source(const InstanceDesc& d, LazyDialect dialect) {
+  std::string src = prelude(dialect);
+  for (const auto& c : d.codes) src += "\n" + c.text;
+  return src;
+}
+
 InstanceDesc plan_instance(const PlanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   InstanceDesc d;
@@ -168,6 +174,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
       if (numel(k.shape) > 0) {
         s.code = static_cast<int>(d.codes.size());
         d.codes.push_back(emit_kernel(k, L, in.dialect, s.code, in.debug));
+        d.codes.back().kernel = static_cast<int>(ki);
       }
     }
     add_step(std::move(s));
@@ -241,9 +248,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
   }
   d.width = width_of(d.steps);
 
-  std::string src = prelude(in.dialect);
-  for (const auto& c : d.codes) src += "\n" + c.text;
-  d.source = std::move(src);
+  d.source = assemble_source(d, in.dialect);
   d.codegen_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return d;

@@ -62,5 +62,7 @@ struct PlanInput {
 
 /// Lowers, fuses, generates and plans one instance (no device work).
 [[nodiscard]] InstanceDesc plan_instance(const PlanInput& in);
+/// The module source of `d`'s kernel codes (after a code was generated again in another shape).
+[[nodiscard]] std::string assemble_source(const InstanceDesc& d, LazyDialect dialect);
 
 }  // namespace sluice::lazy::detail

@@ -14,6 +14,7 @@
 
 #include "lazy/plan.hpp"
 #include "lazy/source.hpp"
+#include "lazy/tune.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/lazy_kernels.hpp"
 #include "sluice/extension.hpp"
@@ -80,6 +81,10 @@ class ProgramImpl {
   [[nodiscard]] std::vector<Shape> shapes_for(const std::vector<Shape>& placeholder_shapes) const;
   Instance& instance(const Device& device, const std::vector<Shape>& ps, std::source_location loc);
   Graph build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const;
+  /// Times the candidate kernels of `req` on inst's device (scratch buffers of their sizes).
+  std::vector<std::vector<std::vector<double>>> time_candidates(const Instance& inst,
+                                                                const TuneRequest& req,
+                                                                std::source_location loc) const;
   /// Step `s`'s uses under the binding `ptrs`.
   static std::vector<Use> step_uses(const Instance& inst, const Step& s,
                                     const std::vector<Resolved>& ptrs);
@@ -101,6 +106,7 @@ class ProgramImpl {
   std::vector<int> placeholders_;  // positions in order_
   std::vector<int> output_pos_;
   Options options_;
+  Tune tune_ = Tune::on;  // options_.tune resolved
   mutable std::mutex mutex_;
   std::list<std::unique_ptr<Instance>> cache_;  // most recently used first
   Instance* last_ = nullptr;
@@ -114,6 +120,8 @@ ProgramImpl::ProgramImpl(std::vector<NodePtr> outputs, Options options, std::sou
     if (!o) fail("an output is an empty Array handle", loc);
   }
   if (options_.cache_capacity == 0) options_.cache_capacity = 1;
+  tune_ = resolve_tune(options_.tune, loc);
+  stats_.tune_mode = tune_name(tune_);
   // Topological order: operands before their users (an explicit stack: chains may be deep).
   std::unordered_set<const Node*> done;
   for (const auto& root : outputs_) {
@@ -202,6 +210,19 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.dialect = inst->ext->dialect();
   pin.gemm = inst->ext->has_gemm();
   inst->desc = plan_instance(pin);
+  if (pin.dialect == LazyDialect::cuda && tune_ != Tune::off) {
+    TuneTimer timer = tune_timer_override();
+    if (!timer) {
+      timer = [&](const TuneRequest& req) { return time_candidates(*inst, req, loc); };
+    }
+    const auto r = tune_instance(inst->desc, pin.dialect, pin.debug, tune_,
+                                 sluice::device_info(device).name, timer);
+    stats_.tune_groups += r.groups;
+    stats_.tuned_groups += r.timed;
+    stats_.tune_hits += r.hits;
+    stats_.tune_candidates += r.candidates;
+    stats_.tune_ms += r.ms;
+  }
   std::vector<std::string> names;
   for (const auto& c : inst->desc.codes) names.push_back(c.name);
   if (!names.empty()) {
@@ -280,6 +301,86 @@ GeneratedSource generate_source(const std::vector<NodePtr>& outputs, const Optio
   return g;
 }
 
+TunedSource tune_source(const std::vector<NodePtr>& outputs, const Options& options,
+                        const std::string& device_name) {
+  const auto loc = std::source_location::current();
+  ProgramImpl p(outputs, options, loc);
+  auto d = p.plan_declared(LazyDialect::cuda, false);
+  const auto r = tune_instance(d, LazyDialect::cuda, options.debug, resolve_tune(options.tune, loc),
+                               device_name, tune_timer_override());
+  TunedSource t;
+  t.source = d.source;
+  for (const auto& c : d.codes) {
+    t.shapes.push_back(c.shape);
+    t.candidates.push_back(c.candidates);
+    t.choices.push_back(c.choice);
+  }
+  t.groups = r.groups;
+  t.timed = r.timed;
+  t.hits = r.hits;
+  t.candidates_timed = r.candidates;
+  return t;
+}
+
+std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
+    const Instance& inst, const TuneRequest& req, std::source_location loc) const {
+  LazyBuildInfo info;
+  const auto module = inst.ext->build(inst.device, req.source, req.names, info, loc);
+  const auto& d = inst.desc;
+  auto fill_of = [](DType t) {
+    switch (t) {
+      case DType::boolean:
+        return LazyTimedBuffer::Fill::boolean;
+      case DType::i32:
+        return LazyTimedBuffer::Fill::int32;
+      case DType::i64:
+        return LazyTimedBuffer::Fill::int64;
+      case DType::f32:
+        return LazyTimedBuffer::Fill::real32;
+      case DType::f64:
+        break;
+    }
+    return LazyTimedBuffer::Fill::real64;
+  };
+  auto bytes_of = [&](int ln) {
+    const auto& n = d.lowered.nodes[static_cast<std::size_t>(ln)];
+    return std::max<std::size_t>(static_cast<std::size_t>(numel(n.shape)) * dtype_size(n.dtype), 8);
+  };
+  std::vector<LazyTimedGroup> groups;
+  std::size_t index = 0;
+  for (const auto& g : req.groups) {
+    const auto& code = d.codes[static_cast<std::size_t>(g.code)];
+    const auto& k = d.fused.kernels[static_cast<std::size_t>(code.kernel)];
+    LazyTimedGroup tg;
+    // The output is scratch (the caller's buffers are never written with these results); a
+    // program constant is read where it is; everything else is scratch filled by its type.
+    tg.buffers.push_back({LazyTimedBuffer::Fill::zero, bytes_of(k.out), nullptr});
+    for (int r : code.buffers) {
+      const int b = d.buf_of[static_cast<std::size_t>(r)];
+      const auto& buf = d.bufs[static_cast<std::size_t>(b)];
+      LazyTimedBuffer t{fill_of(d.lowered.nodes[static_cast<std::size_t>(r)].dtype), bytes_of(r),
+                        nullptr};
+      if (buf.role == Buf::Role::constant) {
+        t.data = order_[static_cast<std::size_t>(buf.index)]->data;
+      }
+      tg.buffers.push_back(t);
+    }
+    if (code.debug) tg.buffers.push_back({LazyTimedBuffer::Fill::zero, 32, nullptr});
+    for (const auto& c : g.codes) {
+      std::vector<std::byte> args(c.arg_bytes());
+      if (!c.params.empty()) {
+        std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
+      }
+      tg.kernels.push_back(index++);
+      tg.elements.push_back(c.elements);
+      tg.max_blocks.push_back(c.max_blocks);
+      tg.args.push_back(std::move(args));
+    }
+    groups.push_back(std::move(tg));
+  }
+  return inst.ext->time(inst.device, module, groups, req.reps, loc);
+}
+
 std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
                                         const std::vector<Resolved>& ptrs) {
   std::vector<Use> uses;
@@ -338,7 +439,8 @@ KernelWork ProgramImpl::step_work(const Instance& inst, const Step& s,
   if (!c.params.empty()) {
     std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
   }
-  return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight, args);
+  return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight,
+                        c.max_blocks, args);
 }
 
 Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const {
@@ -624,7 +726,14 @@ std::vector<KernelInfo> ProgramImpl::kernels() const {
     info.kind = s.kind == Step::Kind::gemm       ? "blas"
                 : k.kind == Kernel::Kind::reduce ? "reduce"
                                                  : "map";
-    if (s.code >= 0) info.source = d.codes[static_cast<std::size_t>(s.code)].text;
+    if (s.code >= 0) {
+      const auto& c = d.codes[static_cast<std::size_t>(s.code)];
+      info.source = c.text;
+      info.shape = c.shape;
+      info.candidates = c.candidates;
+      info.candidate_us = c.candidate_us;
+      info.choice = c.choice;
+    }
     info.elements = numel(k.shape);
     for (int p : k.parts) {
       const int u = d.lowered.nodes[static_cast<std::size_t>(p)].node;
@@ -843,6 +952,7 @@ const Options& Program::options() const {
 }
 
 void clear_module_memory() {
+  detail::forget_tune_memory();
   for (const char* backend : {"host", "cuda"}) {
     if (auto* e = find_extension<LazyKernels>(backend)) e->forget_memory();
   }

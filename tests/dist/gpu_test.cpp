@@ -8,13 +8,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <numeric>
+#include <set>
 #include <string>
 #include <utility>
 
+#include "core/cuda_interop.hpp"
 #include "dist_test_util.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
+#include "sluice/extension.hpp"
 #include "sluice/memory.hpp"
 
 namespace sluice::dist {
@@ -219,10 +225,59 @@ void solves_match_host(const Comm& c) {
   }
 }
 
+/// The .cu files of src/, relative to it ("la/cuda/la_kernels.cu").
+std::set<std::string> kernel_files_of_the_source() {
+  std::set<std::string> files;
+  const std::filesystem::path src = SLUICE_SOURCE_DIR;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    if (e.is_regular_file() && e.path().extension() == ".cu") {
+      files.insert(e.path().lexically_relative(src).generic_string());
+    }
+  }
+  return files;
+}
+
+/// After a communicator over several GPUs of this process: every function of every .cu file of
+/// the module is loaded on each of `c`'s devices (the NCCL engine's preload), so no first launch
+/// during a solve loads code while an NCCL kernel runs (docs/dist.md, one process driving
+/// several GPUs). Every .cu file of src/ registered for it.
+void expect_every_kernel_loaded(const Comm& c) {
+  auto& interop = sluice::extension<sluice::detail::CudaInterop>("cuda");
+  const auto want = kernel_files_of_the_source();
+  for (int l = 0; l < c.local_size(); ++l) {
+    const int device = c.context(l).device().index;
+    SCOPED_TRACE("cuda:" + std::to_string(device));
+    const auto k = interop.kernels(device, false);
+    std::cout << "[ kernels  ] cuda:" << device << ": " << k.loaded << " of " << k.functions
+              << " functions of " << k.files.size() << " files loaded ("
+              << (k.lazy ? "lazy" : "eager") << " module loading)" << std::endl;
+    EXPECT_EQ(k.failure, "");
+    EXPECT_GT(k.functions, k.files.size());
+    EXPECT_EQ(k.loaded, k.functions);
+    std::set<std::string> got;
+    for (const auto& f : k.files) {
+      const auto at = f.rfind("src/");
+      got.insert(at == std::string::npos ? f : f.substr(at + 4));
+    }
+    EXPECT_EQ(got, want) << "every .cu file of src/ registers with SLUICE_CUDA_KERNEL_FILE";
+  }
+}
+
+TEST(DistGpu, OneProcessDrivingEveryGpuLoadsEveryKernelFirst) {
+  if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
+  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  expect_every_kernel_loaded(gpu_comm(cuda_devices()));
+}
+
 TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
   if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  solves_match_host(gpu_comm(cuda_devices()));
+  const Comm c = gpu_comm(cuda_devices());
+  // Checked first: a kernel left to load lazily may hang the solve (the case's watchdog then
+  // ends it) instead of failing here with the count.
+  const char* preload = std::getenv("SLUICE_DIST_PRELOAD");
+  if (preload == nullptr || std::string(preload) != "0") expect_every_kernel_loaded(c);
+  solves_match_host(c);
 }
 
 TEST(DistGpu, SolvesOnAGpuPerProcessMatchTheHost) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <numeric>
 #include <sstream>
@@ -326,6 +328,34 @@ TEST_P(GraphTest, HostNodeExceptionIsReportedByTheNextWait) {
   exec.launch(ctx);
   ctx.synchronize();  // the context and the executable stay usable
   EXPECT_EQ(calls, 1);
+}
+
+// Destroying an executable never waits for its launches: a host node may need what the
+// destroying thread holds (here a promise it keeps; in Python, the GIL). Before, the cuda
+// executable waited for them in its destructor, and a Python host node deadlocked there.
+TEST_P(GraphTest, DestroyingAnExecutableDoesNotWaitForItsLaunches) {
+  auto ctx = make_context();
+  std::promise<void> go;
+  std::shared_future<void> released = go.get_future().share();
+  std::atomic<int> ran{0};
+  auto destroyed = std::async(std::launch::async, [&] {
+    Graph g("held");
+    g.add_host(
+        [released, &ran] {
+          released.wait();
+          ran.fetch_add(1);
+        },
+        {.name = "waits"});
+    GraphExec exec(g, device());
+    exec.launch(ctx);
+    exec.launch(ctx);
+  });  // the graph and its executable go while the first host node still waits
+  const bool returned = destroyed.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  go.set_value();  // lets the launches finish either way, so a failure does not hang
+  destroyed.get();
+  ctx.synchronize();
+  EXPECT_TRUE(returned) << "destroying a GraphExec waited for its launches";
+  EXPECT_EQ(ran.load(), 2);
 }
 
 TEST_P(GraphTest, ConditionalDefaultIsAssignedAtEachLaunchAndUpdatedInPlace) {

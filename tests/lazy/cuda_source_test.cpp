@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "lazy/cuda_shape.hpp"
 #include "lazy/generator.hpp"
 #include "lazy/source.hpp"
+#include "lazy/tune.hpp"
 #include "sluice/kernel.hpp"
 
 namespace sluice::test {
@@ -110,6 +112,63 @@ TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {
   // The forced shapes did appear.
   EXPECT_GT(staged, 0);
   EXPECT_GT(shared, 0);
+}
+
+// Every candidate shape that tuning would time (the DG einsums at p = 1..4, the wide DAG's
+// branch) compiles with NVRTC in the one module a tuning request builds.
+TEST(LazyCudaSource, EveryTuningCandidateCompiles) {
+  std::string dir = ::testing::TempDir() + "sluice-tune-src";
+  const auto old_dir = kernel_cache::directory();
+  kernel_cache::set_directory(dir);
+  L::detail::forget_tune_memory();
+  std::vector<std::pair<std::string, std::string>> sources;  // source, its first kernel
+  std::size_t candidates = 0;
+  auto old = L::detail::set_tune_timer([&](const L::detail::TuneRequest& r) {
+    sources.emplace_back(r.source, r.names.front());
+    std::vector<std::vector<std::vector<double>>> out;
+    for (const auto& g : r.groups) {
+      candidates += g.codes.size();
+      out.emplace_back(g.codes.size(), std::vector<double>{1.0});
+    }
+    return out;
+  });
+  auto outputs = [](std::int64_t np, std::int64_t e) {
+    const std::int64_t nfp = np == 4 ? 3 : np == 10 ? 6 : np == 20 ? 10 : 15;
+    auto ijm = L::placeholder<double>("ijm", {3, 3, e, 1});
+    auto S = L::placeholder<double>("S", {3, np, np});
+    auto u = L::placeholder<double>("u", {e, np});
+    auto Lf = L::placeholder<double>("L", {np, 4, nfp});
+    auto sJ = L::placeholder<double>("sJ", {4, e, nfp});
+    auto F = L::placeholder<double>("F", {4, e, nfp});
+    auto Mi = L::placeholder<double>("Mi", {np, np});
+    auto Ji = L::placeholder<double>("Ji", {e, np});
+    auto grad = L::einsum("xrej,rij,ej->xei", ijm, S, u);
+    auto lift = L::einsum("ifj,fej,fej->ei", Lf, sJ, F);
+    return std::vector<L::detail::NodePtr>{
+        grad.node(), (L::einsum("ei,ij,ej->ei", Ji, Mi, lift) - L::sum(grad, 0)).node()};
+  };
+  for (std::int64_t np : {4, 10, 20, 35}) {
+    (void)L::detail::tune_source(outputs(np, 3000), {.tune = L::Tune::on}, "NVRTC");
+  }
+  auto M = L::placeholder<double>("M", {64, 64});
+  auto X = L::placeholder<double>("X", {16384, 64});
+  auto y = L::einsum("ij,ej->ei", M, X);
+  (void)L::detail::tune_source({L::sum(L::tanh(y) * X + 1.0, 1).node()}, {.tune = L::Tune::on},
+                               "NVRTC");
+  L::detail::set_tune_timer(old);
+  L::detail::forget_tune_memory();
+  kernel_cache::set_directory(old_dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(sources.size(), 5u);
+  EXPECT_GT(candidates, 10u);
+  const std::vector<std::string> options{"-std=c++17"};
+  for (const auto& [s, name] : sources) {
+    try {
+      (void)kernel_cache::compile(s, name, options, 90);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what() << "\n" << s;
+    }
+  }
 }
 
 }  // namespace

@@ -41,6 +41,27 @@ struct LazyBuildInfo {
   double ms = 0;       ///< time taken
 };
 
+/// A buffer of a timed kernel (LazyKernels::time): `bytes` of scratch memory filled as `fill`
+/// says (reals with a spread of moderate values, integers with their own index, booleans
+/// alternating, `zero` zeroed), or, where `data` is set, that memory read as it is (a program's
+/// constant; never written).
+struct LazyTimedBuffer {
+  enum class Fill : std::uint8_t { zero, real32, real64, int32, int64, boolean } fill = Fill::zero;
+  std::size_t bytes = 0;
+  const void* data = nullptr;
+};
+
+/// Kernels of one module that compute the same output in different shapes, timed on the same
+/// buffers: buffer j goes into slot j of each kernel's argument struct (8 bytes each; the rest
+/// of `args[k]`, the parameters, is as given).
+struct LazyTimedGroup {
+  std::vector<LazyTimedBuffer> buffers;
+  std::vector<std::size_t> kernels;          ///< indices in the module
+  std::vector<std::int64_t> elements;        ///< per kernel, as for `work`
+  std::vector<std::int64_t> max_blocks;      ///< per kernel, as for `work`
+  std::vector<std::vector<std::byte>> args;  ///< per kernel
+};
+
 /// A backend's builder and launcher of generated lazy kernels.
 class LazyKernels {
  public:
@@ -59,9 +80,12 @@ class LazyKernels {
                                                                 std::source_location loc) = 0;
   /// The work of a kernel node running kernel `index` of `module` over `elements` output
   /// elements (more than 0) with the argument struct `args`. `weight` is the work per element
-  /// relative to a plain element-wise one (a host backend sizes its chunks by it).
+  /// relative to a plain element-wise one (a host backend sizes its chunks by it); `max_blocks`
+  /// (cuda; 0: none) is the most blocks the kernel uses (a kernel that stages operands in shared
+  /// memory lets blocks beyond it leave at once: launching them would cost for nothing).
   [[nodiscard]] virtual KernelWork work(const std::shared_ptr<const LazyModule>& module,
                                         std::size_t index, std::int64_t elements, double weight,
+                                        std::int64_t max_blocks,
                                         std::span<const std::byte> args) = 0;
   /// A matrix product as the work of a kernel node through the backend's BLAS, or nothing when
   /// its BLAS cannot be a node whose addresses change in place (the layer then generates a
@@ -72,6 +96,16 @@ class LazyKernels {
   }
   /// True if `gemm` gives work (the layer then keeps matrix products for it).
   [[nodiscard]] virtual bool has_gemm() const noexcept { return false; }
+  /// Times every kernel of every group on scratch buffers, each launched as `work` launches it:
+  /// one warm-up launch each, then `reps` rounds in which each kernel of a group runs once.
+  /// Result [group][kernel][round] in milliseconds. A backend whose kernels have no alternative
+  /// shapes returns nothing (the default).
+  [[nodiscard]] virtual std::vector<std::vector<std::vector<double>>> time(
+      const Device& device, const std::shared_ptr<const LazyModule>& module,
+      std::span<const LazyTimedGroup> groups, int reps, std::source_location loc) {
+    (void)device, (void)module, (void)groups, (void)reps, (void)loc;
+    return {};
+  }
   /// Forgets the modules cached in memory (a later build reads the disk cache).
   virtual void forget_memory() {}
 };

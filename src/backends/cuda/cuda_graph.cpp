@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <deque>
 #include <iterator>
+#include <list>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -298,6 +299,63 @@ cudaGraph_t build_graph(const Graph& g, Built& out) {
   return graph;
 }
 
+/// A launch not yet known complete, and what its host nodes point at.
+struct InFlight {
+  cudaEvent_t done;
+  ir::GraphPtr graph;
+  std::shared_ptr<HostCalls> calls;
+  std::vector<std::shared_ptr<EventImpl>> events;  // of its event nodes
+};
+
+/// Launches of executables destroyed before they completed, and what they use: freed by the
+/// next `reap` that finds them complete (any graph's launch or destruction).
+class Orphans {
+ public:
+  void adopt(std::deque<InFlight> launches, std::shared_ptr<HostErrors> errors) noexcept {
+    if (launches.empty()) return;
+    try {
+      std::lock_guard lock(mutex_);
+      for (auto& f : launches) list_.push_back({std::move(f), errors});
+    } catch (...) {
+      // Out of memory: wait for them here rather than free what they use under them.
+      for (auto& f : launches) (void)cudaEventSynchronize(f.done);
+      for (auto& f : launches) (void)cudaEventDestroy(f.done);
+    }
+  }
+  void reap() noexcept {
+    std::vector<Orphan> done;
+    {
+      std::lock_guard lock(mutex_);
+      if (list_.empty()) return;
+      for (auto it = list_.begin(); it != list_.end();) {
+        const auto err = cudaEventQuery(it->launch.done);
+        if (err == cudaErrorNotReady) {
+          ++it;
+          continue;
+        }
+        if (err != cudaSuccess) clear_error();
+        done.push_back(std::move(*it));
+        it = list_.erase(it);
+      }
+    }
+    for (auto& o : done) (void)cudaEventDestroy(o.launch.done);
+  }
+
+ private:
+  struct Orphan {
+    InFlight launch;
+    std::shared_ptr<HostErrors> errors;  // what its host nodes report into
+  };
+  std::mutex mutex_;
+  std::list<Orphan> list_;
+};
+
+/// Never destroyed: orphans left at exit are the driver's to free.
+Orphans& orphans() {
+  static auto* o = new Orphans;
+  return *o;
+}
+
 class CudaGraph final : public GraphExecutable {
  public:
   CudaGraph(ir::GraphPtr g, int device) : graph_(std::move(g)), device_(device) {
@@ -329,10 +387,12 @@ class CudaGraph final : public GraphExecutable {
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
-    for (auto& f : in_flight_) {
-      (void)cudaEventSynchronize(f.done);
-      (void)cudaEventDestroy(f.done);
-    }
+    // Never waits for launches in flight (the backend contract): a host node of one may need
+    // what the destroying thread holds (a lock, Python's GIL). What they use is kept by the
+    // orphans and freed once they completed; CUDA frees the executable itself after its last
+    // run, and events once their work completed.
+    retire_completed();
+    orphans().adopt(std::move(in_flight_), errors_);
     for (auto e : spare_) (void)cudaEventDestroy(e);
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
     if (source_ != nullptr) (void)cudaGraphDestroy(source_);
@@ -558,6 +618,7 @@ class CudaGraph final : public GraphExecutable {
   }
 
   void retire_completed() {
+    orphans().reap();
     while (!in_flight_.empty()) {
       auto err = cudaEventQuery(in_flight_.front().done);
       if (err == cudaErrorNotReady) break;
@@ -566,14 +627,6 @@ class CudaGraph final : public GraphExecutable {
       in_flight_.pop_front();
     }
   }
-
-  /// A launch not yet known complete, and what its host nodes point at.
-  struct InFlight {
-    cudaEvent_t done;
-    ir::GraphPtr graph;
-    std::shared_ptr<HostCalls> calls;
-    std::vector<std::shared_ptr<EventImpl>> events;  // of its event nodes
-  };
 
   ir::GraphPtr graph_;
   int device_;

@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_graph.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -22,6 +23,10 @@ __global__ void assign_default_kernel(void* cell, long long value, int bytes) {
     *static_cast<int*>(cell) = static_cast<int>(value);
   }
 }
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(set_condition_kernel);
 
 }  // namespace
 

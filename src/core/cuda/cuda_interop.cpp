@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "sluice/error.hpp"
 #include "sluice/extension.hpp"
 
@@ -47,6 +48,10 @@ class CudaInteropImpl final : public CudaInterop {
                       "Shared and link sluice::cuda; nvcc: -cudart shared)",
                   e.where());
     }
+  }
+  CudaKernelLoad kernels(int device, bool load) override {
+    const auto r = load ? preload_kernels(device) : kernel_status(device);
+    return {r.files, r.functions, r.loaded, r.lazy, r.failure};
   }
 };
 

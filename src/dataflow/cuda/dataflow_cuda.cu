@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_release.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "dataflow/device_ops.hpp"
 #include "sluice/error.hpp"
 
@@ -58,6 +59,10 @@ class CudaDeviceOps final : public DeviceOps {
     });
   }
 };
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(gate_kernel);
 
 }  // namespace
 

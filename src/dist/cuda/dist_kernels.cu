@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "dist/combine.hpp"
 #include "dist/cuda/dist_kernels.hpp"
 #include "dist/cuda/nccl_engine.hpp"
@@ -76,6 +77,10 @@ class CudaDistKernels final : public DistKernels {
     return make_nccl_engine(config);
   }
 };
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(finalize_kernel);
 
 }  // namespace
 

@@ -21,6 +21,10 @@
 // with every peer there when some process holds several ranks (which also turns off NCCL's
 // registration of captured buffers, NCCL_GRAPH_REGISTER=0, for the same reason).
 //
+// For the same reason every kernel of the module is loaded on each GPU before a process's
+// several ranks start (preload): under CUDA's lazy loading a kernel's first launch may wait for
+// the device, where an NCCL kernel waits for another local rank's call.
+//
 // A `checked` collective (the public calls; the dist layer's own objects check their sizes when
 // they are made) first gathers every rank's signature on the stream (a kernel writes this rank's
 // into device memory, ncclAllGather, a copy to pinned memory) and a host function in stream
@@ -34,6 +38,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -46,6 +51,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "core/context_impl.hpp"
 #include "dist/cuda/dist_kernels.hpp"
 #include "dist/cuda/nccl_engine.hpp"
@@ -159,6 +165,7 @@ class NcclEngine final : public DistEngine {
     // Registering a captured collective's buffers may also exchange with the peers (NCCL reads
     // this at its first capture): off where a process drives several GPUs.
     if (config.max_local > 1) setenv("NCCL_GRAPH_REGISTER", "0", 0);
+    if (comms_.size() > 1) preload(config);
     std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
     std::vector<std::string> errors(comms_.size());
     {
@@ -316,6 +323,38 @@ class NcclEngine final : public DistEngine {
   }
 
  private:
+  /// Several GPUs in this process: every kernel of the module and cuSPARSE's SpMV loaded on each
+  /// (backends/cuda/kernel_preload.hpp), before any NCCL kernel of this engine is in flight, so
+  /// that no first launch under the tracker's lock waits for a device whose NCCL kernel waits for
+  /// another local rank. A thread per device, as NCCL's set-up (no device is made current on
+  /// this thread). SLUICE_DIST_PRELOAD=0 skips it (to check that it is what prevents the hang).
+  void preload(const DistEngineConfig& config) {
+    if (const char* v = std::getenv("SLUICE_DIST_PRELOAD"); v != nullptr && std::string(v) == "0") {
+      return;
+    }
+    std::vector<cuda::PreloadReport> reports(config.contexts.size());
+    {
+      std::vector<std::thread> threads;
+      for (std::size_t l = 0; l < config.contexts.size(); ++l) {
+        threads.emplace_back(
+            [&, l] { reports[l] = cuda::preload_kernels(config.contexts[l].device().index); });
+      }
+      for (auto& t : threads) t.join();
+    }
+    for (std::size_t l = 0; l < reports.size(); ++l) {
+      const auto& r = reports[l];
+      if (r.failure.empty() && r.loaded == r.functions) continue;
+      // Not fatal: with lazy loading off, or where no first launch meets a running NCCL kernel,
+      // the run works; said at each set-up of a communicator that meets it.
+      std::fprintf(stderr,
+                   "sluice: dist::Comm '%s': loaded %zu of %zu kernels ahead on cuda:%d (%s); "
+                   "one process driving several GPUs may hang at a kernel's first launch: set "
+                   "CUDA_MODULE_LOADING=EAGER\n",
+                   config.name.c_str(), r.loaded, r.functions, config.contexts[l].device().index,
+                   r.failure.empty() ? "no failure reported" : r.failure.c_str());
+    }
+  }
+
   /// On local rank l's set-up thread (its device current): a point-to-point exchange with every
   /// other rank, so that NCCL connects them all now and no later call waits for a peer's thread.
   /// Leaves the reason in `error` if it failed.

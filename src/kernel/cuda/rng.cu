@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "kernel/cuda/canned.hpp"
 #include "kernel/philox_math.hpp"
 
@@ -114,6 +115,10 @@ class CudaRng final : public Rng {
     run_on(stream, op, f);
   }
 };
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(fill_kernel<float, false, false>);
 
 }  // namespace
 

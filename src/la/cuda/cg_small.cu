@@ -52,6 +52,7 @@
 #include <tuple>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/cg_small.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/kernel_math.hpp"
@@ -500,6 +501,10 @@ Layout layout_for(const Geometry& g, const LaStencil& s, int blocks) {
   }
   return l;
 }
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false>);
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 // kernel, queried once), never more. Blocks that do not fit in one wave would run in a second,
 // mostly empty one; and a reduction's partials stay few.
 
+#include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/cg_block.cuh"
 #include "la/cuda/kernels.cuh"
 #include "la/cuda/launch.cuh"
@@ -255,6 +256,10 @@ class CudaLaKernels final : public LaKernels {
     return p;
   }
 };
+
+// Every kernel of this file (its headers' templates included) and cuSPARSE's SpMV, loaded
+// ahead where one process drives several GPUs (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(diagonal_kernel, warm_up_spmv);
 
 }  // namespace
 

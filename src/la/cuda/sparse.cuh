@@ -80,5 +80,87 @@ void spmv(CudaStream& s, Scratch& sc, const LaCsr& A, const double* in, double* 
   cusparseDestroyDnVec(vy);
 }
 
+/// A small SpMV as spmv() makes it (CSR_ALG2, doubles, host scalars) on a handle and a stream of
+/// its own, at two sizes: loads cuSPARSE's kernels on the current device ahead of a solve
+/// (backends/cuda/kernel_preload.hpp). Synchronizes the stream before it frees what it used.
+void warm_up_spmv(cudaStream_t stream) {
+  const OpInfo op{0, "cuSPARSE warm-up", std::source_location::current()};
+  cusparseHandle_t h = nullptr;
+  sparse_check(cusparseCreate(&h), "cusparseCreate", op);
+  struct Cleanup {
+    explicit Cleanup(cusparseHandle_t handle) : h(handle) {}
+    Cleanup(const Cleanup&) = delete;
+    Cleanup& operator=(const Cleanup&) = delete;
+    cusparseHandle_t h;
+    std::vector<void*> device;
+    cusparseSpMatDescr_t mat = nullptr;
+    cusparseDnVecDescr_t x = nullptr, y = nullptr;
+    void drop() {
+      if (mat != nullptr) cusparseDestroySpMat(mat);
+      if (x != nullptr) cusparseDestroyDnVec(x);
+      if (y != nullptr) cusparseDestroyDnVec(y);
+      mat = nullptr;
+      x = y = nullptr;
+      for (void* p : device) (void)cudaFree(p);
+      device.clear();
+    }
+    ~Cleanup() {
+      drop();
+      cusparseDestroy(h);
+    }
+  } c{h};
+  sparse_check(cusparseSetStream(h, stream), "cusparseSetStream", op);
+  sparse_check(cusparseSetPointerMode(h, CUSPARSE_POINTER_MODE_HOST), "cusparseSetPointerMode", op);
+  auto alloc = [&](std::size_t bytes) {
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc", op);
+    c.device.push_back(p);
+    return p;
+  };
+  for (const std::int32_t n : {64, 1 << 17}) {
+    // The 1D Laplacian: tridiagonal.
+    std::vector<std::int32_t> row_ptr{0}, col;
+    std::vector<double> val;
+    for (std::int32_t i = 0; i < n; ++i) {
+      for (std::int32_t j = std::max(i - 1, 0); j <= std::min(i + 1, n - 1); ++j) {
+        col.push_back(j);
+        val.push_back(i == j ? 2.0 : -1.0);
+      }
+      row_ptr.push_back(static_cast<std::int32_t>(col.size()));
+    }
+    const auto nnz = static_cast<std::int64_t>(col.size());
+    auto* d_row = static_cast<std::int32_t*>(alloc(row_ptr.size() * sizeof(std::int32_t)));
+    auto* d_col = static_cast<std::int32_t*>(alloc(col.size() * sizeof(std::int32_t)));
+    auto* d_val = static_cast<double*>(alloc(val.size() * sizeof(double)));
+    auto* d_x = static_cast<double*>(alloc(static_cast<std::size_t>(n) * sizeof(double)));
+    auto* d_y = static_cast<double*>(alloc(static_cast<std::size_t>(n) * sizeof(double)));
+    cuda_check(cudaMemcpy(d_row, row_ptr.data(), row_ptr.size() * sizeof(std::int32_t),
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy", op);
+    cuda_check(
+        cudaMemcpy(d_col, col.data(), col.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice),
+        "cudaMemcpy", op);
+    cuda_check(cudaMemcpy(d_val, val.data(), val.size() * sizeof(double), cudaMemcpyHostToDevice),
+               "cudaMemcpy", op);
+    cuda_check(cudaMemset(d_x, 0, static_cast<std::size_t>(n) * sizeof(double)), "cudaMemset", op);
+    sparse_check(cusparseCreateCsr(&c.mat, n, n, nnz, d_row, d_col, d_val, CUSPARSE_INDEX_32I,
+                                   CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
+                 "cusparseCreateCsr", op);
+    sparse_check(cusparseCreateDnVec(&c.x, n, d_x, CUDA_R_64F), "cusparseCreateDnVec", op);
+    sparse_check(cusparseCreateDnVec(&c.y, n, d_y, CUDA_R_64F), "cusparseCreateDnVec", op);
+    const double one = 1.0, zero = 0.0;
+    std::size_t bytes = 0;
+    sparse_check(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c.mat, c.x,
+                                         &zero, c.y, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG2, &bytes),
+                 "cusparseSpMV_bufferSize", op);
+    void* buffer = alloc(bytes);
+    sparse_check(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c.mat, c.x, &zero, c.y,
+                              CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG2, buffer),
+                 "cusparseSpMV", op);
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", op);
+    c.drop();
+  }
+}
+
 }  // namespace
 }  // namespace sluice::detail::cuda

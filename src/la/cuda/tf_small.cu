@@ -17,6 +17,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/cuda/tf_small.hpp"
 #include "la/kernel_math.hpp"
@@ -279,6 +280,10 @@ std::string misfit(const LaTfBlockArgs& a, const TfSmallSteps& steps) {
   }
   return {};
 }
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(tf_small_kernel<LaStencilKind::d2p5, 1>);
 
 }  // namespace
 

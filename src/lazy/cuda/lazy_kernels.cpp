@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -51,6 +52,75 @@ class CudaModule final : public LazyModule {
   std::vector<cudaKernel_t> kernels_;
   int sms_;
 };
+
+/// Blocks of a lazy kernel over `elements` threads: a grid-stride loop with enough blocks to fill
+/// the device several times over, no more.
+constexpr std::int64_t kBlock = 256;
+std::int64_t blocks_for(std::int64_t elements, int sms, std::int64_t max_blocks) {
+  const auto b =
+      std::clamp<std::int64_t>((elements + kBlock - 1) / kBlock, 1, std::int64_t{sms} * 16);
+  return max_blocks > 0 ? std::min(b, max_blocks) : b;
+}
+
+/// What timing candidates holds on the device, released however it ends (on error too). The
+/// scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync on the private stream): a
+/// cudaFree would wait for the whole device, where other contexts' work may be held back.
+struct TimingResources {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+  std::vector<void*> memory;
+  void free_memory() noexcept {
+    for (auto m : memory) (void)cudaFreeAsync(m, stream);
+    memory.clear();
+  }
+  ~TimingResources() {
+    DeviceGuard guard(device, std::nothrow);
+    if (stream != nullptr) {
+      free_memory();
+      (void)cudaStreamSynchronize(stream);
+    }
+    for (auto e : events) (void)cudaEventDestroy(e);
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    clear_error();
+  }
+};
+
+/// Host contents of a scratch buffer: values of moderate size for reals (no denormals, no
+/// overflow in a product of a few), each integer its own index (gathers spread over their
+/// array; they are clamped into range anyway), booleans alternating.
+std::vector<std::byte> scratch_contents(const LazyTimedBuffer& b) {
+  std::vector<std::byte> h(b.bytes);
+  auto fill = [&](auto tag, auto value) {
+    using T = decltype(tag);
+    const std::size_t n = b.bytes / sizeof(T);
+    for (std::size_t i = 0; i < n; ++i) {
+      const T v = value(i);
+      std::memcpy(h.data() + i * sizeof(T), &v, sizeof(T));
+    }
+  };
+  using F = LazyTimedBuffer::Fill;
+  switch (b.fill) {
+    case F::zero:
+      break;
+    case F::real32:
+      fill(float{}, [](std::size_t i) { return 0.5f + static_cast<float>(i % 17) / 32.0f; });
+      break;
+    case F::real64:
+      fill(double{}, [](std::size_t i) { return 0.5 + static_cast<double>(i % 17) / 32.0; });
+      break;
+    case F::int32:
+      fill(int{}, [](std::size_t i) { return static_cast<int>(i & 0x3fffffff); });
+      break;
+    case F::int64:
+      fill(static_cast<long long>(0), [](std::size_t i) { return static_cast<long long>(i); });
+      break;
+    case F::boolean:
+      fill(bool{}, [](std::size_t i) { return i % 2 == 0; });
+      break;
+  }
+  return h;
+}
 
 class CudaLazyKernels final : public LazyKernels {
  public:
@@ -112,22 +182,93 @@ class CudaLazyKernels final : public LazyKernels {
   }
 
   KernelWork work(const std::shared_ptr<const LazyModule>& module, std::size_t index,
-                  std::int64_t elements, double weight, std::span<const std::byte> args) override {
+                  std::int64_t elements, double weight, std::int64_t max_blocks,
+                  std::span<const std::byte> args) override {
     (void)weight;
     const auto& m = static_cast<const CudaModule&>(*module);
-    constexpr std::int64_t block = 256;
-    // A grid-stride loop: enough blocks to fill the device several times over, no more.
-    const std::int64_t blocks =
-        std::clamp<std::int64_t>((elements + block - 1) / block, 1, std::int64_t{m.sms()} * 16);
     DeviceKernel dk;
     dk.function = m.function(index);
-    dk.grid[0] = static_cast<unsigned>(blocks);
-    dk.block[0] = static_cast<unsigned>(block);
+    dk.grid[0] = static_cast<unsigned>(blocks_for(elements, m.sms(), max_blocks));
+    dk.block[0] = static_cast<unsigned>(kBlock);
     dk.args.emplace_back(args.begin(), args.end());
     KernelWork k;
     k.range = static_cast<std::size_t>(elements);
     k.device = std::move(dk);
     return k;
+  }
+
+  std::vector<std::vector<std::vector<double>>> time(
+      const Device& device, const std::shared_ptr<const LazyModule>& module,
+      std::span<const LazyTimedGroup> groups, int reps, std::source_location loc) override {
+    const auto& m = static_cast<const CudaModule&>(*module);
+    TimingResources res;
+    res.device = device.index;
+    DeviceGuard guard(device.index, loc);
+    // A stream of its own: nothing of the program's contexts waits on it or is waited on.
+    check(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking), "cudaStreamCreate", loc);
+    std::vector<std::vector<std::vector<double>>> out;
+    for (const auto& g : groups) {
+      std::vector<void*> ptrs;
+      for (const auto& b : g.buffers) {
+        if (b.data != nullptr) {
+          ptrs.push_back(const_cast<void*>(b.data));
+          continue;
+        }
+        void* p = nullptr;
+        check(cudaMallocAsync(&p, std::max<std::size_t>(b.bytes, 8), res.stream),
+              "cudaMallocAsync (lazy tuning)", loc);
+        res.memory.push_back(p);
+        const auto h = scratch_contents(b);
+        check(cudaMemcpyAsync(p, h.data(), b.bytes, cudaMemcpyHostToDevice, res.stream),
+              "cudaMemcpyAsync (lazy tuning)", loc);
+        check(cudaStreamSynchronize(res.stream), "cudaStreamSynchronize", loc);
+        ptrs.push_back(p);
+      }
+      const std::size_t n = g.kernels.size();
+      std::vector<std::vector<std::byte>> args = g.args;
+      for (auto& a : args) {
+        for (std::size_t j = 0; j < ptrs.size() && 8 * (j + 1) <= a.size(); ++j) {
+          std::memcpy(a.data() + 8 * j, &ptrs[j], sizeof(void*));
+        }
+      }
+      auto launch = [&](std::size_t i) {
+        void* params[] = {args[i].data()};
+        check(cudaLaunchKernel(
+                  m.function(g.kernels[i]),
+                  dim3(static_cast<unsigned>(blocks_for(g.elements[i], m.sms(), g.max_blocks[i]))),
+                  dim3(static_cast<unsigned>(kBlock)), params, 0, res.stream),
+              "cudaLaunchKernel (lazy tuning)", loc);
+      };
+      while (res.events.size() < 2 * n * static_cast<std::size_t>(reps)) {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreate(&e), "cudaEventCreate", loc);
+        res.events.push_back(e);
+      }
+      for (std::size_t i = 0; i < n; ++i) launch(i);  // warm-up (caches, clocks, lazy loading)
+      // Rounds: each candidate once per round, so that drift affects every one alike.
+      for (int r = 0; r < reps; ++r) {
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t e = 2 * (static_cast<std::size_t>(r) * n + i);
+          check(cudaEventRecord(res.events[e], res.stream), "cudaEventRecord", loc);
+          launch(i);
+          check(cudaEventRecord(res.events[e + 1], res.stream), "cudaEventRecord", loc);
+        }
+      }
+      check(cudaStreamSynchronize(res.stream), "cudaStreamSynchronize (lazy tuning)", loc);
+      std::vector<std::vector<double>> times(n);
+      for (int r = 0; r < reps; ++r) {
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t e = 2 * (static_cast<std::size_t>(r) * n + i);
+          float ms = 0;
+          check(cudaEventElapsedTime(&ms, res.events[e], res.events[e + 1]), "cudaEventElapsedTime",
+                loc);
+          times[i].push_back(ms);
+        }
+      }
+      out.push_back(std::move(times));
+      res.free_memory();
+    }
+    return out;
   }
 
  private:

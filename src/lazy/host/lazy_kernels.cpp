@@ -218,7 +218,9 @@ class HostLazyKernels final : public LazyKernels {
   }
 
   KernelWork work(const std::shared_ptr<const LazyModule>& module, std::size_t index,
-                  std::int64_t elements, double weight, std::span<const std::byte> args) override {
+                  std::int64_t elements, double weight, std::int64_t max_blocks,
+                  std::span<const std::byte> args) override {
+    (void)max_blocks;  // cuda's
     auto m = std::static_pointer_cast<const HostModule>(module);
     const KernelFn fn = m->fn(index);
     // Chunks of the graph's kernel nodes are a fixed number of range units: an element of a

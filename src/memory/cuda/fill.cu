@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "memory/fill_impl.hpp"
 
 namespace sluice::detail::cuda {
@@ -89,6 +90,10 @@ class CudaFill final : public Fill {
                   op);
   }
 };
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(fill_kernel<std::uint8_t>);
 
 }  // namespace
 

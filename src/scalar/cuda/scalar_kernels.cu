@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "scalar/cuda/scalar_kernels.hpp"
 #include "scalar/interpreter_math.hpp"
 
@@ -199,6 +200,10 @@ class CudaScalarKernels final : public ScalarKernels {
     s.launch(reinterpret_cast<const void*>(&interpret), dim3(1), dim3(1), 0, args, op);
   }
 };
+
+// Every kernel of this file, loaded ahead where one process drives several GPUs
+// (backends/cuda/kernel_preload.hpp).
+SLUICE_CUDA_KERNEL_FILE(interpret);
 
 }  // namespace
 

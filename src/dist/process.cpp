@@ -367,8 +367,7 @@ void mpi_finalize() noexcept {
     {
       auto& f = failure_state();
       std::lock_guard failure_lock(f.mutex);
-      std::fprintf(stderr,
-                   "sluice: dist: process %d leaves MPI unfinalized after a failure: %s\n",
+      std::fprintf(stderr, "sluice: dist: process %d leaves MPI unfinalized after a failure: %s\n",
                    world_rank(), f.message.c_str());
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);

@@ -1,7 +1,9 @@
 # libsluice.so exports sluice's symbols only (src/libsluice.map): a library loaded later in the
 # same process must never bind to the copies of the standard library, nlohmann::json or
 # boost::context that libsluice carries (the plugin loader puts libsluice in the global scope).
-# cmake -DLIB=<libsluice.so> -DNM=<nm> -P exports_check.cmake
+# It also links the C++ runtime as a shared library (READELF given): a private copy of libstdc++
+# in libsluice miscounts exceptions that cross it (CMakeLists.txt says more).
+# cmake -DLIB=<libsluice.so> -DNM=<nm> [-DREADELF=<readelf>] -P exports_check.cmake
 execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE _nm RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
@@ -28,4 +30,12 @@ if(_foreign)
   string(REPLACE ";" "\n  " _show "${_show}")
   message(FATAL_ERROR "${LIB} exports ${_n} symbols that are not sluice's (src/libsluice.map):\n  ${_show}")
 endif()
-message(STATUS "${LIB}: ${_count} exported symbols, all sluice's")
+if(READELF)
+  execute_process(COMMAND ${READELF} -d ${LIB} OUTPUT_VARIABLE _dyn)
+  if(NOT _dyn MATCHES "libstdc\\+\\+\\.so|libc\\+\\+\\.so")
+    message(FATAL_ERROR "${LIB} does not link the C++ runtime as a shared library (no libstdc++.so "
+                        "or libc++.so among its NEEDED entries): it carries a private copy; "
+                        "build with a compiler that links it shared")
+  endif()
+endif()
+message(STATUS "${LIB}: ${_count} exported symbols, all sluice's; shared C++ runtime")

@@ -817,6 +817,15 @@ enum class Schedule : std::uint8_t {
 /// tune, any mode is accepted.
 enum class Tune : std::uint8_t { environment, off, on, cached };
 
+/// How matrix products (an einsum that is a GEMM or a strided batched GEMM once transposes and
+/// reshapes are read as strides) are computed: `automatic` through the backend's BLAS where it
+/// has one and the product is large enough to repay a call of its own (host: every one; cuda:
+/// cuBLAS from 2^20 multiply-adds, smaller ones stay generated kernels that fuse their
+/// neighbours), `blas` every one the BLAS can do, `generated` never (generated kernels only, for
+/// benchmarks that compare code generation). `environment` (the default) reads SLUICE_LAZY_GEMM
+/// (auto, blas or generated; unset: auto).
+enum class Gemm : std::uint8_t { environment, automatic, blas, generated };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -830,6 +839,7 @@ struct Options {
   std::optional<Device> device;
   std::string name = "lazy";
   Tune tune = Tune::environment;
+  Gemm gemm = Gemm::environment;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.
@@ -931,6 +941,7 @@ struct Stats {
   std::uint64_t launches = 0;
   // Choosing kernel shapes (Options::tune), summed over the instances built.
   std::string tune_mode;            ///< "off", "on" or "cached" (as resolved)
+  std::string gemm_mode;            ///< "auto", "blas" or "generated" (Options::gemm resolved)
   std::size_t tune_groups = 0;      ///< kernels with more than one valid shape
   std::size_t tuned_groups = 0;     ///< of them, timed now
   std::size_t tune_hits = 0;        ///< of them, found in the tuning cache (memory or disk)

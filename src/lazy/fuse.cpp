@@ -63,9 +63,10 @@ std::vector<std::int64_t> strides(const Shape& s) {
   return st;
 }
 
-/// The BLAS form of reduction kernel `k` (sum of A * B over one variable), if it has one.
-bool plan_gemm(Kernel& k, const Lowered& L) {
-  if (k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
+/// The BLAS form of reduction kernel `k` (sum of A * B over one variable), if it has one and
+/// does at least `min_work` multiply-adds (negative: never).
+bool plan_gemm(Kernel& k, const Lowered& L, std::int64_t min_work) {
+  if (min_work < 0 || k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
       !is_float(k.dtype) || k.red.size() != 1 || k.body->kind != ExKind::binary ||
       k.body->op != Op::mul) {
     return false;
@@ -169,6 +170,11 @@ bool plan_gemm(Kernel& k, const Lowered& L) {
     if (v >= limit) return false;
   }
   if (g.m == 0 || g.n == 0) return false;
+  if (static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+          static_cast<double>(g.batch) <
+      static_cast<double>(min_work)) {
+    return false;
+  }
   k.kind = Kernel::Kind::gemm;
   k.gemm = g;
   return true;
@@ -176,7 +182,7 @@ bool plan_gemm(Kernel& k, const Lowered& L) {
 
 }  // namespace
 
-Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool backend_gemm) {
+Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, std::int64_t gemm_min) {
   const std::size_t count = L.nodes.size();
   Fused f;
   f.materialized.assign(count, false);
@@ -300,9 +306,8 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool
       const int ki = kernel_of[c];
       Kernel& r = f.kernels[static_cast<std::size_t>(ki)];
       if (r.kind != Kernel::Kind::reduce || r.epilogue) continue;
-      if (backend_gemm) {
-        Kernel probe = r;
-        if (plan_gemm(probe, L)) continue;  // BLAS pays more than the fused epilogue
+      if (Kernel probe = r; plan_gemm(probe, L, gemm_min)) {
+        continue;  // BLAS pays more than the fused epilogue
       }
       const DType acc_type = r.dtype;
       m.epilogue = rewrite_loads(m.body, [&](const Ex& l, const std::vector<ExPtr>& args) -> ExPtr {
@@ -328,10 +333,8 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool
     f.kernels = std::move(kept);
   }
 
-  if (backend_gemm) {
-    for (auto& k : f.kernels) {
-      if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L);
-    }
+  for (auto& k : f.kernels) {
+    if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L, gemm_min);
   }
   return f;
 }

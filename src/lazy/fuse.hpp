@@ -40,8 +40,9 @@ struct Fused {
   std::vector<Kernel> kernels;     // in topological order
 };
 
-/// `outputs`: lowered nodes that must be materialized (the program's outputs).
+/// `outputs`: lowered nodes that must be materialized (the program's outputs). `gemm_min`: the
+/// fewest multiply-adds of a matrix product done by the backend's BLAS (negative: none).
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
-                         bool backend_gemm);
+                         std::int64_t gemm_min);
 
 }  // namespace sluice::lazy::detail

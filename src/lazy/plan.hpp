@@ -57,7 +57,8 @@ struct PlanInput {
   Schedule schedule = Schedule::dataflow;
   bool debug = false;
   LazyDialect dialect = LazyDialect::cpp;
-  bool gemm = false;
+  /// The fewest multiply-adds of a matrix product done by the backend's BLAS (-1: none).
+  std::int64_t gemm_min = -1;
 };
 
 /// Lowers, fuses, generates and plans one instance (no device work).

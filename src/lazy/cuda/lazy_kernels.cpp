@@ -3,8 +3,9 @@
 // runtime's library API, and each kernel becomes a graph kernel node whose argument struct is
 // passed by value (so rebinding a buffer is a parameter update of the node).
 //
-// Matrix products are generated kernels here: a cuBLAS call cannot be a kernel node whose
-// addresses change in place (it would have to be captured again for every new binding).
+// Matrix products from 2^20 multiply-adds are cuBLAS calls recorded as captured nodes
+// (gemm_recording.cpp); smaller ones stay generated kernels, which fuse their producers and
+// readers and cost no node of their own.
 
 #include "lazy/cuda/lazy_kernels.hpp"
 
@@ -195,6 +196,15 @@ class CudaLazyKernels final : public LazyKernels {
     k.range = static_cast<std::size_t>(elements);
     k.device = std::move(dk);
     return k;
+  }
+
+  std::shared_ptr<void> gemm_recording(const Device& device, const BlasGemmArgs& args,
+                                       std::source_location loc) override {
+    return record_gemm(device, args, loc);
+  }
+  [[nodiscard]] bool has_gemm() const noexcept override { return true; }
+  [[nodiscard]] std::int64_t gemm_min_work() const noexcept override {
+    return std::int64_t{1} << 20;
   }
 
   std::vector<std::vector<std::vector<double>>> time(

@@ -826,6 +826,15 @@ enum class Tune : std::uint8_t { environment, off, on, cached };
 /// (auto, blas or generated; unset: auto).
 enum class Gemm : std::uint8_t { environment, automatic, blas, generated };
 
+/// Where an einsum of three or more operands sums a letter under which one operand is broadcast
+/// (an axis of extent 1, as the DG gradient's J ∂ξ/∂x over the nodes j): `early` contracts the
+/// other operands over it first, into an intermediate (the gradient sums S·u once: 3·E·Np² terms
+/// instead of 9·E·Np², for one more kernel and 3·E·Np values written and read); `late` keeps the
+/// letter, so the broadcast factor multiplies inside one loop nest and no intermediate is made;
+/// `automatic` (the default) is `early` where the multiply-adds it saves exceed 2 per byte of
+/// intermediate written and read (the gradient: Np > 16, from p = 3), else `late`.
+enum class BroadcastSum : std::uint8_t { automatic, early, late };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -840,6 +849,7 @@ struct Options {
   std::string name = "lazy";
   Tune tune = Tune::environment;
   Gemm gemm = Gemm::environment;
+  BroadcastSum broadcast_sum = BroadcastSum::automatic;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.

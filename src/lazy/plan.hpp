@@ -59,6 +59,7 @@ struct PlanInput {
   LazyDialect dialect = LazyDialect::cpp;
   /// The fewest multiply-adds of a matrix product done by the backend's BLAS (-1: none).
   std::int64_t gemm_min = -1;
+  BroadcastSum broadcast_sum = BroadcastSum::automatic;
 };
 
 /// Lowers, fuses, generates and plans one instance (no device work).

@@ -220,6 +220,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.fusion = options_.fusion;
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
+  pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = inst->ext->dialect();
   pin.gemm_min = !inst->ext->has_gemm() || gemm_ == Gemm::generated ? -1
                  : gemm_ == Gemm::blas                              ? 0
@@ -301,6 +302,7 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, std::int64_t gemm_m
   pin.fusion = options_.fusion;
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
+  pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = dialect;
   pin.gemm_min = gemm_min;
   return plan_instance(pin);

@@ -134,11 +134,28 @@ def main():
     def torch_only():
         torch.utils.dlpack.from_dlpack(torch.utils.dlpack.to_dlpack(t_torch))
 
+    sluice_stream = ctx.native_handle
+
+    def torch_handshake():  # torch's side of an import: its __dlpack__ with sluice's stream
+        capsule = t.__dlpack__(stream=sluice_stream)
+        del capsule
+
+    def torch_nosync():  # the same without the stream handshake (stream -1)
+        capsule = t.__dlpack__(stream=-1)
+        del capsule
+
+    def import_nosync():  # sluice's import with torch asked for no ordering
+        sluice.from_dlpack(t, ctx=ctx, sync=False)
+
     results = {
         "export": per_call_us(export, args.count, args.rounds),
         "import": per_call_us(import_, args.count, args.rounds),
         "round_trip": per_call_us(round_trip, args.count, args.rounds),
         "torch_only": per_call_us(torch_only, args.count, args.rounds),
+        # The import split: torch's handshake, and sluice's own part (import_nosync - torch_nosync)
+        "torch_handshake": per_call_us(torch_handshake, args.count, args.rounds),
+        "torch_nosync": per_call_us(torch_nosync, args.count, args.rounds),
+        "import_nosync": per_call_us(import_nosync, args.count, args.rounds),
     }
     elapsed_ms = (time.perf_counter() - started) * 1e3
     still_running = not ctx.idle()

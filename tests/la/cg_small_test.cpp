@@ -4,9 +4,13 @@
 // shape, norm type and block length, in each of its shapes. SLUICE_CUDA_CG_SMALL with `require`
 // makes a block that the kernel does not take an error, so a passing case proves it ran.
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "backend_param.hpp"
@@ -228,6 +232,44 @@ TEST_P(CgSmallTest, SwitchIsCheckedAndOffFallsBack) {
     ADD_FAILURE() << "a 40000-point block was taken";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("more than"), std::string::npos) << e.what();
+  }
+}
+
+// The phase clock (SLUICE_CUDA_CG_SMALL_PROFILE): its kernel computes the same bits as sync mode
+// in one block and in a cluster, and each async launch appends its breakdown (graph mode, which
+// cannot wait, runs the plain kernel); a path that cannot be written is refused before anything
+// is issued.
+TEST_P(CgSmallTest, PhaseClockKeepsTheBitsAndWritesItsBreakdown) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 64, 64);
+  const Vec b = random_rhs(ctx, 4096);
+  const std::string file = ::testing::TempDir() + "sluice_cg_small_profile_test.txt";
+  for (const std::string shape : {"block", "cluster:4"}) {
+    SCOPED_TRACE(shape);
+    std::remove(file.c_str());
+    {
+      ScopedEnv profile("SLUICE_CUDA_CG_SMALL_PROFILE", file);
+      expect_same(A, b, {.max_it = 20, .fixed_iterations = true}, shape + ",require");
+    }
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string got = text.str();
+    EXPECT_NE(got.find("cg_small profile: 4096 points"), std::string::npos) << got;
+    EXPECT_NE(got.find("20 iterations"), std::string::npos) << got;
+    EXPECT_NE(got.find("us per iteration (warp 0)"), std::string::npos) << got;
+  }
+  std::remove(file.c_str());
+  ScopedEnv bad("SLUICE_CUDA_CG_SMALL_PROFILE", "/nonexistent-dir/profile.txt");
+  ScopedEnv on("SLUICE_CUDA_CG_SMALL", "require");
+  Vec x(ctx, 4096);
+  set(x, 2.0);
+  try {
+    (void)Ksp(A, {.max_it = 20, .fixed_iterations = true}).solve(b, x);
+    ADD_FAILURE() << "an unwritable profile file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SLUICE_CUDA_CG_SMALL_PROFILE"), std::string::npos)
+        << e.what();
   }
 }
 

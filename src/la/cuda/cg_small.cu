@@ -1,8 +1,8 @@
 // Async CG blocks of small matrix-free problems (up to kMaxRows points) as one thread block, or
 // as one thread-block cluster of up to 16 blocks (Hopper) whose blocks exchange data through
 // distributed shared memory and meet at the cluster's hardware barrier. The vectors stay on chip
-// for the whole block of iterations: each update element's x, r and p in the registers of the
-// thread that owns it, the formed direction p and the product w in shared memory. What one step
+// for the whole block of iterations: each update element's x in the registers of the thread that
+// owns it, r, the direction p (two buffers) and the product w in shared memory. What one step
 // end costs here is a block or cluster barrier and a few shuffles, where cg_block_kernel (its
 // sibling for larger problems in la_kernels.cu) pays a grid-wide barrier and every block's sum of
 // hundreds of partials: at 64 x 64 points that kernel spends about 5.7 us per iteration on its
@@ -14,8 +14,9 @@
 // Those kernels' blocks of 256 threads are the "step blocks" here: a step block's thread T adds
 // its points' terms in its kernel's order, each of its 8 warps sums the threads' values by the
 // same shuffle tree, thread 0 adds the 8 warps' sums in order from 0, and the step's total is
-// la_kernels.cu's combine_partials over the step blocks' partials (its thread layout emulated by
-// the first 256 threads here), then block_combine. A warp of this kernel plays one warp of one
+// la_kernels.cu's combine_partials over the step blocks' partials (its 256 threads played by the
+// lanes of every warp here: small_steps.cuh's finish_warp), then block_combine. A warp of this
+// kernel plays one warp of one
 // step block at a time (a "unit": step block v, warp w), so its lanes are that warp's lanes and
 // the shuffle tree is the same instruction sequence. Built with --fmad=false like la_kernels.cu.
 //
@@ -25,13 +26,18 @@
 // Tiles count from the start of the vectors and chunks from the end, so the update units go to
 // the blocks in reverse order (upd_part): block b's tiles and elements then lie together and its
 // window is about n / blocks elements plus the reach, not the whole vector (32^3 fits).
-// Per iteration: (A) every block forms p = xs r + b p on its window, its own elements from
-// registers, the others from the r their owners pushed to it; (B) the direction units compute
-// w = A p and the terms of p'w, store each w to its owner's shared memory and publish each unit's
-// sum to every block; a step end (cluster barrier); every block adds the sums and runs the
-// solver logic (cg_dpi) on its own copy of the state (the same arithmetic in every block, so the
-// same decisions); (C) the update units run x += a p, r -= a w with the norm and z'r, push the
-// new r to the blocks whose windows hold it and publish their sums; a step end; cg_iter.
+// Per iteration, two step ends and no other barrier: (D) every block forms p = xs r + b p on its
+// window into the direction's other buffer (from its r, which the owners pushed to it, and the
+// direction before), while the direction units compute w = A p forming each point's p where they
+// read it (the same expression, so the same bits), store each w to its owner's shared memory and
+// publish each unit's sum to every block; a step end (block or cluster barrier); every warp adds
+// the sums and runs the solver logic (cg_dpi) on its own copy of the state (the same arithmetic
+// in every warp, so the same decisions; no barrier after it); (U) the update units run x += a p,
+// r -= a w with the norm and z'r, push the new r to the blocks whose windows hold it and publish
+// their sums; a step end; cg_iter in every warp. Before: p formed in a phase of its own behind a
+// block barrier, and each step's logic in thread 0 behind another (5 barriers an iteration).
+// SLUICE_CUDA_CG_SMALL_PROFILE=FILE takes the kernel with its phase clock (Phase) and appends
+// each launch's breakdown to FILE (bench/cuda/small_cg.cpp prints it).
 // A solve's first block may carry its set-up (LaCgBlockArgs::initial, from a zero guess): the
 // state's value comes with the launch and CG's first pass (x = 0, r = b, p = 0 and its sums, as
 // fused_kernel<cg_init> forms them) runs before the iterations, so a solve is one launch.
@@ -41,11 +47,15 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -54,6 +64,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/cg_small.hpp"
+#include "la/cuda/cg_small_layout.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -67,7 +78,6 @@ namespace logic = ksp_logic;
 namespace cgs = cooperative_groups;
 using namespace small_steps;  // NOLINT: the shared pieces of the small kernels
 
-constexpr int kMaxCluster = 16;    // Hopper's largest (non-portable) cluster
 constexpr int kMaxThreads = 1024;  // threads of a block here
 // Update units a warp keeps in registers (x, r and p for each): 4 in one block, 2 in a cluster,
 // whose code holds more (4 spills 48 to 84 bytes at the 64 registers of 1024 threads).
@@ -79,18 +89,16 @@ constexpr int kMaxClusterUnitsPerWarp = 2;
 constexpr int kPointsPerBlock = 1024;
 // At most this many points: 16 blocks of 1024 threads with 2 update units per warp.
 constexpr std::int64_t kMaxRows = 32768;
-// Where the size rule (auto) takes the kernel at all, as measured on an H100
-// (docs/bench/issue26.md): up to 1024 points it beats the default path (0.10 against 0.14 ms for
-// 20 iterations); from 4096 points on it is 3-15 % slower. Asking for a shape still takes it.
+// Where the size rule (auto) takes the kernel at all, as measured on an H100 (2026-11-26, after
+// the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beats
+// the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²); at 64 x 64 it
+// is 1.7x slower (0.23 against 0.137 ms: its per-warp logic after the update sums takes 5.3 us an
+// iteration). Asking for a shape still takes it at any size up to kMaxRows.
 constexpr std::int64_t kAutoMaxRows = 1024;
+// Tiles of the direction product whose first points a block keeps in shared memory.
+constexpr unsigned kMaxTiles = 256;
 
-/// How the units are spread over the blocks, and each block's window of elements [lo, hi).
-struct Layout {
-  int blocks = 1;  // the cluster's size (1: one block, no cluster)
-  int win = 0;     // doubles per window array (the largest window)
-  int lo[kMaxCluster] = {};
-  int hi[kMaxCluster] = {};
-};
+struct Profile;
 
 struct SmallArgs {
   LaCgBlockArgs a;
@@ -98,46 +106,10 @@ struct SmallArgs {
   Layout l;
   bool setup = false;  // a.initial's value is `start`, and a.init runs first
   LaKspState start;
+  Profile* prof = nullptr;  // the phase clock's results (the kProf kernel only)
 };
 
-/// The first and last element of tile t (host: the blocks' windows).
-void tile_range(const Geometry& g, unsigned t, long long& first, long long& last) {
-  const Origin o = tile_origin(g, t);
-  const long long nx = g.nx, ny = g.ny, nz = g.nz;
-  if (g.depth == 1) {
-    first = o.x + nx * (o.y + ny * o.z);
-    last = std::min<long long>(o.x + g.width - 1, nx - 1) +
-           nx * (std::min<long long>(o.y + g.height - 1, ny - 1) + ny * o.z);
-  } else {
-    const long long sz = nx * ny;
-    first = o.x + sz * o.z;
-    last = std::min<long long>(o.x + kStepThreads - 1, sz - 1) +
-           sz * std::min<long long>(o.z + g.depth - 1, nz - 1);
-  }
-}
-
-/// How far from a point its stencil reaches in the element order.
-long long reach_of(const LaStencil& s) {
-  switch (s.kind) {
-    case LaStencilKind::d2p5:
-      return s.nx;
-    case LaStencilKind::d2p9:
-      return s.nx + 1;
-    case LaStencilKind::d3p7:
-      return s.nx * s.ny;
-    case LaStencilKind::d3p27:
-      return s.nx * s.ny + s.nx + 1;
-  }
-  return s.nx * s.ny + s.nx + 1;
-}
-
 // ---- cluster helpers ---------------------------------------------------------------------------
-
-/// The part of the update units (first_of over `blocks` parts) that block `rank` takes, and the
-/// block that takes part `rank` (its own inverse): the parts in reverse block order.
-__host__ __device__ __forceinline__ unsigned upd_part(int blocks, unsigned rank) {
-  return static_cast<unsigned>(blocks) - 1 - rank;
-}
 
 /// `local`'s counterpart in block `b` of the cluster (distributed shared memory), or `local`.
 template <class T>
@@ -162,18 +134,98 @@ __device__ __forceinline__ void step_end(int blocks) {
   __syncthreads();
 }
 
+// ---- phase timing (SLUICE_CUDA_CG_SMALL_PROFILE) ------------------------------------------------
+
+/// Where an iteration's time goes, per warp: `clock64` cycles at the end of each phase, summed
+/// over the iterations. Only the kProf instantiation keeps them (the normal one has no trace).
+enum Phase : int {
+  kLoad,       // the state, the vectors and the set-up, before the first iteration
+  kDirection,  // p on the window, w = A p with p'w's unit sums published
+  kDirEnd,     // the step end after it (block or cluster barrier): waiting for the slowest
+  kDirFinish,  // p'w's total and cg_dpi, in every warp
+  kUpdate,     // x += a p, r -= a w with the norm's and z'r's unit sums published
+  kUpdEnd,     // the step end after it
+  kUpdFinish,  // the two totals and cg_iter, in every warp
+  kTail,       // what the steps leave in memory, the last step end and the state's store
+  kPhases
+};
+
+constexpr const char* kPhaseNames[kPhases] = {"load (once)",    "direction",  "step end",
+                                              "finish cg_dpi",  "update",     "step end",
+                                              "finish cg_iter", "tail (once)"};
+
+constexpr int kMaxWarps = kMaxThreads / 32;
+
+/// What a profiled launch leaves in device memory.
+struct Profile {
+  unsigned long long ns_start = 0, ns_end = 0;  // %globaltimer, warp 0 of block 0
+  long long clk_start = 0, clk_end = 0;         // clock64 there
+  int iterations = 0;                           // iterations whose direction product ran
+  unsigned cycles[kMaxCluster][kMaxWarps][kPhases] = {};
+};
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long v = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+  return v;
+}
+
+/// The phase clock of one warp (its lane 0); empty unless kProf.
+template <bool kProf>
+struct PhaseClock {
+  __device__ void start(bool) {}
+  __device__ void mark(Phase) {}
+  __device__ void store(Profile*, unsigned, unsigned, int) {}
+};
+
+template <>
+struct PhaseClock<true> {
+  long long first = 0, last = 0;
+  unsigned long long ns_first = 0;
+  unsigned* acc = nullptr;  // the warp's sums, in shared memory (no registers taken from the code)
+  bool on = false;
+  __device__ void start(bool lane0) {
+    __shared__ unsigned sums[kMaxWarps][kPhases];
+    on = lane0;
+    if (!on) return;
+    acc = sums[threadIdx.x / 32];
+    for (int k = 0; k < kPhases; ++k) acc[k] = 0;
+    ns_first = global_ns();
+    first = last = clock64();
+  }
+  __device__ void mark(Phase ph) {
+    if (!on) return;
+    const long long now = clock64();
+    acc[ph] += static_cast<unsigned>(now - last);
+    last = now;
+  }
+  __device__ void store(Profile* to, unsigned rank, unsigned warp, int iterations) {
+    if (!on || to == nullptr) return;
+    for (int k = 0; k < kPhases; ++k) to->cycles[rank][warp][k] = acc[k];
+    if (rank == 0 && warp == 0) {
+      to->ns_start = ns_first;
+      to->ns_end = global_ns();
+      to->clk_start = first;
+      to->clk_end = clock64();
+      to->iterations = iterations;
+    }
+  }
+};
+
 // ---- the kernel ---------------------------------------------------------------------------------
 
 /// `sa.a.iterations` CG iterations (see the top of this file). UPW: the most update units a warp
 /// holds (1, 2 or 4); kCluster: launched as a cluster of sa.l.blocks blocks (else one block, whose
-/// code keeps no cluster paths: fewer registers).
-template <LaStencilKind K, int UPW, bool kCluster>
+/// code keeps no cluster paths: fewer registers); kProf: with the phase clock (sa.prof).
+template <LaStencilKind K, int UPW, bool kCluster, bool kProf>
 __global__ void __launch_bounds__(kMaxThreads, 1)
     cg_small_kernel(const __grid_constant__ SmallArgs sa) {
   stream_order_prologue();
   extern __shared__ double smem[];
-  __shared__ unsigned long long words[kWords];
-  __shared__ double warp_sums[kStepWarps][2];
+  // Each warp's own copy of the state: every warp runs the solver logic itself (finish_warp),
+  // so no block barrier follows it.
+  __shared__ unsigned long long warp_words[kMaxWarps][kWords];
+  __shared__ Origin origins[kMaxTiles];  // each tile's first point, formed once
   const Geometry& g = sa.g;
   const Layout& l = sa.l;
   const LaMatvecArgs& mv = sa.a.direction;
@@ -181,44 +233,51 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const int blocks = kCluster ? l.blocks : 1;
   unsigned rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (blocks > 1) rank = cgs::this_cluster().block_rank();
+  if (kCluster && blocks > 1) rank = cgs::this_cluster().block_rank();
 #endif
   const int t = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
   const int lane = t % 32;
+  const unsigned wt = static_cast<unsigned>(t / 32);
+  PhaseClock<kProf> clock;
+  clock.start(lane == 0);
   const int lo = l.lo[rank], hi = l.hi[rank];
-  // Shared memory (the same layout in every block): the window's p, its r (pushed by the
-  // elements' owners; clusters only), its w (from the direction units; read for the block's own
-  // elements), and every unit's sums.
-  double* const P = smem;
-  double* const R = P + l.win;
-  double* const W = R + (blocks > 1 ? l.win : 0);
+  // Shared memory (the same layout in every block): the window's direction in two buffers (the
+  // one before this iteration's update, read; the one after it, written), its r (the owners
+  // write it; in a cluster they push it to every block whose window holds it), its w (from the
+  // direction units; read for the block's own elements), and every unit's sums.
+  double* const P0 = smem;
+  double* const P1 = P0 + l.win;
+  double* const R = P1 + l.win;
+  double* const W = R + l.win;
   double* const Sd = W + l.win;
   double* const Su = Sd + g.dir_units;
 
   // The state: its initial value with the set-up (the value travelled with the launch), else
-  // where the solve left it.
+  // where the solve left it; a copy per warp.
   const auto* from = sa.setup ? reinterpret_cast<const unsigned long long*>(&sa.start)
                               : reinterpret_cast<const unsigned long long*>(mv.sums.state);
-  for (int k = t; k < kWords; k += threads) words[k] = from[k];
-  __syncthreads();
+  unsigned long long* const words = warp_words[wt];
+  for (int k = lane; k < kWords; k += 32) words[k] = from[k];
+  __syncwarp();
   LaKspState& st = *reinterpret_cast<LaKspState*>(words);
-  if (st.stop != 0) {  // every block read the same state: none reaches a barrier
-    if (rank == 0) {
-      store_state(sa.a.mirror, words, t, threads);
-      if (t == 0 && sa.a.running != nullptr) *sa.a.running = 0;
+  if (st.stop != 0) {  // every warp read the same state: none reaches a barrier
+    if (rank == 0 && wt == 0) {
+      store_state(sa.a.mirror, words, lane, 32);
+      if (lane == 0 && sa.a.running != nullptr) *sa.a.running = 0;
     }
     return;
   }
-  __syncthreads();                           // everyone read stop before thread 0 changes the state
-  if (rank != 0 && t == 0) st.hist_cap = 0;  // block 0 alone writes the history
+  __syncwarp();  // the warp read stop before its lane 0 changes the state
+  // Warp 0 of block 0 alone writes the history.
+  if (lane == 0 && (rank != 0 || wt != 0)) st.hist_cap = 0;
 
   // The warp's units among the cluster's warps, and the block's own update units. Update units
   // count chunks from the end of the vectors, tiles from the start: block `rank` takes the
   // update units of part blocks - 1 - rank (upd_part), so that its tiles and its elements lie
   // together and its window is about n / blocks elements (see layout_for).
   const unsigned all_warps = static_cast<unsigned>(blocks * threads / 32);
-  const unsigned wpb = static_cast<unsigned>(threads / 32), wt = static_cast<unsigned>(t / 32);
+  const unsigned wpb = static_cast<unsigned>(threads / 32);
   const unsigned pw = rank * wpb + wt;
   const unsigned upw_part = upd_part(blocks, rank) * wpb + wt;
   const unsigned d0 = first_of(g.dir_units, all_warps, pw);
@@ -230,28 +289,27 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const unsigned own1 =
       first_of(g.upd_units, static_cast<unsigned>(blocks), upd_part(blocks, rank) + 1);
 
-  // The warp's elements (g.n: none): x, r and the direction p.
+  // The warp's elements (g.n: none).
   const auto element = [&](int k) {
     const unsigned u = u0 + static_cast<unsigned>(k);
     return u < u1 ? update_element(g, u, lane) : g.n;
   };
+  // x in the registers of its owner; r and p in shared memory only (the owner's r in R, its p
+  // in the direction's buffer), which leaves the registers to the code (64 at 1024 threads).
   // With the set-up, the values its pass gives them (fused_elem<cg_init> from a zero guess:
   // x = 0, r = b, p = 0).
   const double* r_from = sa.setup ? sa.a.init.b : f.r;
-  double x[UPW], r[UPW], p[UPW];
+  double x[UPW];
   for (int k = 0; k < UPW; ++k) {
-    x[k] = r[k] = p[k] = 0;
-    if (const int j = element(k); j < g.n) {
-      r[k] = r_from[j];
-      if (!sa.setup) {
-        x[k] = f.x[j];
-        p[k] = sa.a.p[0][j];
-      }
-    }
+    x[k] = 0;
+    if (const int j = element(k); j < g.n && !sa.setup) x[k] = f.x[j];
   }
   for (int j = lo + t; j < hi; j += threads) {
-    P[j - lo] = sa.setup ? 0.0 : sa.a.p[0][j];
-    if (blocks > 1) R[j - lo] = r_from[j];
+    P0[j - lo] = sa.setup ? 0.0 : sa.a.p[0][j];
+    R[j - lo] = r_from[j];
+  }
+  for (unsigned k = static_cast<unsigned>(t); k < g.tiles; k += static_cast<unsigned>(threads)) {
+    origins[k] = tile_origin(g, k);
   }
   // Every block of the cluster runs before any reaches into another's shared memory.
   step_end(blocks);
@@ -269,10 +327,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       const unsigned u = u0 + static_cast<unsigned>(k);
       if (u >= u1) break;  // the same in every lane
       double acc[2] = {0, 0};
-      if (element(k) < g.n) {
-        const double z = in.pc.c * r[k];
-        acc[0] += in.norm_type == 1 ? z * z : in.norm_type == 2 ? r[k] * r[k] : 0.0;
-        acc[1] += z * r[k];
+      if (const int j = element(k); j < g.n) {
+        const double rj = R[j - lo];
+        const double z = in.pc.c * rj;
+        acc[0] += in.norm_type == 1 ? z * z : in.norm_type == 2 ? rj * rj : 0.0;
+        acc[1] += z * rj;
       }
       const double s0 = __shfl_sync(0xffffffffu, warp_sum(acc[0]), 0);
       const double s1 = __shfl_sync(0xffffffffu, warp_sum(acc[1]), 0);
@@ -283,75 +342,107 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       }
     }
     step_end(blocks);
-    iterate = finish_step<2>(Su, g.chunks, LaFinalize::cg_init, st, warp_sums, t);
+    iterate = finish_warp<2>(Su, g.chunks, LaFinalize::cg_init, st, lane);
   }
+  clock.mark(kLoad);
+  // Two step ends per iteration, nothing else: the new direction is formed where it is read
+  // (each point's p = xs r + b p from the r and the p before, both in shared memory, as the
+  // direction product's input forms it), and stored into the other buffer for the next
+  // iteration; every warp runs the logic after a step end itself.
+  int cur = 0;                // the buffer that holds the direction before this iteration's update
+  const double* newest = P0;  // the buffer of the last direction formed
   for (int it = 0; iterate && it < sa.a.iterations; ++it) {
-    // (A) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element).
     const double b = st.b;
-    for (int k = 0; k < UPW; ++k) {
-      if (const int j = element(k); j < g.n) {
-        p[k] = xs * r[k] + b * p[k];
-        P[j - lo] = p[k];
-      }
-    }
-    if (blocks > 1) {
-      for (int j = lo + t; j < hi; j += threads) {
-        const unsigned u = update_unit(g, j);
-        if (u < own0 || u >= own1) P[j - lo] = xs * R[j - lo] + b * P[j - lo];
-      }
-    }
-    __syncthreads();
+    const double* const Po = cur == 0 ? P0 : P1;
+    double* const Pn = cur == 0 ? P1 : P0;
+    // (D) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element),
+    // into the other buffer.
+    for (int j = lo + t; j < hi; j += threads) Pn[j - lo] = xs * R[j - lo] + b * Po[j - lo];
+    newest = Pn;
     last = it;
-    // (B) w = A p and the terms of p'w, unit by unit: lane T % 32 of the step block's warp.
-    const auto in = [&](int j) { return P[j - lo]; };
-    for (unsigned u = d0; u < d1; ++u) {
-      const Origin o = tile_origin(g, u / kStepWarps);
-      const int T = static_cast<int>(u % kStepWarps) * 32 + lane;
-      double acc = 0;
-      for (int row = 0; row < kRows; ++row) {
-        const Point q = tile_point(g, o, T, row);
-        if (q.i < 0) continue;
-        const double c = P[q.i - lo];
-        const double w =
-            rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i, sy, sz) +
-                  s.center * c);
-        const unsigned ob = upd_part(
-            blocks, owner_of(g.upd_units, static_cast<unsigned>(blocks), update_unit(g, q.i)));
-        in_block(W, blocks, rank, ob)[q.i - l.lo[ob]] = w;
-        acc += w * c;
-      }
-      const double sum = __shfl_sync(0xffffffffu, warp_sum(acc), 0);
-      if (lane < blocks) in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u] = sum;
-    }
-    step_end(blocks);
-    if (!finish_step<1>(Sd, g.tiles, LaFinalize::cg_dpi, st, warp_sums, t)) break;
-    // (C) x += a p, r -= a w, with the norm's and z'r's terms (fused_elem<cg_update>).
-    const double a = st.a;
-    for (int k = 0; k < UPW; ++k) {
-      const unsigned u = u0 + static_cast<unsigned>(k);
-      if (u >= u1) break;  // the same in every lane
+    // w = A p and the terms of p'w, two units at a time (lane T % 32 of each one's step block
+    // warp), their shuffle trees interleaved: one tree's latency for both.
+    const auto in = [&](int j) { return xs * R[j - lo] + b * Po[j - lo]; };
+    for (unsigned u = d0; u < d1; u += 2) {
       double acc[2] = {0, 0};
+      for (int h = 0; h < 2; ++h) {
+        const unsigned uh = u + static_cast<unsigned>(h);
+        if (uh >= d1) break;  // the same in every lane
+        const Origin o = origins[uh / kStepWarps];
+        const int T = static_cast<int>(uh % kStepWarps) * 32 + lane;
+        for (int row = 0; row < kRows; ++row) {
+          const Point q = tile_point(g, o, T, row);
+          if (q.i < 0) continue;
+          const double c = in(q.i);
+          const double w =
+              rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i, sy, sz) +
+                    s.center * c);
+          if constexpr (kCluster) {
+            const unsigned uu = update_unit(g, q.i);
+            const unsigned ob =
+                uu >= own0 && uu < own1
+                    ? rank
+                    : upd_part(blocks, owner_of(g.upd_units, static_cast<unsigned>(blocks), uu));
+            in_block(W, blocks, rank, ob)[q.i - l.lo[ob]] = w;
+          } else {
+            W[q.i - lo] = w;
+          }
+          acc[h] += w * c;
+        }
+      }
+      warp_sums(acc);
+      for (int h = 0; h < 2; ++h) {
+        const double sum = __shfl_sync(0xffffffffu, acc[h], 0);
+        if (u + h < d1 && lane < blocks) {
+          in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u + h] = sum;
+        }
+      }
+    }
+    clock.mark(kDirection);
+    step_end(blocks);
+    clock.mark(kDirEnd);
+    const bool go = finish_warp<1>(Sd, g.tiles, LaFinalize::cg_dpi, st, lane);
+    clock.mark(kDirFinish);
+    if (!go) break;
+    // (U) x += a p, r -= a w, with the norm's and z'r's terms (fused_elem<cg_update>); the new
+    // r into the window of every block that holds it.
+    const double a = st.a;
+    double acc[2 * UPW];
+    for (int k = 0; k < 2 * UPW; ++k) acc[k] = 0;
+    for (int k = 0; k < UPW; ++k) {
       if (const int j = element(k); j < g.n) {
-        const auto next = m::cg_update_at(x[k], p[k], r[k], W[j - lo], a, pc, f.norm_type, acc);
+        const auto next = m::cg_update_at(x[k], Pn[j - lo], R[j - lo], W[j - lo], a, pc,
+                                          f.norm_type, acc + 2 * k);
         x[k] = next.x;
-        r[k] = next.r;
-        // The new r to the other blocks whose windows hold it.
-        for (int to = 0; to < blocks; ++to) {
-          if (to != static_cast<int>(rank) && l.lo[to] <= j && j < l.hi[to]) {
-            in_block(R, blocks, rank, static_cast<unsigned>(to))[j - l.lo[to]] = next.r;
+        R[j - lo] = next.r;
+        if constexpr (kCluster) {
+          for (int to = 0; to < blocks; ++to) {
+            if (to != static_cast<int>(rank) && l.lo[to] <= j && j < l.hi[to]) {
+              in_block(R, blocks, rank, static_cast<unsigned>(to))[j - l.lo[to]] = next.r;
+            }
           }
         }
       }
-      const double s0 = __shfl_sync(0xffffffffu, warp_sum(acc[0]), 0);
-      const double s1 = __shfl_sync(0xffffffffu, warp_sum(acc[1]), 0);
-      if (lane < blocks) {
+    }
+    // The units' 2 x UPW shuffle trees interleaved (a unit past u1 sums zeros, unpublished).
+    warp_sums(acc);
+    for (int k = 0; k < UPW; ++k) {
+      const unsigned u = u0 + static_cast<unsigned>(k);
+      const double s0 = __shfl_sync(0xffffffffu, acc[2 * k], 0);
+      const double s1 = __shfl_sync(0xffffffffu, acc[2 * k + 1], 0);
+      if (u < u1 && lane < blocks) {
         double* to = in_block(Su, blocks, rank, static_cast<unsigned>(lane));
         to[2 * u] = s0;
         to[2 * u + 1] = s1;
       }
     }
+    clock.mark(kUpdate);
     step_end(blocks);
-    if (!finish_step<2>(Su, g.chunks, LaFinalize::cg_iter, st, warp_sums, t)) break;
+    clock.mark(kUpdEnd);
+    const bool more = finish_warp<2>(Su, g.chunks, LaFinalize::cg_iter, st, lane);
+    clock.mark(kUpdFinish);
+    if (!more) break;
+    cur = 1 - cur;
   }
 
   // What the steps launched one by one leave in memory that is read again: x, r, the last
@@ -359,40 +450,48 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   // one, which the next block overwrites before reading, keeps what it held; so does the set-up's
   // zeroed direction, which the first product reads as 0 here.)
   if (sa.setup || last >= 0) {
-    double* newest = last >= 0 ? sa.a.p[(last + 1) % 2] : nullptr;
+    double* p_out = last >= 0 ? sa.a.p[(last + 1) % 2] : nullptr;
     for (int k = 0; k < UPW; ++k) {
       if (const int j = element(k); j < g.n) {
         f.x[j] = x[k];
-        f.r[j] = r[k];
-        if (newest != nullptr) {
-          newest[j] = p[k];
+        f.r[j] = R[j - lo];
+        if (p_out != nullptr) {
+          p_out[j] = newest[j - lo];
           mv.y[j] = W[j - lo];
         }
       }
     }
   }
   if (blocks > 1) step_end(blocks);  // no block leaves while another may reach its memory
-  if (rank == 0) {
-    store_state(mv.sums.state, words, t, threads);
-    store_state(sa.a.mirror, words, t, threads);  // pinned host memory, or null
-    if (t == 0 && sa.a.running != nullptr) *sa.a.running = st.stop == 0 ? 1 : 0;
+  if (rank == 0 && wt == 0) {
+    store_state(mv.sums.state, words, lane, 32);
+    store_state(sa.a.mirror, words, lane, 32);  // pinned host memory, or null
+    if (lane == 0 && sa.a.running != nullptr) *sa.a.running = st.stop == 0 ? 1 : 0;
   }
+  clock.mark(kTail);
+  clock.store(sa.prof, rank, wt, last + 1);
 }
 
 // ---- the launch ---------------------------------------------------------------------------------
 
 using Kernel = void (*)(SmallArgs);
 
-template <int UPW, bool kCluster>
+template <int UPW, bool kCluster, bool kProf>
 Kernel kernel_for(LaStencilKind kind) {
-  return m::with_stencil_kind(
-      kind, [](auto k) -> Kernel { return cg_small_kernel<decltype(k)::value, UPW, kCluster>; });
+  return m::with_stencil_kind(kind, [](auto k) -> Kernel {
+    return cg_small_kernel<decltype(k)::value, UPW, kCluster, kProf>;
+  });
 }
 
+template <bool kProf>
 Kernel kernel_for(LaStencilKind kind, int upw, bool cluster) {
-  if (upw <= 1) return cluster ? kernel_for<1, true>(kind) : kernel_for<1, false>(kind);
-  if (upw <= 2) return cluster ? kernel_for<2, true>(kind) : kernel_for<2, false>(kind);
-  return kernel_for<4, false>(kind);
+  if (upw <= 1) {
+    return cluster ? kernel_for<1, true, kProf>(kind) : kernel_for<1, false, kProf>(kind);
+  }
+  if (upw <= 2) {
+    return cluster ? kernel_for<2, true, kProf>(kind) : kernel_for<2, false, kProf>(kind);
+  }
+  return kernel_for<4, false, kProf>(kind);
 }
 
 /// SLUICE_CUDA_CG_SMALL: unset or auto (the size rule), 0 or off, block, cluster:N; with
@@ -469,49 +568,106 @@ unsigned pow2_at_least(unsigned v) {
   return p;
 }
 
-/// The blocks' windows for a cluster of `blocks` (see the top of this file).
-Layout layout_for(const Geometry& g, const LaStencil& s, int blocks) {
-  Layout l;
-  l.blocks = blocks;
-  const long long reach = reach_of(s);
-  for (int b = 0; b < blocks; ++b) {
-    long long lo = LLONG_MAX, hi = LLONG_MIN;
-    const auto ub = static_cast<unsigned>(blocks);
-    const unsigned d0 = first_of(g.dir_units, ub, b), d1 = first_of(g.dir_units, ub, b + 1);
-    if (d1 > d0) {
-      long long first = 0, last = 0, unused = 0;
-      tile_range(g, d0 / kStepWarps, first, unused);
-      tile_range(g, (d1 - 1) / kStepWarps, unused, last);
-      lo = first - reach;
-      hi = last + reach + 1;
-    }
-    const unsigned up = upd_part(blocks, static_cast<unsigned>(b));
-    const unsigned u0 = first_of(g.upd_units, ub, up), u1 = first_of(g.upd_units, ub, up + 1);
-    if (u1 > u0) {
-      const long long c0 = u0 / kStepWarps, c1 = (u1 - 1) / kStepWarps;
-      lo = std::min<long long>(lo, (g.chunks - 1 - c1) * kStepThreads);
-      hi = std::max<long long>(hi, (g.chunks - c0) * kStepThreads);
-    }
-    lo = std::max<long long>(lo, 0);
-    hi = std::min<long long>(hi, g.n);
-    if (hi <= lo) lo = hi = 0;
-    l.lo[b] = static_cast<int>(lo);
-    l.hi[b] = static_cast<int>(hi);
-    l.win = std::max(l.win, static_cast<int>(hi - lo));
+/// SLUICE_CUDA_CG_SMALL_PROFILE=FILE: launches take the kernel with its phase clock, each is
+/// waited for and its breakdown appended to FILE (a diagnosis: the solve's time is measured
+/// without it). Not while the stream is captured (graph mode), which cannot wait.
+std::string profile_path(cudaStream_t stream, const OpInfo& op) {
+  const char* v = std::getenv("SLUICE_CUDA_CG_SMALL_PROFILE");
+  if (v == nullptr || *v == '\0') return {};
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {};
   }
-  return l;
+  if (capturing != cudaStreamCaptureStatusNone) return {};
+  // A path that cannot be written is said before anything is issued.
+  std::FILE* out = std::fopen(v, "a");
+  if (out == nullptr) {
+    throw Error(Errc::invalid_argument,
+                std::string("SLUICE_CUDA_CG_SMALL_PROFILE: cannot append to '") + v +
+                    "': " + std::strerror(errno) + "; give a writable file, or unset it",
+                op.where);
+  }
+  std::fclose(out);
+  return v;
+}
+
+/// Appends one launch's breakdown to `path`: per phase, warp 0 of block 0 and the slowest and
+/// fastest warp of the cluster, in us per iteration (the load and the tail: us once).
+void write_profile(const std::string& path, const Profile& pr, const SmallArgs& sa,
+                   const cudaLaunchConfig_t& config, double issue_us) {
+  std::FILE* out = std::fopen(path.c_str(), "a");
+  if (out == nullptr) return;
+  const double ns = static_cast<double>(pr.ns_end - pr.ns_start);
+  const double cycles = static_cast<double>(pr.clk_end - pr.clk_start);
+  const double ghz = ns > 0 ? cycles / ns : 1.0;
+  const int its = std::max(pr.iterations, 1);
+  const int blocks = static_cast<int>(config.gridDim.x);
+  const int warps = static_cast<int>(config.blockDim.x / 32);
+  std::fprintf(out,
+               "cg_small profile: %d points, %s of %d block(s) x %u threads, %d iterations: "
+               "kernel %.2f us (%.0f cycles at %.2f GHz), host issue %.2f us\n",
+               sa.g.n, blocks > 1 ? "cluster" : "block", blocks, config.blockDim.x, pr.iterations,
+               ns * 1e-3, cycles, ghz, issue_us);
+  std::fprintf(out, "  %-16s %10s %10s %10s\n", "phase", "warp 0", "max warp", "min warp");
+  double per_it = 0;
+  for (int ph = 0; ph < kPhases; ++ph) {
+    const bool once = ph == kLoad || ph == kTail;
+    unsigned hi = 0, lo = ~0u;
+    for (int b = 0; b < blocks; ++b) {
+      for (int w = 0; w < warps; ++w) {
+        hi = std::max(hi, pr.cycles[b][w][ph]);
+        lo = std::min(lo, pr.cycles[b][w][ph]);
+      }
+    }
+    const auto us = [&](unsigned c) { return c / ghz * 1e-3 / (once ? 1 : its); };
+    if (!once) per_it += us(pr.cycles[0][0][ph]);
+    std::fprintf(out, "  %-16s %10.3f %10.3f %10.3f%s\n", kPhaseNames[ph], us(pr.cycles[0][0][ph]),
+                 us(hi), us(lo), once ? "  (us, once)" : "");
+  }
+  std::fprintf(out, "  %-16s %10.3f us per iteration (warp 0)\n", "iteration", per_it);
+  std::fclose(out);
+}
+
+/// The profiled launch: the kernel with its phase clock, waited for, its breakdown written.
+void profiled_launch(const std::string& path, cudaLaunchConfig_t config, Kernel kernel,
+                     SmallArgs sa, std::chrono::steady_clock::time_point issue_start,
+                     const OpInfo& op) {
+  // The host's issue: choosing the shape before this call, and the launch call itself (not the
+  // profile's own allocation).
+  using us = std::chrono::duration<double, std::micro>;
+  const double choose_us = us(std::chrono::steady_clock::now() - issue_start).count();
+  Profile* dev = nullptr;
+  check(cudaMalloc(&dev, sizeof(Profile)), "cudaMalloc", op.where);
+  check(cudaMemsetAsync(dev, 0, sizeof(Profile), config.stream), "cudaMemsetAsync", op.where);
+  sa.prof = dev;
+  const auto before = std::chrono::steady_clock::now();
+  const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, sa);
+  const double issue_us = choose_us + us(std::chrono::steady_clock::now() - before).count();
+  auto host = std::make_unique<Profile>();
+  cudaError_t err = launched;
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (err == cudaSuccess) {
+    err = cudaMemcpyAsync(host.get(), dev, sizeof(Profile), cudaMemcpyDeviceToHost, config.stream);
+  }
+  if (err == cudaSuccess) err = cudaStreamSynchronize(config.stream);
+  (void)cudaFree(dev);
+  check(err, "the profiled small CG kernel", op.where);
+  write_profile(path, *host, sa, config, issue_us);
 }
 
 // Every kernel of this file, loaded ahead where one process drives several GPUs
 // (backends/cuda/kernel_preload.hpp).
-SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false>);
+SLUICE_CUDA_KERNEL_FILE(cg_small_kernel<LaStencilKind::d2p5, 1, false, false>);
 
 }  // namespace
 
 bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int device,
                     CUstream_st* stream, const OpInfo& op) {
+  const auto issue_start = std::chrono::steady_clock::now();
   const Mode mode = mode_from_env(op);
   if (mode.off) return false;
+  const std::string profile = profile_path(stream, op);
   auto no = [&](const std::string& why) {
     if (mode.require) {
       throw Error(Errc::invalid_state,
@@ -532,6 +688,9 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
   if (steps.dir_blocks != steps.tiles || steps.upd_blocks != steps.chunks) {
     return no("the steps' blocks take more than one tile or chunk each");
   }
+  if (steps.tiles > kMaxTiles) {
+    return no(std::to_string(steps.tiles) + " tiles, more than " + std::to_string(kMaxTiles));
+  }
   if (mv.x != args.update.r) return no("the product's input is not the update's r");
   const bool setup = args.initial != nullptr;
   if (setup &&
@@ -549,6 +708,7 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
   g.nz = static_cast<int>(s.nz);
   g.n = static_cast<int>(rows);
   g.width = steps.tile_width;
+  g.wshift = log2_if_pow2(steps.tile_width);
   g.height = steps.tile_height;
   g.depth = steps.tile_depth;
   g.tx = steps.tiles_x;
@@ -593,10 +753,10 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
     sa.l = layout_for(g, s, blocks);
     sa.setup = setup;
     if (setup) sa.start = *args.initial;
-    const std::size_t bytes =
-        sizeof(double) * (static_cast<std::size_t>(sa.l.win) * (blocks > 1 ? 3 : 2) + g.dir_units +
-                          2 * std::size_t{g.upd_units});
-    const Kernel kernel = kernel_for(s.kind, static_cast<int>(upw), blocks > 1);
+    const std::size_t bytes = sizeof(double) * cg_small_shared_doubles(sa.l, g);
+    const Kernel kernel = profile.empty()
+                              ? kernel_for<false>(s.kind, static_cast<int>(upw), blocks > 1)
+                              : kernel_for<true>(s.kind, static_cast<int>(upw), blocks > 1);
     if (bytes > prepare_kernel(reinterpret_cast<const void*>(kernel), device, d, op)) {
       why += (why.empty() ? "" : "; ") + std::to_string(blocks) +
              " block(s): " + std::to_string(bytes) + " bytes of shared memory";
@@ -630,6 +790,10 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
       auto& a = attrs[config.numAttrs++];
       a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
       a.val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (!profile.empty()) {
+      profiled_launch(profile, config, kernel, sa, issue_start, op);
+      return true;
     }
     check(cudaLaunchKernelEx(&config, kernel, sa), "cudaLaunchKernelEx", op.where);
     check(cudaGetLastError(), "kernel launch", op.where);

@@ -1,8 +1,7 @@
 #pragma once
 // What the small la kernels (cg_small.cu, tf_small.cu) share: the geometry of the steps they
-// reproduce (the tiles of a stencil product, the chunks of a fused step, and the "units": one
-// warp of one step block each), the step blocks' sums formed as la_kernels.cu forms them, and the
-// launch's device limits. For nvcc only (device code); included by those files alone.
+// reproduce (small_geometry.hpp), the step blocks' sums formed as la_kernels.cu forms them, and
+// the launch's device limits. For nvcc only (device code); included by those files alone.
 
 #include <cuda_runtime.h>
 
@@ -12,6 +11,7 @@
 #include <set>
 
 #include "backends/cuda/cuda_check.hpp"
+#include "la/cuda/small_geometry.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/backend.hpp"
@@ -21,89 +21,8 @@ namespace sluice::detail::cuda::small_steps {
 namespace m = la_math;
 namespace logic = ksp_logic;
 
-constexpr int kStepThreads = 256;  // threads of a step block (every la kernel's block)
-constexpr int kStepWarps = kStepThreads / 32;
-constexpr int kRows = 2;  // points of a tile per thread (la_kernels.cu's kRowsPerThread)
 constexpr int kWords = sizeof(LaKspState) / sizeof(unsigned long long);
 static_assert(sizeof(LaKspState) % sizeof(unsigned long long) == 0);
-
-/// The steps' work as the kernel sees it: the direction product's tiles over an nx x ny x nz
-/// grid, the update's chunks, and the units (one warp of one step block each).
-struct Geometry {
-  int nx = 0, ny = 0, nz = 0, n = 0;
-  unsigned width = 0, height = 0, depth = 1, tx = 0, ty = 0, tiles = 0;
-  unsigned chunks = 0;
-  unsigned dir_units = 0;  // tiles * 8
-  unsigned upd_units = 0;  // chunks * 8
-};
-
-/// The first of `units` units that part `part` of `parts` takes (parts take runs in order).
-__host__ __device__ inline unsigned first_of(unsigned units, unsigned parts, unsigned part) {
-  return units * part / parts;  // units (shared memory holds their sums) x 512 warps < 2^32
-}
-
-/// The part that takes unit `unit` (the inverse of first_of).
-__host__ __device__ inline unsigned owner_of(unsigned units, unsigned parts, unsigned unit) {
-  return ((unit + 1) * parts - 1) / units;
-}
-
-/// Element `lane` of update unit `unit`: fused_kernel's block v = unit / 8 takes chunk v (one
-/// chunk per block here), counted from the end of the vectors, and its warp unit % 8 32 of its
-/// 256 elements.
-__host__ __device__ inline int update_element(const Geometry& g, unsigned unit, int lane) {
-  return static_cast<int>((g.chunks - 1 - unit / kStepWarps) * kStepThreads +
-                          (unit % kStepWarps) * 32) +
-         lane;
-}
-
-/// The update unit that holds element j.
-__host__ __device__ inline unsigned update_unit(const Geometry& g, int j) {
-  const auto u = static_cast<unsigned>(j);
-  return (g.chunks - 1 - u / kStepThreads) * kStepWarps + (u % kStepThreads) / 32;
-}
-
-/// Tile t's first point (la_kernels.cu's Tiles::origin).
-struct Origin {
-  unsigned x, y, z;
-};
-__host__ __device__ inline Origin tile_origin(const Geometry& g, unsigned t) {
-  const unsigned rest = t / g.tx;
-  const unsigned z = rest / g.ty;
-  return {(t - rest * g.tx) * g.width, (rest - z * g.ty) * g.height, z * g.depth};
-}
-
-/// A grid point; i < 0: none.
-struct Point {
-  int i = -1, ix = 0, iy = 0, iz = 0;
-};
-
-/// The r-th point of thread T (0..255) of the step block that takes the tile at `o`: as
-/// cg_direction_tiles (depth 1: threads of (width, 256 / width), rows along y) and
-/// cg_direction_columns (flat tiles of depth 2: 256 consecutive points of a plane, rows along z)
-/// take them.
-__device__ inline Point tile_point(const Geometry& g, const Origin& o, int T, int r) {
-  Point q;
-  if (g.depth == 1) {
-    const int w = static_cast<int>(g.width);
-    const int ix = static_cast<int>(o.x) + T % w;
-    const int iy = static_cast<int>(o.y) + T / w + r * (kStepThreads / w);
-    if (ix < g.nx && iy < g.ny) {
-      q.ix = ix, q.iy = iy, q.iz = static_cast<int>(o.z);
-      q.i = ix + g.nx * (iy + g.ny * q.iz);
-    }
-    return q;
-  }
-  const int sz = g.nx * g.ny;
-  const int in_plane = static_cast<int>(o.x) + T;
-  const int iz = static_cast<int>(o.z) + r;
-  if (in_plane < sz && iz < g.nz) {
-    q.iy = in_plane / g.nx;
-    q.ix = in_plane - q.iy * g.nx;
-    q.iz = iz;
-    q.i = in_plane + sz * iz;
-  }
-  return q;
-}
 
 // ---- device helpers -----------------------------------------------------------------------------
 
@@ -122,71 +41,102 @@ __device__ __forceinline__ double warp_sum(double v) {
   return v;
 }
 
-/// A step's NS sums over its `blocks` step blocks, from the units' sums `S` (unit u's sum k at
-/// S[u * NS + k]), then its solver logic on the block's copy of the state; false once the solve
-/// stopped (the same in every block). The total is la_kernels.cu's combine_partials and
-/// block_combine over 256 threads, with thread t here playing its thread t, and each step
+/// warp_sum of each of `v`'s N values (valid in lane 0), the N trees interleaved: each value
+/// takes exactly warp_sum's additions, and the latency is about one tree's.
+template <int N>
+__device__ __forceinline__ void warp_sums(double (&v)[N]) {
+  for (int off = 16; off > 0; off /= 2) {
+    double other[N];
+    for (int k = 0; k < N; ++k) other[k] = __shfl_down_sync(0xffffffffu, v[k], off);
+    for (int k = 0; k < N; ++k) v[k] = v[k] + other[k];
+  }
+}
+
+/// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
+/// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
 /// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
 template <int NS>
-__device__ inline bool finish_step(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
-                                   double (&warps)[kStepWarps][2], int t) {
+__device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
+                                            double (&part)[NS]) {
   const auto partial = [&](unsigned v, int k) {
     double s = 0;
     for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
     return s;
   };
-  // Whether threads 32.. of combine_partials would hold nothing but zeros (every partial a
-  // thread of warp 0 adds in its first round): then warp 0 alone forms the total, and its lane 0
-  // adds the seven zero warp sums itself (x + 0.0 is not x for x = -0.0: they are added, not
-  // skipped), one barrier fewer.
-  const bool warp0 = blocks <= 32;
-  const int limit = warp0 ? 32 : kStepThreads;
-  if (t < limit) {
-    double part[NS];
-    for (int k = 0; k < NS; ++k) part[k] = 0;
-    if (NS == 1 && blocks <= 4 * kStepThreads) {
-      double v[4];
-      for (int u = 0; u < 4; ++u) {
-        const unsigned b = t + u * kStepThreads;
-        v[u] = b < blocks ? partial(b, 0) : 0.0;
-      }
-      for (int u = 0; u < 4; ++u) part[0] = part[0] + v[u];
-    } else {
-      unsigned b = t;
-      for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
-        double v[4][NS];
-        for (int u = 0; u < 4; ++u) {
-          for (int k = 0; k < NS; ++k) v[u][k] = partial(b + u * kStepThreads, k);
-        }
-        for (int u = 0; u < 4; ++u) {
-          for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
-        }
-      }
-      for (; b < blocks; b += kStepThreads) {
-        for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
-      }
+  for (int k = 0; k < NS; ++k) part[k] = 0;
+  if (NS == 1 && blocks <= 4 * kStepThreads) {
+    double v[4];
+    for (int u = 0; u < 4; ++u) {
+      const unsigned b = T + u * kStepThreads;
+      v[u] = b < blocks ? partial(b, 0) : 0.0;
     }
-    for (int k = 0; k < NS; ++k) {
-      const double w = warp_sum(part[k]);
-      if (t % 32 == 0) warps[t / 32][k] = w;
+    for (int u = 0; u < 4; ++u) part[0] = part[0] + v[u];
+    return;
+  }
+  unsigned b = T;
+  for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
+    double v[4][NS];
+    for (int u = 0; u < 4; ++u) {
+      for (int k = 0; k < NS; ++k) v[u][k] = partial(b + u * kStepThreads, k);
+    }
+    for (int u = 0; u < 4; ++u) {
+      for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
     }
   }
-  if (!warp0) __syncthreads();
-  if (t == 0) {
-    double total[m::kMaxSums] = {0, 0, 0};
+  for (; b < blocks; b += kStepThreads) {
+    for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
+  }
+}
+
+/// A step's NS sums over its `blocks` step blocks, then its solver logic, in one warp and with no
+/// block barrier: every warp forms the step's total itself (combine_partials and block_combine
+/// over 256 threads, the same additions in the same order, so the same bits in every warp) and
+/// its lane 0 runs the logic on the warp's own copy of the state `st`. The lanes play the 256
+/// threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round: the
+/// other 7 warps' sums would be +0.0, and are added (x + 0.0 is not x for x = -0.0).
+/// Returns false once the solve stopped (the same in every warp).
+template <int NS>
+struct WarpTotal {
+  double v[NS];
+};
+
+template <int NS>
+__device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned blocks) {
+  WarpTotal<NS> out;
+  double(&v)[NS] = out.v;
+  for (int k = 0; k < NS; ++k) v[k] = 0;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int w = 0; w < kStepWarps; ++w) {
+    double part[NS];
+    thread_part<NS>(S, blocks, static_cast<unsigned>(w * 32 + lane), part);
+    for (int k = 0; k < NS; ++k) v[k] = v[k] + warp_sum(part[k]);
+  }
+  return out;
+}
+
+template <int NS>
+__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
+                                   int lane) {
+  double v[NS];
+  if (blocks <= 32) {
+    double part[NS];
+    thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
+    warp_sums(part);
     for (int k = 0; k < NS; ++k) {
-      double v = 0;
-      if (warp0) {
-        v = v + warps[0][k];
-        for (int w = 1; w < kStepWarps; ++w) v = v + 0.0;
-      } else {
-        for (int w = 0; w < kStepWarps; ++w) v = v + warps[w][k];
-      }
-      total[k] = v;
+      v[k] = 0.0 + part[k];
+      for (int w = 1; w < kStepWarps; ++w) v[k] = v[k] + 0.0;
     }
+  } else {
+    // More than 32 step blocks (above 8192 points): out of line, its registers not the kernel's.
+    const WarpTotal<NS> wide = warp_total_wide<NS>(S, blocks);
+    for (int k = 0; k < NS; ++k) v[k] = wide.v[k];
+  }
+  if (lane == 0) {  // v: block_combine's total in lane 0
+    double total[m::kMaxSums] = {0, 0, 0};
+    for (int k = 0; k < NS; ++k) total[k] = v[k];
     logic::finalize(fin, st, total);
   }
-  __syncthreads();
+  __syncwarp();
   return st.stop == 0;
 }
 

@@ -4,7 +4,8 @@
 // at neighbours or write point by point (t, r, p, v, and rp) and d in shared memory (in
 // registers too, d made ptxas spill 170 bytes at the 64 registers of 1024 threads). Each
 // iteration's five operations (q, t; r -= a K t with r'r; d, x with r'rp; u, q, p; v = K p with
-// v'rp) end in block barriers instead of kernel boundaries; the three sums are formed exactly as
+// v'rp) end in block barriers instead of kernel boundaries, each sum's logic run by every warp
+// on its own copy of the state (no barrier after it); the three sums are formed exactly as
 // stencil_kernel and fused_kernel<tf_dx> form them when launched one by one, by the units of
 // small_steps.cuh (see cg_small.cu), so the iterates equal sync mode's bit for bit. Built with
 // --fmad=false like la_kernels.cu.
@@ -74,8 +75,9 @@ template <LaStencilKind K, int UPW>
 __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_constant__ TfArgs ta) {
   stream_order_prologue();
   extern __shared__ double smem[];
-  __shared__ unsigned long long words[kWords];
-  __shared__ double warp_sums[kStepWarps][2];
+  // Each warp's own copy of the state: every warp runs the solver logic itself (finish_warp),
+  // so no block barrier follows it.
+  __shared__ unsigned long long warp_words[kThreads / 32][kWords];
   const Geometry& g = ta.g;
   const LaTfBlockArgs& a = ta.a;
   const int n = g.n;
@@ -94,14 +96,19 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
   double* const Sv = Sdx + g.upd_units;
 
   const auto* global = reinterpret_cast<const unsigned long long*>(a.v.sums.state);
-  for (int k = t; k < kWords; k += threads) words[k] = global[k];
-  __syncthreads();
+  unsigned long long* const words = warp_words[t / 32];
+  for (int k = lane; k < kWords; k += 32) words[k] = global[k];
+  __syncwarp();
   LaKspState& st = *reinterpret_cast<LaKspState*>(words);
   if (st.stop != 0) {  // stopped before this block: every operation of it is a no-op
-    store_state(a.mirror, words, t, threads);
-    if (t == 0 && a.running != nullptr) *a.running = 0;
+    if (t < 32) {
+      store_state(a.mirror, words, lane, 32);
+      if (lane == 0 && a.running != nullptr) *a.running = 0;
+    }
     return;
   }
+  __syncwarp();  // the warp read stop before its lane 0 changes the state
+  if (lane == 0 && t >= 32) st.hist_cap = 0;  // warp 0 alone writes the history
   const unsigned warps = static_cast<unsigned>(threads / 32);
   const unsigned pw = static_cast<unsigned>(t / 32);
   const unsigned d0 = first_of(g.dir_units, warps, pw), d1 = first_of(g.dir_units, warps, pw + 1);
@@ -147,16 +154,15 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
       return r * r;
     });
     __syncthreads();
-    (void)finish_step<1>(Sres, g.tiles, LaFinalize::tf_m, st, warp_sums, t);
+    (void)finish_warp<1>(Sres, g.tiles, LaFinalize::tf_m, st, lane);
     if (st.stop == 2) break;  // tf_dx runs while stop is 0 or 1 (its quasi-minimal steps)
     // the d and x steps (fused_elem<tf_dx>, tf_steps of the state) with r'rp, then tf_rho
     {
       const int steps = logic::tf_steps(&st, 2);
       const double e0 = st.eta0, c0 = st.cf0, e1 = st.eta1, c1 = st.cf1;
+      double acc[UPW];
       for (int k = 0; k < UPW; ++k) {
-        const unsigned u = u0 + static_cast<unsigned>(k);
-        if (u >= u1) break;  // the same in every lane
-        double acc = 0;
+        acc[k] = 0;
         if (const int j = element(k); j < n) {
           double dd = uu[k] + c0 * D[j];
           double xx = x[k] + e0 * dd;
@@ -166,14 +172,17 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
           }
           D[j] = dd;
           x[k] = xx;
-          acc += R[j] * RP[j];
+          acc[k] += R[j] * RP[j];
         }
-        const double sum = warp_sum(acc);
-        if (lane == 0) Sdx[u] = sum;
+      }
+      warp_sums(acc);  // the units' trees interleaved (a unit past u1 sums zeros, unpublished)
+      for (int k = 0; k < UPW; ++k) {
+        const unsigned u = u0 + static_cast<unsigned>(k);
+        if (u < u1 && lane == 0) Sdx[u] = acc[k];
       }
     }
     __syncthreads();
-    if (!finish_step<1>(Sdx, g.chunks, LaFinalize::tf_rho, st, warp_sums, t)) break;
+    if (!finish_warp<1>(Sdx, g.chunks, LaFinalize::tf_rho, st, lane)) break;
     // u = r + b q, q = q + b p, p = u + b q (fused_elem<tf_uqp>)
     const double b = st.b;
     for (int k = 0; k < UPW; ++k) {
@@ -192,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
       return v * RP[i];
     });
     __syncthreads();
-    if (!finish_step<1>(Sv, g.tiles, LaFinalize::tf_s, st, warp_sums, t)) break;
+    if (!finish_warp<1>(Sv, g.tiles, LaFinalize::tf_s, st, lane)) break;
   }
 
   // Every vector as the operations launched one by one leave it, each element by its owner.
@@ -208,9 +217,11 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
       a.qt.v[j] = V[j];
     }
   }
-  store_state(a.v.sums.state, words, t, threads);
-  store_state(a.mirror, words, t, threads);  // pinned host memory, or null
-  if (t == 0 && a.running != nullptr) *a.running = st.stop == 0 ? 1 : 0;
+  if (t < 32) {
+    store_state(a.v.sums.state, words, lane, 32);
+    store_state(a.mirror, words, lane, 32);  // pinned host memory, or null
+    if (lane == 0 && a.running != nullptr) *a.running = st.stop == 0 ? 1 : 0;
+  }
 }
 
 using Kernel = void (*)(TfArgs);
@@ -303,6 +314,7 @@ bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int de
   g.nz = static_cast<int>(s.nz);
   g.n = static_cast<int>(s.nx * s.ny * s.nz);
   g.width = steps.tile_width;
+  g.wshift = log2_if_pow2(steps.tile_width);
   g.height = steps.tile_height;
   g.depth = 1;
   g.tx = steps.tiles_x;

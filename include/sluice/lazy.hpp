@@ -820,10 +820,10 @@ enum class Tune : std::uint8_t { environment, off, on, cached };
 /// How matrix products (an einsum that is a GEMM or a strided batched GEMM once transposes and
 /// reshapes are read as strides) are computed: `automatic` through the backend's BLAS where it
 /// has one and the product is large enough to repay a call of its own (host: every one; cuda:
-/// cuBLAS from 2^20 multiply-adds, smaller ones stay generated kernels that fuse their
-/// neighbours), `blas` every one the BLAS can do, `generated` never (generated kernels only, for
-/// benchmarks that compare code generation). `environment` (the default) reads SLUICE_LAZY_GEMM
-/// (auto, blas or generated; unset: auto).
+/// cuBLAS from 2^20 multiply-adds with m, n and k at least 48, others stay generated kernels that
+/// fuse their neighbours), `blas` every one the BLAS can do, `generated` never (generated kernels
+/// only, for benchmarks that compare code generation). `environment` (the default) reads
+/// SLUICE_LAZY_GEMM (auto, blas or generated; unset: auto).
 enum class Gemm : std::uint8_t { environment, automatic, blas, generated };
 
 /// Where an einsum of three or more operands sums a letter under which one operand is broadcast

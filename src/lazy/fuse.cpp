@@ -64,9 +64,9 @@ std::vector<std::int64_t> strides(const Shape& s) {
 }
 
 /// The BLAS form of reduction kernel `k` (sum of A * B over one variable), if it has one and
-/// does at least `min_work` multiply-adds (negative: never).
-bool plan_gemm(Kernel& k, const Lowered& L, std::int64_t min_work) {
-  if (min_work < 0 || k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
+/// `rule` takes it.
+bool plan_gemm(Kernel& k, const Lowered& L, const GemmRule& rule) {
+  if (!rule || k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
       !is_float(k.dtype) || k.red.size() != 1 || k.body->kind != ExKind::binary ||
       k.body->op != Op::mul) {
     return false;
@@ -169,12 +169,7 @@ bool plan_gemm(Kernel& k, const Lowered& L, std::int64_t min_work) {
   for (auto v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch}) {
     if (v >= limit) return false;
   }
-  if (g.m == 0 || g.n == 0) return false;
-  if (static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
-          static_cast<double>(g.batch) <
-      static_cast<double>(min_work)) {
-    return false;
-  }
+  if (g.m == 0 || g.n == 0 || !rule(g)) return false;
   k.kind = Kernel::Kind::gemm;
   k.gemm = g;
   return true;
@@ -182,7 +177,7 @@ bool plan_gemm(Kernel& k, const Lowered& L, std::int64_t min_work) {
 
 }  // namespace
 
-Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, std::int64_t gemm_min) {
+Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm) {
   const std::size_t count = L.nodes.size();
   Fused f;
   f.materialized.assign(count, false);
@@ -306,7 +301,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, std:
       const int ki = kernel_of[c];
       Kernel& r = f.kernels[static_cast<std::size_t>(ki)];
       if (r.kind != Kernel::Kind::reduce || r.epilogue) continue;
-      if (Kernel probe = r; plan_gemm(probe, L, gemm_min)) {
+      if (Kernel probe = r; plan_gemm(probe, L, gemm)) {
         continue;  // BLAS pays more than the fused epilogue
       }
       const DType acc_type = r.dtype;
@@ -334,7 +329,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, std:
   }
 
   for (auto& k : f.kernels) {
-    if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L, gemm_min);
+    if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L, gemm);
   }
   return f;
 }

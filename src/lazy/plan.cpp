@@ -92,7 +92,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
   for (int o : in.outputs) {
     is_output[static_cast<std::size_t>(L.of_node[static_cast<std::size_t>(o)])] = true;
   }
-  d.fused = fuse(L, is_output, in.fusion, in.gemm_min);
+  d.fused = fuse(L, is_output, in.fusion, in.gemm);
   const Fused& F = d.fused;
 
   // Buffers: inputs, the first output of each lowered node, temporaries.

@@ -57,8 +57,8 @@ struct PlanInput {
   Schedule schedule = Schedule::dataflow;
   bool debug = false;
   LazyDialect dialect = LazyDialect::cpp;
-  /// The fewest multiply-adds of a matrix product done by the backend's BLAS (-1: none).
-  std::int64_t gemm_min = -1;
+  /// Which matrix products the backend's BLAS does (empty: none).
+  GemmRule gemm;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
 };
 

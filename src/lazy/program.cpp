@@ -75,8 +75,8 @@ class ProgramImpl {
   /// Builds (or finds) the instance for the declared shapes on `device`.
   void prepare(const Device& device, std::source_location loc);
   /// The declared-shape instance's plan in `dialect` (nothing built).
-  /// `gemm_min`: as PlanInput's (-1: no BLAS).
-  [[nodiscard]] InstanceDesc plan_declared(LazyDialect dialect, std::int64_t gemm_min) const;
+  /// Without BLAS.
+  [[nodiscard]] InstanceDesc plan_declared(LazyDialect dialect) const;
 
  private:
   [[nodiscard]] std::vector<Shape> shapes_for(const std::vector<Shape>& placeholder_shapes) const;
@@ -222,9 +222,13 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = inst->ext->dialect();
-  pin.gemm_min = !inst->ext->has_gemm() || gemm_ == Gemm::generated ? -1
-                 : gemm_ == Gemm::blas                              ? 0
-                                                                    : inst->ext->gemm_min_work();
+  if (inst->ext->has_gemm() && gemm_ != Gemm::generated) {
+    const bool all = gemm_ == Gemm::blas;
+    LazyKernels* ext = inst->ext;
+    pin.gemm = [all, ext](const GemmPlan& g) {
+      return all || ext->gemm_pays(g.m, g.n, g.k, g.batch);
+    };
+  }
   inst->desc = plan_instance(pin);
   if (pin.dialect == LazyDialect::cuda && tune_ != Tune::off) {
     TuneTimer timer = tune_timer_override();
@@ -290,7 +294,7 @@ void ProgramImpl::prepare(const Device& device, std::source_location loc) {
   (void)instance(device, ps, loc);
 }
 
-InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, std::int64_t gemm_min) const {
+InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect) const {
   std::vector<Shape> ps;
   for (int p : placeholders_) ps.push_back(order_[static_cast<std::size_t>(p)]->shape);
   const auto shapes = shapes_for(ps);
@@ -304,14 +308,13 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, std::int64_t gemm_m
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = dialect;
-  pin.gemm_min = gemm_min;
   return plan_instance(pin);
 }
 
 GeneratedSource generate_source(const std::vector<NodePtr>& outputs, const Options& options,
                                 LazyDialect dialect) {
   ProgramImpl p(outputs, options, std::source_location::current());
-  const auto d = p.plan_declared(dialect, -1);
+  const auto d = p.plan_declared(dialect);
   GeneratedSource g;
   g.source = d.source;
   for (const auto& c : d.codes) g.kernels.push_back(c.name);
@@ -322,7 +325,7 @@ TunedSource tune_source(const std::vector<NodePtr>& outputs, const Options& opti
                         const std::string& device_name) {
   const auto loc = std::source_location::current();
   ProgramImpl p(outputs, options, loc);
-  auto d = p.plan_declared(LazyDialect::cuda, -1);
+  auto d = p.plan_declared(LazyDialect::cuda);
   const auto r = tune_instance(d, LazyDialect::cuda, options.debug, resolve_tune(options.tune, loc),
                                device_name, tune_timer_override());
   TunedSource t;

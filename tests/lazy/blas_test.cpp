@@ -285,13 +285,17 @@ TEST_P(LazyBlas, AutomaticUsesTheBackendsSizeRule) {
   auto C = L::placeholder<double>("C", {256, 128});
   auto D = L::placeholder<double>("D", {128, 64});
   auto large = L::einsum("ik,kj->ij", C, D);  // 2^21 multiply-adds
-  L::Program p = L::compile({small, large}, opts(L::Gemm::automatic));
-  // Host: every product through OpenBLAS; cuda: cuBLAS only from 2^20 multiply-adds.
-  EXPECT_EQ(p.stats().blas, is_host() ? 2u : 1u) << p.dot();
+  auto E = L::placeholder<double>("E", {8192, 16});
+  auto F = L::placeholder<double>("F", {16, 16});
+  auto thin = L::einsum("ik,kj->ij", E, F);  // 2^21 multiply-adds, k = 16
+  L::Program p = L::compile({small, large, thin}, opts(L::Gemm::automatic));
+  // Host: every product through OpenBLAS; cuda: cuBLAS only from 2^20 multiply-adds with m, n
+  // and k at least 48 (a thin product of as many stays generated).
+  EXPECT_EQ(p.stats().blas, is_host() ? 3u : 1u) << p.dot();
   EXPECT_EQ(p.stats().gemm_mode, "auto");
-  L::Program g = L::compile({small, large}, opts(L::Gemm::generated));
+  L::Program g = L::compile({small, large, thin}, opts(L::Gemm::generated));
   EXPECT_EQ(g.stats().blas, 0u);
-  EXPECT_EQ(g.stats().kernels, 2u);
+  EXPECT_EQ(g.stats().kernels, 3u);
   EXPECT_EQ(g.stats().gemm_mode, "generated");
 }
 

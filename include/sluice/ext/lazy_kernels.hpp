@@ -107,9 +107,13 @@ class LazyKernels {
   }
   /// True if `gemm` or `gemm_recording` gives work (the layer then keeps matrix products for it).
   [[nodiscard]] virtual bool has_gemm() const noexcept { return false; }
-  /// The fewest multiply-adds (m·n·k·batch) of a product worth a BLAS call rather than a
-  /// generated kernel (which may fuse its producers and readers), under `Gemm::automatic`.
-  [[nodiscard]] virtual std::int64_t gemm_min_work() const noexcept { return 0; }
+  /// Whether a product of these sizes is worth a BLAS call rather than a generated kernel (which
+  /// may fuse its producers and readers), under `Gemm::automatic`. The default: always.
+  [[nodiscard]] virtual bool gemm_pays(std::int64_t m, std::int64_t n, std::int64_t k,
+                                       std::int64_t batch) const noexcept {
+    (void)m, (void)n, (void)k, (void)batch;
+    return true;
+  }
   /// Times every kernel of every group on scratch buffers, each launched as `work` launches it:
   /// one warm-up launch each, then `reps` rounds in which each kernel of a group runs once.
   /// Result [group][kernel][round] in milliseconds. A backend whose kernels have no alternative

@@ -3,9 +3,9 @@
 // runtime's library API, and each kernel becomes a graph kernel node whose argument struct is
 // passed by value (so rebinding a buffer is a parameter update of the node).
 //
-// Matrix products from 2^20 multiply-adds are cuBLAS calls recorded as captured nodes
-// (gemm_recording.cpp); smaller ones stay generated kernels, which fuse their producers and
-// readers and cost no node of their own.
+// Matrix products from 2^20 multiply-adds with every dimension at least 48 are cuBLAS calls
+// recorded as captured nodes (gemm_recording.cpp); others stay generated kernels, which fuse
+// their producers and readers and cost no node of their own.
 
 #include "lazy/cuda/lazy_kernels.hpp"
 
@@ -203,8 +203,16 @@ class CudaLazyKernels final : public LazyKernels {
     return record_gemm(device, args, loc);
   }
   [[nodiscard]] bool has_gemm() const noexcept override { return true; }
-  [[nodiscard]] std::int64_t gemm_min_work() const noexcept override {
-    return std::int64_t{1} << 20;
+  /// From 2^20 multiply-adds with every dimension at least 48: a smaller or thinner product (the
+  /// DG inverse mass, Np x Np times Np x E) is memory-bound, and a generated kernel reads it once
+  /// with its producers and readers fused, where a cuBLAS call adds a node and a round trip of
+  /// its output through memory.
+  [[nodiscard]] bool gemm_pays(std::int64_t m, std::int64_t n, std::int64_t k,
+                               std::int64_t batch) const noexcept override {
+    return std::min({m, n, k}) >= 48 && static_cast<double>(m) * static_cast<double>(n) *
+                                                static_cast<double>(k) *
+                                                static_cast<double>(batch) >=
+                                            static_cast<double>(std::int64_t{1} << 20);
   }
 
   std::vector<std::vector<std::vector<double>>> time(

@@ -869,7 +869,8 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   }
   std::ostringstream o;
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
-    << static_cast<int>(options.schedule) << options.debug << '|';
+    << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
+    << static_cast<int>(options.broadcast_sum) << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','
       << static_cast<int>(e->op) << ',' << e->lit.i << ',' << e->lit.f << ',' << e->var << ','

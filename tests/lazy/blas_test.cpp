@@ -324,6 +324,23 @@ TEST_P(LazyBlas, GemmModeFromTheEnvironment) {
   }
 }
 
+TEST_P(LazyBlas, OneOffEvaluationsKeepEachGemmModeApart) {
+  Context ctx = make_context();
+  const std::int64_t n = 40;
+  auto A = L::placeholder<double>("A", {n, n});
+  auto B = L::placeholder<double>("B", {n, n});
+  auto r = L::einsum("ik,kj->ij", A, B);
+  std::mt19937 rng(3);
+  const auto ha = values<double>(at(n * n), rng), hb = values<double>(at(n * n), rng);
+  auto da = upload(ctx, ha), db = upload(ctx, hb);
+  const auto hits = L::global_stats().eval_cache_hits;
+  const auto generated =
+      download(ctx, L::eval(ctx, r, {{"A", da}, {"B", db}}, opts(L::Gemm::generated)));
+  const auto blas = download(ctx, L::eval(ctx, r, {{"A", da}, {"B", db}}, opts(L::Gemm::blas)));
+  EXPECT_EQ(L::global_stats().eval_cache_hits, hits);  // two programs, not one found twice
+  for (std::size_t i = 0; i < blas.size(); ++i) ASSERT_NEAR(generated[i], blas[i], 1e-12) << i;
+}
+
 SLUICE_INSTANTIATE_BACKENDS(LazyBlas);
 
 }  // namespace

@@ -389,6 +389,18 @@ enum class SolveMode : std::uint8_t {
   graph,
 };
 
+/// How CG forms its two inner products per iteration (docs/la.md, "CG variants").
+enum class CgVariant : std::uint8_t {
+  /// PETSc's KSPSolve_CG: p'Ap after the product, then the norm and z'r after the update; two
+  /// reductions an iteration (across ranks, two gathers of partial sums).
+  classic,
+  /// Chronopoulos–Gear (PETSc's KSPCGUseSingleReduction, `-ksp_cg_single_reduction`): s = A z
+  /// after the update, the norm, z'r and z's summed together, p'Ap from the recurrence
+  /// delta - beta^2 dpiold / betaold^2; one reduction an iteration and one more vector (s),
+  /// w = s + b w formed beside p = z + b p. Iterates equal classic's within rounding.
+  single_reduction,
+};
+
 /// Why a solve stopped: PETSc's KSPConvergedReason values and names.
 enum class ConvergedReason : std::int8_t {
   iterating = 0,
@@ -409,10 +421,13 @@ enum class ConvergedReason : std::int8_t {
 [[nodiscard]] PcType parse_pc_type(std::string_view name);
 [[nodiscard]] KspNormType parse_norm_type(std::string_view name);
 [[nodiscard]] SolveMode parse_solve_mode(std::string_view name);
+/// "classic", "single-reduction" (also accepted: "one-reduction")
+[[nodiscard]] CgVariant parse_cg_variant(std::string_view name);
 [[nodiscard]] std::string_view to_string(KspType t) noexcept;
 [[nodiscard]] std::string_view to_string(PcType t) noexcept;
 [[nodiscard]] std::string_view to_string(KspNormType t) noexcept;
 [[nodiscard]] std::string_view to_string(SolveMode m) noexcept;
+[[nodiscard]] std::string_view to_string(CgVariant v) noexcept;
 
 /// Called with each residual norm the solver logs (PETSc's KSPMonitor): the iteration number and
 /// the norm as a device value (`.value()` waits for it alone). In async mode the calls for a
@@ -422,6 +437,8 @@ using KspMonitor = std::function<void(int iteration, const Managed<double>& rnor
 struct KspOptions {
   KspType type = KspType::cg;
   PcType pc = PcType::jacobi;
+  /// CG only (ignored by TFQMR): classic, or one reduction an iteration (see CgVariant).
+  CgVariant cg_variant = CgVariant::classic;
   /// Default: preconditioned (PETSc's default for CG and TFQMR).
   KspNormType norm_type = KspNormType::preconditioned;
   double rtol = 1e-5;  ///< PETSc's defaults

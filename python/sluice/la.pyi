@@ -78,6 +78,7 @@ class Ksp:
         *,
         type: Literal["cg", "tfqmr"] = "cg",
         pc: Literal["jacobi", "none"] = "jacobi",
+        cg_variant: Literal["classic", "single-reduction", "one-reduction"] = "classic",
         norm_type: Literal["none", "preconditioned", "unpreconditioned", "natural"] = "preconditioned",
         rtol: float = 1e-5,
         atol: float = 1e-50,

@@ -99,6 +99,8 @@ la::KspOptions parse_options(const py::kwargs& kw, la::KspOptions o) {
       o.pc = la::parse_pc_type(v.cast<std::string>());
     else if (key == "norm_type")
       o.norm_type = la::parse_norm_type(v.cast<std::string>());
+    else if (key == "cg_variant")
+      o.cg_variant = la::parse_cg_variant(v.cast<std::string>());
     else if (key == "rtol")
       o.rtol = v.cast<double>();
     else if (key == "atol")
@@ -131,7 +133,8 @@ la::KspOptions parse_options(const py::kwargs& kw, la::KspOptions o) {
       }
     } else {
       throw py::type_error("Ksp: unknown option '" + key +
-                           "' (type, pc, norm_type, rtol, atol, dtol, max_it, fixed_iterations, "
+                           "' (type, pc, cg_variant, norm_type, rtol, atol, dtol, max_it, "
+                           "fixed_iterations, "
                            "initial_guess_nonzero, mode, check_every, history, monitor)");
     }
   }
@@ -142,6 +145,7 @@ py::dict options_dict(const la::KspOptions& o) {
   py::dict d;
   d["type"] = std::string(la::to_string(o.type));
   d["pc"] = std::string(la::to_string(o.pc));
+  d["cg_variant"] = std::string(la::to_string(o.cg_variant));
   d["norm_type"] = std::string(la::to_string(o.norm_type));
   d["rtol"] = o.rtol;
   d["atol"] = o.atol;
@@ -548,7 +552,8 @@ void bind_la(py::module_& parent) {
   py::class_<PyKsp, std::shared_ptr<PyKsp>>(
       m, "Ksp",
       "A Krylov solver for A x = b (KSP). Options: type ('cg', 'tfqmr'), pc ('jacobi', 'none'), "
-      "norm_type, rtol, atol, dtol, max_it, fixed_iterations, initial_guess_nonzero, mode "
+      "cg_variant ('classic', 'single-reduction'), norm_type, rtol, atol, dtol, max_it, "
+      "fixed_iterations, initial_guess_nonzero, mode "
       "('sync', 'async', 'graph'), check_every, history, monitor (fn(iteration, rnorm)).")
       .def(py::init([](const la::Mat& A, const py::kwargs& kw) {
              auto o = parse_options(kw, {});

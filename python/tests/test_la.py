@@ -51,7 +51,7 @@ def test_sync_and_async_forms_mix(device):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "graph"])
-@pytest.mark.parametrize("ksp", ["cg", "tfqmr"])
+@pytest.mark.parametrize("ksp", ["cg", "tfqmr", "cg1"])
 def test_ksp_against_scipy(device, mode, ksp):
     ctx = sluice.Context(device)
     n = 24
@@ -61,7 +61,10 @@ def test_ksp_against_scipy(device, mode, ksp):
     x_true = np.random.default_rng(3).standard_normal(n * n)
     b = la.Vec(A_sp @ x_true, ctx=ctx)
     x = la.Vec(n * n, ctx=ctx)
-    solver = la.Ksp(A, type=ksp, rtol=1e-10, atol=0, mode=mode, history=True)
+    variant = "single-reduction" if ksp == "cg1" else "classic"
+    solver = la.Ksp(A, type=ksp[:2] if ksp == "cg1" else ksp, cg_variant=variant, rtol=1e-10,
+                    atol=0, mode=mode, history=True)
+    assert solver.options["cg_variant"] == variant
     r = solver.solve(b, x)
     assert r.converged and r.reason == "CONVERGED_RTOL" and r.iterations > 0
     np.testing.assert_allclose(x.to_numpy(), x_true, rtol=1e-6, atol=1e-6)

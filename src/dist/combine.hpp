@@ -9,12 +9,25 @@
 namespace sluice::dist_math {
 
 /// out[k] = the sum over ranks r and parts p of gathered[(r * parts + p) * kMaxSums + k].
-SLUICE_HD void combine(const double* gathered, int ranks, int parts, double* out) {
+/// With `split` > 0 (single-reduction CG: a fused step's sums in parts [0, split), a product's
+/// one sum in each later part), out[k] for k < kMaxSums - 1 adds slot k of the parts before
+/// `split`, and out[kMaxSums - 1] slot 0 of the parts from `split` on.
+SLUICE_HD void combine(const double* gathered, int ranks, int parts, double* out, int split = 0) {
   constexpr int kSums = sluice::detail::la_math::kMaxSums;
   for (int k = 0; k < kSums; ++k) {
     double s = 0.0;
     for (int r = 0; r < ranks; ++r) {
-      for (int p = 0; p < parts; ++p) s += gathered[(r * parts + p) * kSums + k];
+      for (int p = 0; p < parts; ++p) {
+        int slot = k;
+        if (split > 0) {
+          if (p < split) {
+            slot = k < kSums - 1 ? k : -1;
+          } else {
+            slot = k == kSums - 1 ? 0 : -1;
+          }
+        }
+        if (slot >= 0) s += gathered[(r * parts + p) * kSums + slot];
+      }
     }
     out[k] = s;
   }

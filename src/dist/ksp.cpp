@@ -25,10 +25,13 @@ namespace detail {
 namespace {
 
 constexpr std::size_t kSlot = static_cast<std::size_t>(la_math::kMaxSums);
+/// Parts one reduction may gather: a product's (kParts), after a fused step's for
+/// single-reduction CG.
+constexpr std::size_t kReduceParts = static_cast<std::size_t>(kParts) + 1;
 
 /// One local rank's buffers for its reductions.
 struct RankBuffers {
-  DeviceBuffer<double> partial;   // kParts parts of kMaxSums
+  DeviceBuffer<double> partial;   // kReduceParts parts of kMaxSums
   DeviceBuffer<double> gathered;  // every rank's partial, in rank order
   PinnedBuffer<double> host;      // sync mode: the gathered sums on the host
 };
@@ -49,13 +52,15 @@ class RankSolve final : public sluice::detail::la::KspParallel {
   }
 
   int matvec(const Context& ctx, const LaMatvecArgs& m, const sluice::detail::la::MatvecInputs& in,
-             const AccessList& acc, std::string_view what, std::source_location loc) override {
+             const AccessList& acc, int first_part, std::string_view what,
+             std::source_location loc) override {
     return product(
         A_, local_, ctx, m, in, acc,
-        [this](AccessList& a, int part) { return partial_sums(a, part); }, what, loc);
+        [this, first_part](AccessList& a, int part) { return partial_sums(a, first_part + part); },
+        what, loc);
   }
 
-  void reduce(const Context& ctx, int parts, LaFinalize fin, LaKspState* state,
+  void reduce(const Context& ctx, int parts, int split, LaFinalize fin, LaKspState* state,
               const AccessList& state_acc, bool tf_dx, double* host_sums, std::string_view what,
               std::source_location loc) override {
     const int ranks = st_.size();
@@ -80,6 +85,7 @@ class RankSolve final : public sluice::detail::la::KspParallel {
       a.gathered = acc.read(*source, {0, bytes});
       a.ranks = ranks;
       a.parts = parts;
+      a.split = split;
       a.finalize = fin;
       a.tf_dx = tf_dx;
       DistKernels& k = *st_.kernels;
@@ -89,7 +95,7 @@ class RankSolve final : public sluice::detail::la::KspParallel {
     }
     sluice::detail::copy_bytes(ctx, b_.host.data(), source->data(), bytes, loc);
     wait_for_host_access(b_.host.object_id(), Access::read, {0, bytes}, loc);
-    dist_math::combine(b_.host.data(), ranks, parts, host_sums);
+    dist_math::combine(b_.host.data(), ranks, parts, host_sums, split);
   }
 
   void add_key(std::vector<std::uint64_t>& key) const override {
@@ -126,11 +132,11 @@ Ksp::Ksp(Mat A, la::KspOptions options)
     work_->ksps.emplace_back(A_.diagonal_block(l), options_);
     const Context& ctx = st.contexts[static_cast<std::size_t>(l)];
     detail::RankBuffers b;
-    b.partial = DeviceBuffer<double>(ctx, detail::kParts * detail::kSlot);
+    b.partial = DeviceBuffer<double>(ctx, detail::kReduceParts * detail::kSlot);
     b.gathered = DeviceBuffer<double>(
-        ctx, detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+        ctx, detail::kReduceParts * detail::kSlot * static_cast<std::size_t>(st.size()));
     b.host = PinnedBuffer<double>(
-        ctx.device(), detail::kParts * detail::kSlot * static_cast<std::size_t>(st.size()));
+        ctx.device(), detail::kReduceParts * detail::kSlot * static_cast<std::size_t>(st.size()));
     work_->buffers.push_back(std::move(b));
   }
 }
@@ -157,6 +163,7 @@ void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::
   const std::uint64_t mine[] = {static_cast<std::uint64_t>(rows),
                                 static_cast<std::uint64_t>(o.type),
                                 static_cast<std::uint64_t>(o.pc),
+                                static_cast<std::uint64_t>(o.cg_variant),
                                 static_cast<std::uint64_t>(o.norm_type),
                                 static_cast<std::uint64_t>(o.mode),
                                 static_cast<std::uint64_t>(o.max_it),
@@ -169,6 +176,7 @@ void check_same_solve(const detail::CommState& st, std::int64_t rows, const la::
   static constexpr const char* kNames[] = {"the vectors' rows",
                                            "type",
                                            "preconditioner",
+                                           "CG variant",
                                            "norm type",
                                            "mode",
                                            "max_it",

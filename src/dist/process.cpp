@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -361,7 +362,14 @@ void mpi_finalize() noexcept {
   if (failure_state().failed.load()) {
     // Let the notices go out and the others report, then leave MPI as it is: MPI_Finalize would
     // wait for operations and processes that never complete. The process exits on its own; mpirun
-    // then ends the job, reporting a process that exited without finalizing.
+    // then ends the job, reporting a process that exited without finalizing: say why here, since
+    // mpirun's report cannot.
+    {
+      auto& f = failure_state();
+      std::lock_guard failure_lock(f.mutex);
+      std::fprintf(stderr, "sluice: dist: process %d leaves MPI unfinalized after a failure: %s\n",
+                   world_rank(), f.message.c_str());
+    }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while (!m.sent_notices.empty() && std::chrono::steady_clock::now() < until) {
       int done = 0;

@@ -319,6 +319,7 @@ SLUICE_HD constexpr int fused_sums(LaFusedOp op) {
     case LaFusedOp::cg_init:
     case LaFusedOp::cg_update:
     case LaFusedOp::tf_init:
+    case LaFusedOp::cg1_update:
       return 2;
     case LaFusedOp::tf_dx:
       return 1;
@@ -373,6 +374,7 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
         f.r[i] = r;
       }
       f.p[i] = 0;
+      if (f.w != nullptr) f.w[i] = 0;  // single-reduction CG: the first w = s + 0 w
       const double z = diag(f.pc, i) * r;
       if (f.z != nullptr) f.z[i] = z;
       acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
@@ -428,6 +430,22 @@ SLUICE_HD void fused_elem(const LaFusedArgs& f, const double* s, int steps, std:
     case LaFusedOp::unwind:
       f.x[i] = f.x[i] + diag(f.pc, i) * f.t[i];
       break;
+    case LaFusedOp::cg1_update: {
+      // z = B r as stored before (the same bits), so z is only written here.
+      const double pc = diag(f.pc, i);
+      const double p = pc * f.r[i] + s[1] * f.p[i];
+      const double w = f.v[i] + s[1] * f.w[i];
+      f.p[i] = p;
+      f.w[i] = w;
+      f.x[i] = f.x[i] + s[0] * p;
+      const double r = f.r[i] - s[0] * w;
+      f.r[i] = r;
+      const double z = pc * r;
+      if (f.z != nullptr) f.z[i] = z;
+      acc[0] += f.norm_type == 1 ? z * z : f.norm_type == 2 ? r * r : 0.0;
+      acc[1] += z * r;
+      break;
+    }
   }
 }
 
@@ -449,7 +467,7 @@ template <class Fn>
 inline decltype(auto) with_fused_op(LaFusedOp op, Fn&& fn) {
   using O = LaFusedOp;
   return with_value<O::rhs_norm, O::cg_init, O::cg_update, O::tf_init, O::tf_qt, O::tf_dx,
-                    O::tf_uqp, O::unwind>(op, static_cast<Fn&&>(fn));
+                    O::tf_uqp, O::cg1_update, O::unwind>(op, static_cast<Fn&&>(fn));
 }
 
 /// A stencil product's code specialized for its stencil.

@@ -34,7 +34,7 @@ LaFusedArgs Run::cg_init_args(AccessList& acc) const {
 }
 
 bool Run::cg_folds_setup() const {
-  return par_ == nullptr && !o_.initial_guess_nonzero;
+  return par_ == nullptr && !o_.initial_guess_nonzero && !cg_single();
 }
 
 LaMatvecArgs Run::cg_direction(const Vec& p_old, Vec& p_new, AccessList& acc,

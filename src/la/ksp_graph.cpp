@@ -20,9 +20,9 @@ std::vector<std::uint64_t> Run::graph_key() const {
     add(reinterpret_cast<std::uintptr_t>(p));
     add(id);
   };
-  for (const Vec* v :
-       std::initializer_list<const Vec*>{&b_, &x_, &w_.r, &w_.z, &w_.p, &w_.p2, &w_.w, &w_.rp,
-                                         &w_.v, &w_.t, &w_.q, &w_.u, &w_.d, &w_.y, &w_.invdiag}) {
+  for (const Vec* v : std::initializer_list<const Vec*>{&b_, &x_, &w_.r, &w_.z, &w_.p, &w_.p2,
+                                                        &w_.w, &w_.s, &w_.rp, &w_.v, &w_.t, &w_.q,
+                                                        &w_.u, &w_.d, &w_.y, &w_.invdiag}) {
     add_ptr(v->empty() ? nullptr : v->data(), v->empty() ? 0 : v->object_id());
   }
   add_ptr(w_.state.data(), w_.state.object_id());
@@ -38,6 +38,7 @@ std::vector<std::uint64_t> Run::graph_key() const {
   for (const auto& a : acc.uses()) add(a.id);
   add(static_cast<int>(o_.type));
   add(static_cast<int>(o_.pc));
+  add(static_cast<int>(o_.cg_variant));
   add(static_cast<int>(o_.norm_type));
   for (double d : {o_.rtol, o_.atol, o_.dtol}) add(std::bit_cast<std::uint64_t>(d));
   add(o_.max_it);
@@ -74,14 +75,15 @@ Graph Run::record_solve() {
       return;
     }
     upload_state();
-    cg ? cg_setup() : tf_setup();
+    cg ? cg_setup_any() : tf_setup();
     running();
   });
   auto body = [&] {
     return record(name + " iterations", [&] {
-      if (par_ != nullptr) {
-        // Across ranks every step ends in a reduction: the iterations one by one.
-        for (int i = 0; i < k; ++i) (void)(cg ? cg_iteration() : tf_iteration());
+      if (par_ != nullptr || (cg && cg_single())) {
+        // Across ranks every step ends in a reduction, and the single-reduction variant has
+        // no block kernel: the iterations one by one.
+        for (int i = 0; i < k; ++i) (void)(cg ? cg_iteration_any() : tf_iteration());
         running();
         return;
       }

@@ -37,6 +37,9 @@ struct LaKspState {
   double rnorm = 0, rnorm0 = 0, ttol = 0, snorm = 0;
   // CG
   double beta = 0, betaold = 0, dpi = 0, dpiold = 0, a = 0, b = 0;
+  // CG with one reduction: z's, the factor that makes it from s'r where z = c r is not stored,
+  // and (on one context) the update's sums until the product's arrives
+  double delta = 0, zc = 1, stash0 = 0, stash1 = 0;
   // TFQMR
   double s = 0, rho = 0, rhoold = 0, tau = 0, dp = 0, dpold = 0;
   double eta0 = 0, cf0 = 0, eta1 = 0, cf1 = 0, etaold = 0, psiold = 0;
@@ -154,10 +157,8 @@ SLUICE_HD void cg_init(LaKspState& st, const double* sums) {
   cg_loop_top(st);
 }
 
-/// After w = A p: sums = [p'w].
-SLUICE_HD void cg_dpi(LaKspState& st, const double* sums) {
-  st.dpiold = st.dpi;
-  st.dpi = sums[0];
+/// With st.dpi = p'Ap: the indefinite-matrix test and alpha.
+SLUICE_HD void cg_alpha(LaKspState& st) {
   if (!finite(st.dpi)) return stop(st, kDivergedNanOrInf);
   st.betaold = st.beta;
   const double sign = (st.dpi > 0 ? 1.0 : -1.0) * (st.dpiold > 0   ? 1.0
@@ -165,6 +166,13 @@ SLUICE_HD void cg_dpi(LaKspState& st, const double* sums) {
                                                                    : 0.0);
   if (st.dpi == 0.0 || (st.i > 0 && sign < 0.0)) return stop(st, kDivergedIndefiniteMat);
   st.a = st.beta / st.dpi;
+}
+
+/// After w = A p: sums = [p'w].
+SLUICE_HD void cg_dpi(LaKspState& st, const double* sums) {
+  st.dpiold = st.dpi;
+  st.dpi = sums[0];
+  cg_alpha(st);
 }
 
 /// After x += a p, r -= a w, z = B r: sums = [rnorm^2, z'r].
@@ -181,6 +189,45 @@ SLUICE_HD void cg_iter(LaKspState& st, const double* sums) {
   ++st.i;
   if (st.i >= st.max_it) return stop(st, kDivergedIts);
   cg_loop_top(st);
+}
+
+// ---- CG with one reduction (Chronopoulos-Gear; PETSc's KSPCGUseSingleReduction) -----------
+
+/// The loop top's p'Ap without a product of its own: with s = A z and delta = z's,
+/// p'Ap = delta + 2 b z'A p_old + b^2 p_old'A p_old, and z'A p_old = -beta dpiold / betaold
+/// (r_new = r_old - a A p_old, z_new'r_old = 0), so p'Ap = delta - beta^2 dpiold / betaold^2
+/// (PETSc's expression); then alpha. The recurrence differs from p'Ap by rounding only.
+SLUICE_HD void cg1_dpi(LaKspState& st, const double* sums) {
+  if (st.stop != 0) return;
+  st.delta = st.zc * sums[2];
+  st.dpiold = st.dpi;
+  st.dpi =
+      st.i == 0 ? st.delta : st.delta - st.beta * st.beta * st.dpiold / (st.betaold * st.betaold);
+  cg_alpha(st);
+}
+
+/// Before the loop: sums = [norm^2, z'r, z's] of z = B r and s = A z.
+SLUICE_HD void cg1_init(LaKspState& st, const double* sums) {
+  cg_init(st, sums);
+  cg1_dpi(st, sums);
+}
+
+/// After the update and s = A z: sums = [norm^2, z'r, z's].
+SLUICE_HD void cg1_iter(LaKspState& st, const double* sums) {
+  cg_iter(st, sums);
+  cg1_dpi(st, sums);
+}
+
+/// One context: the update's [norm^2, z'r] wait in the state for the product's [z's].
+SLUICE_HD void cg1_stash(LaKspState& st, const double* sums) {
+  st.stash0 = sums[0];
+  st.stash1 = sums[1];
+}
+
+SLUICE_HD void cg1_unstash(const LaKspState& st, const double* sums, double* all) {
+  all[0] = st.stash0;
+  all[1] = st.stash1;
+  all[2] = sums[0];
 }
 
 // ---- TFQMR (KSPSolve_TFQMR) ----------------------------------------------------------------
@@ -296,6 +343,26 @@ SLUICE_HD void finalize(LaFinalize f, LaKspState& st, const double* sums) {
     case LaFinalize::tf_rho:
       tf_rho(st, sums);
       break;
+    case LaFinalize::cg1_init:
+      cg1_init(st, sums);
+      break;
+    case LaFinalize::cg1_iter:
+      cg1_iter(st, sums);
+      break;
+    case LaFinalize::cg1_stash:
+      cg1_stash(st, sums);
+      break;
+    case LaFinalize::cg1_init_stashed:
+    case LaFinalize::cg1_iter_stashed: {
+      double all[la_math::kMaxSums];
+      cg1_unstash(st, sums, all);
+      if (f == LaFinalize::cg1_init_stashed) {
+        cg1_init(st, all);
+      } else {
+        cg1_iter(st, all);
+      }
+      break;
+    }
   }
 }
 

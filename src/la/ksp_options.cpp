@@ -68,6 +68,10 @@ constexpr std::pair<std::string_view, KspNormType> kNormTypes[] = {
     {"preconditioned", KspNormType::preconditioned},
     {"unpreconditioned", KspNormType::unpreconditioned},
     {"natural", KspNormType::natural}};
+constexpr std::pair<std::string_view, CgVariant> kCgVariants[] = {
+    {"classic", CgVariant::classic},
+    {"single-reduction", CgVariant::single_reduction},
+    {"one-reduction", CgVariant::single_reduction}};
 constexpr std::pair<std::string_view, SolveMode> kModes[] = {
     {"sync", SolveMode::sync}, {"async", SolveMode::async}, {"graph", SolveMode::graph}};
 }  // namespace
@@ -84,6 +88,9 @@ KspNormType parse_norm_type(std::string_view n) {
 SolveMode parse_solve_mode(std::string_view n) {
   return parse_name(n, kModes, "solve mode");
 }
+CgVariant parse_cg_variant(std::string_view n) {
+  return parse_name(n, kCgVariants, "CG variant");
+}
 std::string_view to_string(KspType t) noexcept {
   return name_of(t, kKspTypes);
 }
@@ -95,6 +102,9 @@ std::string_view to_string(KspNormType t) noexcept {
 }
 std::string_view to_string(SolveMode m) noexcept {
   return name_of(m, kModes);
+}
+std::string_view to_string(CgVariant v) noexcept {
+  return name_of(v, kCgVariants);
 }
 
 }  // namespace la
@@ -124,6 +134,11 @@ void validate(const KspOptions& o, std::source_location loc) {
   }
   if (o.norm_type == KspNormType::none && !o.fixed_iterations) {
     bad("norm type none has no norm to test; use fixed_iterations (PETSc: KSPConvergedSkip)");
+  }
+  if (o.cg_variant != sluice::la::CgVariant::classic &&
+      o.cg_variant != sluice::la::CgVariant::single_reduction) {
+    bad("cg_variant must be CgVariant::classic or CgVariant::single_reduction, got " +
+        std::to_string(static_cast<int>(o.cg_variant)));
   }
   if (o.type == KspType::tfqmr && o.norm_type == KspNormType::natural) {
     bad("TFQMR supports the preconditioned, unpreconditioned and none norm types, not natural");

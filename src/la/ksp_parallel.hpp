@@ -46,14 +46,18 @@ class KspParallel {
   /// Issues the product `m` on ctx (its operator is the rank's; m.A is ignored) with the other
   /// ranks' values it needs. `acc` holds the accesses of everything but `in`'s vectors and the
   /// partial sums, and m.sums the device state that guards it (if any). The epilogue's sums, if
-  /// any, go to parts 0, 1, ... of the partial sums; returns how many parts were written.
+  /// any, go to parts first_part, first_part + 1, ... of the partial sums; returns how many parts
+  /// were written (at most 3: a single-reduction CG puts its update's sums in part 0 first).
   virtual int matvec(const Context& ctx, const LaMatvecArgs& m, const MatvecInputs& in,
-                     const AccessList& acc, std::string_view what, std::source_location loc) = 0;
-  /// Combines `parts` parts of partial sums of every rank. Async (`state` set): then applies
+                     const AccessList& acc, int first_part, std::string_view what,
+                     std::source_location loc) = 0;
+  /// Combines `parts` parts of partial sums of every rank (with `split` > 0, the parts from
+  /// `split` on hold one sum each, added into the last total: dist_math::combine). Async
+  /// (`state` set): then applies
   /// `fin` to the device state, guarded as la's kernels are (`tf_dx`: TFQMR's x update, which
   /// still runs in the iteration that stopped); `state_acc` marks the state and its history.
   /// Sync: waits for the totals and writes them to `host_sums` (la_math::kMaxSums doubles).
-  virtual void reduce(const Context& ctx, int parts, LaFinalize fin, LaKspState* state,
+  virtual void reduce(const Context& ctx, int parts, int split, LaFinalize fin, LaKspState* state,
                       const AccessList& state_acc, bool tf_dx, double* host_sums,
                       std::string_view what, std::source_location loc) = 0;
   /// Adds what a recorded graph of the solve depends on (addresses, tracker ids) to `key`.

@@ -51,17 +51,18 @@ KspResult Run::solve() {
       setup_pending_ = true;
     } else {
       upload_state();
-      cg_setup();
+      cg_setup_any();
     }
     if (async_) {
       run_async([this](int n, int slot) {
-        if (par_ == nullptr) return cg_iterations(n, slot);
-        // Across ranks every step ends in a reduction: the iterations one by one.
-        for (int i = 0; i < n; ++i) cg_iteration();
+        if (par_ == nullptr && !cg_single()) return cg_iterations(n, slot);
+        // Across ranks every step ends in a reduction, and the single-reduction variant has
+        // no block kernel: the iterations one by one.
+        for (int i = 0; i < n; ++i) cg_iteration_any();
         return false;
       });
     } else {
-      while (st_.stop == 0 && cg_iteration()) {
+      while (st_.stop == 0 && cg_iteration_any()) {
       }
     }
   } else {
@@ -90,9 +91,11 @@ void Run::ensure(Vec& v, std::size_t n) const {
 void Run::prepare() {
   const auto n = static_cast<std::size_t>(A_.rows);
   const bool cg = o_.type == KspType::cg;
+  const bool single = cg && cg_single();
   const std::vector<Vec*> vecs =
-      cg ? std::vector<Vec*>{&w_.r, &w_.p, &w_.p2, &w_.w}
-         : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
+      single ? std::vector<Vec*>{&w_.r, &w_.p, &w_.w, &w_.s}
+      : cg   ? std::vector<Vec*>{&w_.r, &w_.p, &w_.p2, &w_.w}
+             : std::vector<Vec*>{&w_.r, &w_.rp, &w_.v, &w_.t, &w_.q, &w_.p, &w_.u, &w_.d};
   for (Vec* v : vecs) ensure(*v, n);
   // CG stores z only where the preconditioner is a vector (see cg_stores_z).
   if (cg && o_.pc == PcType::jacobi && !A_.is_stencil) ensure(w_.z, n);
@@ -134,6 +137,7 @@ void Run::prepare() {
   st_.norm_type = static_cast<std::int32_t>(o_.norm_type);
   st_.skip_test = o_.fixed_iterations ? 1 : 0;
   st_.nonzero_guess = o_.initial_guess_nonzero ? 1 : 0;
+  st_.zc = cg_stores_z() ? 1.0 : pc_.c;  // single-reduction CG: z's from s'r (see ksp_cg1.cpp)
   const std::size_t per_it = cg ? 1 : 2;
   w_.hist_cap = std::min(kMaxHistory, per_it * static_cast<std::size_t>(o_.max_it) + 2);
   st_.hist_cap = static_cast<std::int32_t>(w_.hist_cap);
@@ -228,7 +232,7 @@ LaSums Run::sums_for(LaFinalize fin, AccessList& acc) const {
   return s;
 }
 
-void Run::conclude(LaFinalize fin, int parts, bool tf_dx, const char* what) {
+void Run::conclude(LaFinalize fin, int parts, bool tf_dx, const char* what, int split) {
   if (fin == LaFinalize::none) return;
   double sums[la_math::kMaxSums];
   if (par_ != nullptr) {
@@ -238,7 +242,7 @@ void Run::conclude(LaFinalize fin, int parts, bool tf_dx, const char* what) {
       state = state_acc.read_write(w_.state);
       (void)state_acc.read_write(w_.hist);
     }
-    par_->reduce(ctx_, parts, fin, state, state_acc, tf_dx, sums, what, loc_);
+    par_->reduce(ctx_, parts, split, fin, state, state_acc, tf_dx, sums, what, loc_);
     if (async_) return;
   } else {
     if (async_) return;
@@ -263,7 +267,7 @@ void Run::matvec(LaMatvecArgs m, const MatvecInputs& in, AccessList& acc, LaFina
     AccessList guard;
     if (async_) m.sums.state = guard.read_write(w_.state);
     for (const auto& u : guard.uses()) acc.add(u);
-    const int parts = par_->matvec(ctx_, m, in, acc, what, loc_);
+    const int parts = par_->matvec(ctx_, m, in, acc, 0, what, loc_);
     conclude(fin, parts, false, what);
     return;
   }

@@ -26,6 +26,7 @@ struct Ksp::Work {
   Device device;
   Vec r, z, p, w, rp, v, t, q, u, d, y;
   Vec p2;       // CG: the other of the two direction vectors (see cg_iteration)
+  Vec s;        // single-reduction CG: s = A z
   Vec invdiag;  // Jacobi of a CSR matrix
   bool invdiag_ready = false;
   std::size_t hist_cap = 0;
@@ -49,6 +50,7 @@ struct Ksp::Work {
 
 namespace sluice::detail::la {
 
+using sluice::la::CgVariant;
 using sluice::la::ConvergedReason;
 using sluice::la::Ksp;
 using sluice::la::KspNormType;
@@ -114,7 +116,8 @@ class Run {
   /// After a step: sync mode waits for its sums and runs its logic on the host. Across ranks
   /// (par_), the `parts` parts of partial sums are combined first (async: and the logic runs on
   /// the device state).
-  void conclude(LaFinalize fin, int parts = 1, bool tf_dx = false, const char* what = "");
+  void conclude(LaFinalize fin, int parts = 1, bool tf_dx = false, const char* what = "",
+                int split = 0);
 
   void fused(LaFusedArgs f, AccessList& acc, LaFinalize fin, const char* what);
 
@@ -147,7 +150,8 @@ class Run {
 
   /// Whether the first block of an async CG solve carries the set-up (LaCgBlockArgs::initial):
   /// from a zero guess, where the set-up is the state's upload and one pass. Not across ranks,
-  /// where the set-up's steps end in reductions of their own.
+  /// where the set-up's steps end in reductions of their own, nor for the single-reduction
+  /// variant (no block kernel).
   [[nodiscard]] bool cg_folds_setup() const;
 
   /// The direction product of a CG iteration, p_new = z + b p_old formed inside w = A p_new
@@ -170,6 +174,27 @@ class Run {
   /// (LaKernels::cg_block), with the same arithmetic as n calls of cg_iteration. The block
   /// leaves the final state in pinned slot `slot` too, if one (true: no snapshot copy needed).
   bool cg_iterations(int n, int slot);
+
+  // ---- CG with one reduction an iteration (ksp_cg1.cpp) ----
+
+  [[nodiscard]] bool cg_single() const { return o_.cg_variant == CgVariant::single_reduction; }
+
+  /// The set-up: cg_setup's pass (with w = 0 too), then s = A z, one reduction for both.
+  void cg1_setup();
+
+  /// One iteration: p = z + b p, w = s + b w, x += a p, r -= a w, z = B r with the norm and
+  /// z'r; then s = A z with z's; one reduction for the three sums, whose logic computes the
+  /// next iteration's p'Ap from the recurrence and alpha. False once the solve stopped (sync).
+  bool cg1_iteration();
+
+  /// Issues the fused step `f` (its accesses in `acc`) and then s = A z with z's, and
+  /// concludes both with `fin`'s logic on the three sums (one gather across ranks). On one
+  /// context the update's sums wait in the state (async) or in pinned memory (sync).
+  void cg1_update_and_product(LaFusedArgs f, AccessList& acc, LaFinalize fin, const char* what);
+
+  /// The set-up of either CG variant (after upload_state), and one iteration of it.
+  void cg_setup_any();
+  bool cg_iteration_any();
 
   // ---- TFQMR ----
 

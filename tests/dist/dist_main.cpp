@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -36,6 +37,24 @@ class FailuresOnly : public ::testing::EmptyTestEventListener {
 
  private:
   int process_;
+};
+
+/// Names a case after which this thread still counts an exception in flight: the Environment
+/// would fail the process at exit for it (and leave MPI unfinalized).
+class InFlightCheck : public ::testing::EmptyTestEventListener {
+ public:
+  explicit InFlightCheck(int process) : process_(process) {}
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (const int n = std::uncaught_exceptions(); n != seen_) {
+      std::fprintf(stderr, "[process %d] %d exception(s) counted in flight after %s.%s\n", process_,
+                   n, info.test_suite_name(), info.name());
+      seen_ = n;
+    }
+  }
+
+ private:
+  int process_;
+  int seen_ = 0;
 };
 
 /// Ends the process (status 124, as timeout(1) does) when a case runs past `seconds`.
@@ -107,6 +126,8 @@ int main(int argc, char** argv) {
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new FailuresOnly(p));
   }
+  ::testing::UnitTest::GetInstance()->listeners().Append(
+      new InFlightCheck(sluice::dist::Environment::process_rank()));
   if (const char* t = std::getenv("SLUICE_TEST_CASE_TIMEOUT"); t != nullptr && std::atof(t) > 0) {
     ::testing::UnitTest::GetInstance()->listeners().Append(
         new CaseWatchdog(sluice::dist::Environment::process_rank(), std::atof(t)));

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "core/cuda_interop.hpp"
 #include "dist_test_util.hpp"
@@ -181,8 +182,15 @@ void solves_match_host(const Comm& c) {
     const Mat A = assembled ? Mat::stencil_csr(c, la::Stencil::d3p7, 24, 20, nz)
                             : Mat::stencil(c, la::Stencil::d3p7, 24, 20, nz);
     const la::Mat H = la::Mat::stencil(host, la::Stencil::d3p7, 24, 20, nz);
-    for (auto type : {la::KspType::cg, la::KspType::tfqmr}) {
-      la::KspOptions o{.type = type, .rtol = 1e-9, .mode = la::SolveMode::sync, .history = true};
+    // CG classic and single-reduction (one gather an iteration), TFQMR.
+    for (auto [type, variant] : {std::pair{la::KspType::cg, la::CgVariant::classic},
+                                 std::pair{la::KspType::cg, la::CgVariant::single_reduction},
+                                 std::pair{la::KspType::tfqmr, la::CgVariant::classic}}) {
+      la::KspOptions o{.type = type,
+                       .cg_variant = variant,
+                       .rtol = 1e-9,
+                       .mode = la::SolveMode::sync,
+                       .history = true};
       la::Vec hb(host, static_cast<std::size_t>(H.rows())), hx = hb.duplicate(),
                                                             one = hb.duplicate();
       la::set(one, 1.0);
@@ -192,9 +200,9 @@ void solves_match_host(const Comm& c) {
       la::KspResult sync_r;
       for (auto mode : {la::SolveMode::sync, la::SolveMode::async, la::SolveMode::graph}) {
         o.mode = mode;
-        SCOPED_TRACE(std::string(la::to_string(type)) + " " + std::string(la::to_string(mode)) +
-                     (assembled ? " csr" : " stencil") + " on " + std::to_string(c.size()) +
-                     " GPUs");
+        SCOPED_TRACE(std::string(la::to_string(type)) + " " + std::string(la::to_string(variant)) +
+                     " " + std::string(la::to_string(mode)) + (assembled ? " csr" : " stencil") +
+                     " on " + std::to_string(c.size()) + " GPUs");
         Vec b = A.create_vec(), x = A.create_vec(), ones = A.create_vec();
         set(ones, 1.0);
         mult(A, ones, b);

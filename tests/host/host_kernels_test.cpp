@@ -44,7 +44,7 @@ TEST(HostFusedSteps, SameBitsAsPerElementCode) {
   std::uniform_real_distribution<double> value(-2.0, 2.0);
   const LaFusedOp ops[] = {LaFusedOp::rhs_norm, LaFusedOp::cg_init, LaFusedOp::cg_update,
                            LaFusedOp::tf_init,  LaFusedOp::tf_qt,   LaFusedOp::tf_dx,
-                           LaFusedOp::tf_uqp,   LaFusedOp::unwind};
+                           LaFusedOp::tf_uqp,   LaFusedOp::unwind,  LaFusedOp::cg1_update};
   constexpr int kVectors = 12;  // x r z p w u q t d rp v b
   for (int trial = 0; trial < 400; ++trial) {
     const auto n = static_cast<std::size_t>(1 + pick(trial % 4 == 0 ? 3000 : 40));
@@ -55,7 +55,7 @@ TEST(HostFusedSteps, SameBitsAsPerElementCode) {
     }
     std::vector<double> pc(n);
     for (auto& e : pc) e = value(rng);
-    const LaFusedOp op = ops[pick(8)];
+    const LaFusedOp op = ops[pick(static_cast<int>(std::size(ops)))];
     const bool pc_vector = pick(2) == 0, has_z = pick(2) == 0, has_b = pick(2) == 0;
     const auto norm_type = static_cast<std::int32_t>(pick(3));
     const int steps = 1 + pick(2);

@@ -198,6 +198,9 @@ struct Options {
   // share one); the host backend's rows are sequential and its dots and norms host_chunks.
   SumOrder row_order = SumOrder::sequential;  // of each row of A x
   SumOrder dot_order = SumOrder::sequential;  // of every dot product and norm
+  // CG: one reduction an iteration (Chronopoulos-Gear, PETSc's KSPCGUseSingleReduction): s = A z
+  // and delta = z's beside the norm and z'r, p'Ap from delta - beta^2 dpiold / betaold^2.
+  bool single_reduction = false;
 };
 
 /// KSPConvergedDefault with a zero initial guess.
@@ -248,6 +251,12 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
   res.rnorm = dp;
   if ((res.reason = converged(0, dp)) != ConvergedReason::iterating) return res.x = X, res;
   beta = dot(Z, R, o.dot_order);
+  std::vector<double> S;
+  double delta = 0;
+  if (o.single_reduction) {
+    S = mult(A, Z, o.row_order);
+    delta = dot(Z, S, o.dot_order);
+  }
   int i = 0;
   do {
     res.its = i + 1;
@@ -266,8 +275,16 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
       for (std::size_t k = 0; k < n; ++k) P[k] = Z[k] + b * P[k];
     }
     dpiold = dpi;
-    W = mult(A, P, o.row_order);
-    dpi = dot(P, W, o.dot_order);
+    if (!o.single_reduction) {
+      W = mult(A, P, o.row_order);
+      dpi = dot(P, W, o.dot_order);
+    } else if (!i) {
+      W = S;
+      dpi = delta;
+    } else {
+      for (std::size_t k = 0; k < n; ++k) W[k] = S[k] + b * W[k];
+      dpi = delta - beta * beta * dpiold / (betaold * betaold);
+    }
     betaold = beta;
     auto sign = [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; };
     if (dpi == 0.0 || (i > 0 && sign(dpi) * sign(dpiold) < 0.0)) {
@@ -291,6 +308,10 @@ inline Result cg(const Csr& A, const std::vector<double>& B, const Options& o) {
     res.history.push_back(dp);
     if ((res.reason = converged(i + 1, dp)) != ConvergedReason::iterating) break;
     beta = dot(Z, R, o.dot_order);
+    if (o.single_reduction) {
+      S = mult(A, Z, o.row_order);
+      delta = dot(Z, S, o.dot_order);
+    }
     i++;
   } while (i < o.max_it);
   if (i >= o.max_it) res.reason = ConvergedReason::diverged_its;

@@ -48,6 +48,7 @@ struct BenchOptions {
   std::string device;
   std::string stencils = "2d5,2d9,3d7,3d27";
   std::string ksps = "cg,tfqmr";
+  std::string cg_variants = "classic";  // --scaling only
   std::string modes = "sync,async,graph";
   std::string op = "matrix-free";
   double min_nnz = 1e3;
@@ -610,15 +611,28 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--grid", sc.grid, "Scaling: the grid (weak: per rank) NX,NY[,NZ]")
       ->delimiter(',')
       ->capture_default_str();
+  app->add_option("--cg-variant", o->cg_variants,
+                  "Scaling: CG variants, comma-separated (classic, single-reduction): each a "
+                  "solver of its own (cg, cg1)")
+      ->capture_default_str();
   app->add_flag("--stepwise", sc.stepwise,
                 "Scaling: one rank solves through the distributed loop too (SLUICE_DIST_STEPWISE=1;"
                 " tells the loop's cost from communication's)");
   return {app, [o] {
-            if (o->scaling.kind.empty()) return run(*o);
+            if (o->scaling.kind.empty()) {
+              if (o->cg_variants != "classic") {
+                throw Error(Errc::invalid_argument,
+                            "sluice bench: --cg-variant applies to --scaling runs; time a "
+                            "variant on one device with --scaling strong --ranks 1");
+              }
+              return run(*o);
+            }
             ScalingOptions s = o->scaling;
             // The size sweep's default list means "not given": 3d7, the benchmark.
             s.stencil = o->stencils == BenchOptions{}.stencils ? "3d7" : split(o->stencils).front();
             s.ksps = split(o->ksps);
+            s.cg_variants = split(o->cg_variants);
+            for (const auto& v : s.cg_variants) (void)parse_cg_variant(v);  // a clear error
             s.modes = split(o->modes);
             s.backend = o->device.empty() ? o->backend : o->device;
             s.iterations = o->iterations;

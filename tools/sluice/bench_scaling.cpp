@@ -16,6 +16,7 @@
 
 #include "bench_scaling.hpp"
 #include "sluice/error.hpp"
+#include "sluice/la.hpp"
 
 #ifndef SLUICE_PLOT_SCALING_SCRIPT
 #define SLUICE_PLOT_SCALING_SCRIPT "bench/plot_scaling.py"
@@ -72,7 +73,19 @@ int run_scaling(const ScalingOptions& o) {
   std::string modes;
   for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
   int failures = 0;
+  // The solvers: each CG variant is one (labelled cg, cg1), TFQMR one.
+  std::vector<std::pair<std::string, std::string>> solvers;  // (label, sluice solve arguments)
   for (const auto& ksp : o.ksps) {
+    if (ksp != "cg") {
+      solvers.emplace_back(ksp, "--ksp " + ksp);
+      continue;
+    }
+    for (const auto& v : o.cg_variants) {
+      const bool classic = la::parse_cg_variant(v) == la::CgVariant::classic;
+      solvers.emplace_back(classic ? "cg" : "cg1", "--ksp cg --cg-variant " + v);
+    }
+  }
+  for (const auto& [ksp, solver_args] : solvers) {
     std::map<std::string, double> base;  // per mode: the first count's time (x ranks: strong)
     for (int r : o.ranks) {
       std::vector<long long> grid = o.grid;
@@ -87,7 +100,7 @@ int run_scaling(const ScalingOptions& o) {
       } else {
         cmd += "'" + self + "' solve --local-ranks " + std::to_string(r);
       }
-      cmd += " --dist --stencil " + o.stencil + " --grid " + g + " --ksp " + ksp + " --mode " +
+      cmd += " --dist --stencil " + o.stencil + " --grid " + g + " " + solver_args + " --mode " +
              modes + " --fixed --max-it " + std::to_string(o.iterations) + " --repeat " +
              std::to_string(o.repeat) + " --json";
       if (!o.backend.empty()) cmd += " --backend " + o.backend;

@@ -13,6 +13,9 @@ struct ScalingOptions {
   std::vector<long long> grid{64, 64, 64};
   std::string stencil = "3d7";
   std::vector<std::string> ksps{"cg"};
+  /// CG's variants (sluice solve --cg-variant), each a solver of its own in the rows: "cg" for
+  /// classic, "cg1" for single-reduction.
+  std::vector<std::string> cg_variants{"classic"};
   std::vector<std::string> modes{"sync", "async", "graph"};
   std::string backend;
   int iterations = 100;

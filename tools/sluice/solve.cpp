@@ -57,6 +57,7 @@ int run(const SolveOptions& o) {
   KspOptions k;
   k.type = parse_ksp_type(o.ksp);
   k.pc = parse_pc_type(o.pc);
+  k.cg_variant = parse_cg_variant(o.cg_variant);
   k.norm_type = parse_norm_type(o.norm_type);
   k.rtol = o.rtol;
   k.atol = o.atol;
@@ -110,6 +111,7 @@ int run(const SolveOptions& o) {
     j["nnz"] = problem.A.nnz();
     j["ksp"] = o.ksp;
     j["pc"] = o.pc;
+    j["cg_variant"] = o.cg_variant;
     j["mode"] = o.mode;
     if (reads_convergence) j["check_every"] = ksp.check_interval();
     j["norm_type"] = o.norm_type;
@@ -139,8 +141,9 @@ int run(const SolveOptions& o) {
     fmt::print("problem:    {} ({} rows, {} nonzeros) on {}\n", problem.description,
                problem.A.rows(), problem.A.nnz(), ctx.device().to_string());
     fmt::print(
-        "solver:     {} with {} preconditioner, {} norm, {} mode{}\n", o.ksp, o.pc, o.norm_type,
-        o.mode,
+        "solver:     {}{} with {} preconditioner, {} norm, {} mode{}\n", o.ksp,
+        o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")" : std::string(),
+        o.pc, o.norm_type, o.mode,
         reads_convergence
             ? (o.mode == "graph"
                    ? fmt::format(" (convergence tested on the device, {} iterations a trip)",
@@ -181,6 +184,10 @@ Command add_solve_command(CLI::App& parent) {
       ->check(CLI::ExistingFile);
   app->add_option("--ksp", o->ksp, "cg or tfqmr")->capture_default_str();
   app->add_option("--pc", o->pc, "jacobi or none")->capture_default_str();
+  app->add_option("--cg-variant", o->cg_variant,
+                  "CG: classic (two reductions an iteration) or single-reduction "
+                  "(Chronopoulos-Gear, one; also: one-reduction)")
+      ->capture_default_str();
   app->add_option("--mode", o->mode,
                   "sync, async or graph (across ranks, a list such as sync,async,graph solves "
                   "in each mode in one run)")

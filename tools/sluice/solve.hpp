@@ -17,6 +17,7 @@ struct SolveOptions {
   std::string rhs;
   std::string ksp = "cg";
   std::string pc = "jacobi";
+  std::string cg_variant = "classic";
   std::string mode = "async";
   std::string backend;
   std::string device;

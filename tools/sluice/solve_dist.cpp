@@ -117,6 +117,7 @@ int run_dist_solve(const SolveOptions& o) {
   la::KspOptions k;
   k.type = la::parse_ksp_type(o.ksp);
   k.pc = la::parse_pc_type(o.pc);
+  k.cg_variant = la::parse_cg_variant(o.cg_variant);
   k.norm_type = la::parse_norm_type(o.norm_type);
   k.rtol = o.rtol;
   k.atol = o.atol;
@@ -192,6 +193,7 @@ int run_dist_solve(const SolveOptions& o) {
       j["nnz"] = A.nnz();
       j["ksp"] = o.ksp;
       j["pc"] = o.pc;
+      j["cg_variant"] = o.cg_variant;
       j["mode"] = mode;
       j["norm_type"] = o.norm_type;
       j["rtol"] = o.rtol;
@@ -222,8 +224,10 @@ int run_dist_solve(const SolveOptions& o) {
         "process 0 on {})\n",
         problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(), comm.engine(),
         fmt::join(devices, ", "));
-    fmt::print("solver:     {} with {} preconditioner, {} norm, {} mode\n", o.ksp, o.pc,
-               o.norm_type, mode);
+    fmt::print(
+        "solver:     {}{} with {} preconditioner, {} norm, {} mode\n", o.ksp,
+        o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")" : std::string(),
+        o.pc, o.norm_type, mode);
     fmt::print("iterations: {}\n", result.iterations);
     fmt::print("residual:   {:.6e} ({} norm); true ||b - Ax|| = {:.6e} ({:.3e} relative)\n",
                result.residual_norm, o.norm_type, true_res, bnorm > 0 ? true_res / bnorm : 0.0);

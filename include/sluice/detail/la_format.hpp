@@ -135,6 +135,13 @@ enum class LaFinalize : std::uint8_t {
   tf_s,      ///< TFQMR at the loop top: s = v'rp, alpha
   tf_m,      ///< TFQMR after r -= a K(u + q): the two quasi-minimal steps and their tests
   tf_rho,    ///< TFQMR at the loop end: rho, beta, the iteration limit
+  // CG with one reduction an iteration (CgVariant::single_reduction): the update's two sums and
+  // the product's z's reach the logic together, as sums [norm^2, z'r, z's].
+  cg1_init,          ///< before the loop: cg_init's, then delta = z's, p'Ap and alpha
+  cg1_iter,          ///< after the update and s = A z: cg_iter's, then delta, p'Ap and alpha
+  cg1_stash,         ///< one context: keeps the update's [norm^2, z'r] in the state...
+  cg1_init_stashed,  ///< ...and the product's [z's] completes them (cg1_init)
+  cg1_iter_stashed,  ///< (cg1_iter)
 };
 
 /// Where a kernel's sums go: stored to `out` (sync: pinned host memory read by the host),
@@ -177,16 +184,18 @@ struct LaMatvecArgs {
 
 /// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).
 enum class LaFusedOp : std::uint8_t {
-  rhs_norm,   ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
-  cg_init,    ///< (b given: x = 0; r = b); z = B r; p = 0: sum0 = (z'z | r'r by norm
-              ///< type), sum1 = z'r
-  cg_update,  ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
-  tf_init,    ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
-  tf_qt,      ///< q = u - s0 v; t = u + q
-  tf_dx,      ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
-              ///< x += s2 d: sum0 = r'rp
-  tf_uqp,     ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
-  unwind,     ///< x = x + B t (right preconditioning: back from the preconditioned variable)
+  rhs_norm,    ///< t = B b: sum0 = t't, sum1 = b't, sum2 = b'b
+  cg_init,     ///< (b given: x = 0; r = b); z = B r; p = 0 (and w = 0 if w is set):
+               ///< sum0 = (z'z | r'r by norm type), sum1 = z'r
+  cg_update,   ///< x += s0 p; r -= s0 w; z = B r: sum0 = (z'z | r'r), sum1 = z'r
+  tf_init,     ///< r = B r; rp = r; u = r; p = r; d = 0: sum0 = r'r, sum1 = r'rp
+  tf_qt,       ///< q = u - s0 v; t = u + q
+  tf_dx,       ///< d = u + s1 d; x += s0 d; then, for the second step, d = q + s3 d;
+               ///< x += s2 d: sum0 = r'rp
+  tf_uqp,      ///< u = r + s0 q; q = q + s0 p; p = u + s0 q
+  unwind,      ///< x = x + B t (right preconditioning: back from the preconditioned variable)
+  cg1_update,  ///< single-reduction CG (`v` holds s = A z): p = B r + s1 p; w = v + s1 w;
+               ///< x += s0 p; r -= s0 w; z = B r (if z is set): sum0 = (z'z | r'r), sum1 = z'r
 };
 
 struct LaFusedArgs {

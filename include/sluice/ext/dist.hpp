@@ -149,6 +149,8 @@ struct DistFinalizeArgs {
   const double* gathered = nullptr;
   std::int32_t ranks = 1;
   std::int32_t parts = 1;
+  /// Parts from `split` on hold one sum each, the last total (0: none; single-reduction CG).
+  std::int32_t split = 0;
   detail::LaFinalize finalize = detail::LaFinalize::none;
   /// The step is TFQMR's x update, which still runs in the iteration that stopped
   /// (ksp_logic::guard_runs).

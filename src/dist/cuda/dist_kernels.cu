@@ -23,7 +23,7 @@ using sluice::detail::cuda::CudaStream;
 __global__ void finalize_kernel(DistFinalizeArgs a) {
   if (!ksp_logic::guard_runs(a.state, a.tf_dx)) return;
   double sums[la_math::kMaxSums];
-  dist_math::combine(a.gathered, a.ranks, a.parts, sums);
+  dist_math::combine(a.gathered, a.ranks, a.parts, sums, a.split);
   ksp_logic::finalize(a.finalize, *a.state, sums);
 }
 

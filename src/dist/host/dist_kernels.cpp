@@ -19,7 +19,7 @@ class HostDistKernels final : public DistKernels {
         [a = args] {
           if (!ksp_logic::guard_runs(a.state, a.tf_dx)) return;
           double sums[la_math::kMaxSums];
-          dist_math::combine(a.gathered, a.ranks, a.parts, sums);
+          dist_math::combine(a.gathered, a.ranks, a.parts, sums, a.split);
           ksp_logic::finalize(a.finalize, *a.state, sums);
         },
         op);

@@ -53,6 +53,9 @@ __device__ void prefetch_inputs(const LaFusedArgs& f, std::size_t i) {
     case O::tf_init:
       prefetch(f.r, i);
       break;
+    case O::cg1_update:
+      prefetch(f.r, i), prefetch(f.p, i), prefetch(f.v, i), prefetch(f.w, i), prefetch(f.x, i);
+      break;
     case O::tf_qt:
       prefetch(f.u, i), prefetch(f.v, i);
       break;

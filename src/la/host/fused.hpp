@@ -43,6 +43,7 @@ SLUICE_HOST_INLINE void fused_at(const LaFusedArgs& f, const Splat<V>* s, const 
       put<NT>(f.r + i, r);
     }
     put<NT>(f.p + i, splat<T>(0.0));
+    if (f.w != nullptr) put<NT>(f.w + i, splat<T>(0.0));
     const T z = diag_at<T>(f.pc, pc, i) * r;
     if (f.z != nullptr) put<NT>(f.z + i, z);
     acc[0] += norm_term(f.norm_type, z, r);
@@ -88,6 +89,21 @@ SLUICE_HOST_INLINE void fused_at(const LaFusedArgs& f, const Splat<V>* s, const 
     put<NT>(f.u + i, u);
     store(f.q + i, q);
     store(f.p + i, u + a * q);
+  } else if constexpr (Op == LaFusedOp::cg1_update) {
+    const T a = at(0);
+    const T b = at(1);
+    const T c = diag_at<T>(f.pc, pc, i);
+    const T p = c * load<T>(f.r + i) + b * load<T>(f.p + i);
+    const T w = load<T>(f.v + i) + b * load<T>(f.w + i);
+    store(f.p + i, p);
+    store(f.w + i, w);
+    store(f.x + i, load<T>(f.x + i) + a * p);
+    const T r = load<T>(f.r + i) - a * w;
+    const T z = c * r;
+    acc[0] += norm_term(f.norm_type, z, r);
+    acc[1] += z * r;
+    store(f.r + i, r);
+    if (f.z != nullptr) store(f.z + i, z);
   } else if constexpr (Op == LaFusedOp::unwind) {
     store(f.x + i, load<T>(f.x + i) + diag_at<T>(f.pc, pc, i) * load<T>(f.t + i));
   }

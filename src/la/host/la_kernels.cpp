@@ -35,8 +35,8 @@ std::size_t chunks_of(std::size_t n) {
 /// overrides it, for measurements): below it the pool's fork-join, and the other core reading
 /// lines the last loop left in this core's cache, cost more than the second core gains. On the
 /// 2-core development machine loops of 2 and 3 chunks (up to 3072 elements) ran 1.1 to 1.6
-/// times faster alone (CG and TFQMR at 1331 to 2025 rows, docs/bench/la.md "Results (host)"); from 5
-/// chunks the second core won as often as it lost, its timings bimodal.
+/// times faster alone (CG and TFQMR at 1331 to 2025 rows, docs/bench/la.md "Results (host)"); from
+/// 5 chunks the second core won as often as it lost, its timings bimodal.
 std::size_t serial_chunks() {
   static const std::size_t value = [] {
     const char* env = std::getenv("SLUICE_HOST_SERIAL_CHUNKS");
@@ -139,7 +139,7 @@ void run_fused(const LaFusedArgs& f) {
   double s[4];
   for (int k = 0; k < 4; ++k) s[k] = m::value(f.s[k]);
   const bool stream =
-      stream_stores_for(f.n) && stream_aligned(f.x, f.r, f.z, f.p, f.u, f.q, f.t, f.d, f.rp);
+      stream_stores_for(f.n) && stream_aligned(f.x, f.r, f.z, f.p, f.w, f.u, f.q, f.t, f.d, f.rp);
   const auto sums = m::with_fused_op(f.op, [&](auto o) {
     const auto chunk = fused_chunk_for<decltype(o)::value>(host_isa(), stream);
     return chunked(f.n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {

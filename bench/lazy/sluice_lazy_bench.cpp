@@ -80,11 +80,15 @@ struct Args {
   std::string dump;
   L::Tune tune = L::Tune::environment;
   bool tune_report = false;
+  L::Gemm gemm = L::Gemm::environment;
+  L::BroadcastSum broadcast_sum = L::BroadcastSum::automatic;
 };
 
 // Set from Args in main (measure() is called from every program's loop).
 L::Tune g_tune = L::Tune::environment;
 bool g_tune_report = false;
+L::Gemm g_gemm = L::Gemm::environment;
+L::BroadcastSum g_broadcast_sum = L::BroadcastSum::automatic;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -177,6 +181,8 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.schedule = mode.schedule;
   o.device = ctx.device();
   o.tune = g_tune;
+  o.gemm = g_gemm;
+  o.broadcast_sum = g_broadcast_sum;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
@@ -251,6 +257,10 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.values["concurrency"] = static_cast<double>(s.concurrency);
   row.values["temporary_bytes"] = static_cast<double>(s.temporary_bytes);
   row.text["tune"] = s.tune_mode;
+  row.text["gemm"] = s.gemm_mode;
+  row.text["broadcast_sum"] = g_broadcast_sum == L::BroadcastSum::early  ? "early"
+                              : g_broadcast_sum == L::BroadcastSum::late ? "late"
+                                                                         : "auto";
   row.values["tune_groups"] = static_cast<double>(s.tune_groups);
   row.values["tuned_groups"] = static_cast<double>(s.tuned_groups);
   row.values["tune_candidates"] = static_cast<double>(s.tune_candidates);
@@ -621,18 +631,39 @@ int main(int argc, char** argv) {
       args.tune = v == "off" ? L::Tune::off : v == "on" ? L::Tune::on : L::Tune::cached;
     } else if (a == "--tune-report") {
       args.tune_report = true;
+    } else if (a == "--gemm") {
+      const auto v = value();
+      if (v != "auto" && v != "blas" && v != "generated") {
+        std::fprintf(stderr, "--gemm takes auto, blas or generated (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.gemm = v == "auto"   ? L::Gemm::automatic
+                  : v == "blas" ? L::Gemm::blas
+                                : L::Gemm::generated;
+    } else if (a == "--broadcast-sum") {
+      const auto v = value();
+      if (v != "auto" && v != "early" && v != "late") {
+        std::fprintf(stderr, "--broadcast-sum takes auto, early or late (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.broadcast_sum = v == "auto"    ? L::BroadcastSum::automatic
+                           : v == "early" ? L::BroadcastSum::early
+                                          : L::BroadcastSum::late;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
                    "[--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 LOG2N,...] "
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
-                   "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report]\n",
+                   "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report] "
+                   "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late]\n",
                    argv[0]);
       return 2;
     }
   }
   g_tune = args.tune;
   g_tune_report = args.tune_report;
+  g_gemm = args.gemm;
+  g_broadcast_sum = args.broadcast_sum;
   try {
     Device device = default_device();
     if (!args.backend.empty()) device = Device{args.backend, 0};

@@ -269,6 +269,11 @@ class Graph {
   void write_dot(std::ostream& out) const;
   [[nodiscard]] std::string dot() const;
 
+  /// Internal (the lazy layer's BLAS calls on cuda): one operation the backend recorded itself,
+  /// in its own format (sluice/ext/graph_ir.hpp's `ir::Captured`), as a captured node.
+  Node add_recorded(std::shared_ptr<void> recording, NodeOptions options,
+                    std::source_location where = std::source_location::current());
+
   /// Internal.
   [[nodiscard]] const std::shared_ptr<detail::GraphData>& data() const noexcept { return data_; }
   explicit Graph(std::shared_ptr<detail::GraphData> data) : data_(std::move(data)) {}
@@ -338,11 +343,13 @@ class GraphExec {
   void set_conditional_default(const Node& node, std::int64_t value,
                                std::source_location loc = std::source_location::current());
   /// One node's new parameters for `update(std::span<NodeUpdate>)`: a kernel node's work (as
-  /// set_kernel), or else a copy node's addresses (as set_copy), and its uses from then on (for a
-  /// copy, empty: those of its new addresses).
+  /// set_kernel), a captured node's new recording (internal: one the backend made for a node of
+  /// Graph::add_recorded, of the same topology), or else a copy node's addresses (as set_copy),
+  /// and its uses from then on (for a copy, empty: those of its new addresses).
   struct NodeUpdate {
     Node node;
     std::optional<KernelWork> kernel;
+    std::shared_ptr<void> recording;
     void* dst = nullptr;
     const void* src = nullptr;
     std::size_t bytes = 0;

@@ -817,6 +817,24 @@ enum class Schedule : std::uint8_t {
 /// tune, any mode is accepted.
 enum class Tune : std::uint8_t { environment, off, on, cached };
 
+/// How matrix products (an einsum that is a GEMM or a strided batched GEMM once transposes and
+/// reshapes are read as strides) are computed: `automatic` through the backend's BLAS where it
+/// has one and the product is large enough to repay a call of its own (host: every one; cuda:
+/// cuBLAS from 2^20 multiply-adds with m, n and k at least 48, others stay generated kernels that
+/// fuse their neighbours), `blas` every one the BLAS can do, `generated` never (generated kernels
+/// only, for benchmarks that compare code generation). `environment` (the default) reads
+/// SLUICE_LAZY_GEMM (auto, blas or generated; unset: auto).
+enum class Gemm : std::uint8_t { environment, automatic, blas, generated };
+
+/// Where an einsum of three or more operands sums a letter under which one operand is broadcast
+/// (an axis of extent 1, as the DG gradient's J ∂ξ/∂x over the nodes j): `early` contracts the
+/// other operands over it first, into an intermediate (the gradient sums S·u once: 3·E·Np² terms
+/// instead of 9·E·Np², for one more kernel and 3·E·Np values written and read); `late` keeps the
+/// letter, so the broadcast factor multiplies inside one loop nest and no intermediate is made;
+/// `automatic` (the default) is `early` where the multiply-adds it saves exceed 2 per byte of
+/// intermediate written and read (the gradient: Np > 16, from p = 3), else `late`.
+enum class BroadcastSum : std::uint8_t { automatic, early, late };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -830,6 +848,8 @@ struct Options {
   std::optional<Device> device;
   std::string name = "lazy";
   Tune tune = Tune::environment;
+  Gemm gemm = Gemm::environment;
+  BroadcastSum broadcast_sum = BroadcastSum::automatic;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.
@@ -931,6 +951,7 @@ struct Stats {
   std::uint64_t launches = 0;
   // Choosing kernel shapes (Options::tune), summed over the instances built.
   std::string tune_mode;            ///< "off", "on" or "cached" (as resolved)
+  std::string gemm_mode;            ///< "auto", "blas" or "generated" (Options::gemm resolved)
   std::size_t tune_groups = 0;      ///< kernels with more than one valid shape
   std::size_t tuned_groups = 0;     ///< of them, timed now
   std::size_t tune_hits = 0;        ///< of them, found in the tuning cache (memory or disk)

@@ -217,6 +217,7 @@ py::dict stats_dict(const lz::Stats& s) {
   d["rebinds"] = s.rebinds;
   d["launches"] = s.launches;
   d["tune_mode"] = s.tune_mode;
+  d["gemm_mode"] = s.gemm_mode;
   d["tune_groups"] = s.tune_groups;
   d["tuned_groups"] = s.tuned_groups;
   d["tune_hits"] = s.tune_hits;

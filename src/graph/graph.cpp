@@ -436,6 +436,15 @@ Node Graph::add_event_wait(const Event& event, NodeOptions options) {
   return node;
 }
 
+Node Graph::add_recorded(std::shared_ptr<void> recording, NodeOptions options,
+                         std::source_location where) {
+  if (!recording) {
+    throw Error(Errc::invalid_argument,
+                "add_recorded: node '" + options.name + "' has no recording", where);
+  }
+  return add(ir::Captured{std::move(recording), where}, std::move(options));
+}
+
 Node Graph::add_child(const Graph& child, NodeOptions options) {
   return add(ir::Child{std::make_shared<const ir::Graph>(child.data_->ir)}, std::move(options));
 }

@@ -355,7 +355,11 @@ void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) 
   index.reserve(updates.size());
   for (const auto& u : updates) {
     const bool kernel = u.kernel.has_value();
-    const auto i = checked_index(impl_.get(), u.node, kernel ? NodeKind::kernel : NodeKind::copy,
+    const bool recorded = !kernel && u.recording != nullptr;
+    const auto i = checked_index(impl_.get(), u.node,
+                                 kernel     ? NodeKind::kernel
+                                 : recorded ? NodeKind::captured
+                                            : NodeKind::copy,
                                  "update", loc);
     const auto& n = impl_->graph()->ir.nodes[i];
     if (kernel &&
@@ -366,7 +370,7 @@ void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) 
                       "kind of work (instantiate anew to change it)",
                   loc);
     }
-    if (!kernel && u.bytes != 0 && (u.dst == nullptr || u.src == nullptr)) {
+    if (!kernel && !recorded && u.bytes != 0 && (u.dst == nullptr || u.src == nullptr)) {
       throw Error(Errc::invalid_argument, "update: null pointer for copy node '" + n.name + "'",
                   loc);
     }
@@ -379,6 +383,9 @@ void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) 
     auto& n = g->ir.nodes[index[k]];
     if (u.kernel) {
       std::get<ir::Kernel>(n.params).work = std::move(*u.kernel);
+      n.uses = std::move(u.uses);
+    } else if (u.recording) {
+      std::get<ir::Captured>(n.params).recording = std::move(u.recording);
       n.uses = std::move(u.uses);
     } else {
       n.params = ir::Copy{u.dst, u.src, u.bytes};

@@ -63,9 +63,10 @@ std::vector<std::int64_t> strides(const Shape& s) {
   return st;
 }
 
-/// The BLAS form of reduction kernel `k` (sum of A * B over one variable), if it has one.
-bool plan_gemm(Kernel& k, const Lowered& L) {
-  if (k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
+/// The BLAS form of reduction kernel `k` (sum of A * B over one variable), if it has one and
+/// `rule` takes it.
+bool plan_gemm(Kernel& k, const Lowered& L, const GemmRule& rule) {
+  if (!rule || k.kind != Kernel::Kind::reduce || k.epilogue || k.rop != ReduceOp::sum ||
       !is_float(k.dtype) || k.red.size() != 1 || k.body->kind != ExKind::binary ||
       k.body->op != Op::mul) {
     return false;
@@ -168,7 +169,7 @@ bool plan_gemm(Kernel& k, const Lowered& L) {
   for (auto v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch}) {
     if (v >= limit) return false;
   }
-  if (g.m == 0 || g.n == 0) return false;
+  if (g.m == 0 || g.n == 0 || !rule(g)) return false;
   k.kind = Kernel::Kind::gemm;
   k.gemm = g;
   return true;
@@ -176,7 +177,7 @@ bool plan_gemm(Kernel& k, const Lowered& L) {
 
 }  // namespace
 
-Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool backend_gemm) {
+Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm) {
   const std::size_t count = L.nodes.size();
   Fused f;
   f.materialized.assign(count, false);
@@ -300,9 +301,8 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool
       const int ki = kernel_of[c];
       Kernel& r = f.kernels[static_cast<std::size_t>(ki)];
       if (r.kind != Kernel::Kind::reduce || r.epilogue) continue;
-      if (backend_gemm) {
-        Kernel probe = r;
-        if (plan_gemm(probe, L)) continue;  // BLAS pays more than the fused epilogue
+      if (Kernel probe = r; plan_gemm(probe, L, gemm)) {
+        continue;  // BLAS pays more than the fused epilogue
       }
       const DType acc_type = r.dtype;
       m.epilogue = rewrite_loads(m.body, [&](const Ex& l, const std::vector<ExPtr>& args) -> ExPtr {
@@ -328,10 +328,8 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, bool
     f.kernels = std::move(kept);
   }
 
-  if (backend_gemm) {
-    for (auto& k : f.kernels) {
-      if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L);
-    }
+  for (auto& k : f.kernels) {
+    if (k.kind == Kernel::Kind::reduce) (void)plan_gemm(k, L, gemm);
   }
   return f;
 }

@@ -6,6 +6,7 @@
 // one element-wise kernel at its own indices becomes that kernel's epilogue.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "lazy/lower.hpp"
@@ -40,8 +41,11 @@ struct Fused {
   std::vector<Kernel> kernels;     // in topological order
 };
 
+/// Whether a matrix product goes through the backend's BLAS (empty: none does).
+using GemmRule = std::function<bool(const GemmPlan&)>;
+
 /// `outputs`: lowered nodes that must be materialized (the program's outputs).
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
-                         bool backend_gemm);
+                         const GemmRule& gemm);
 
 }  // namespace sluice::lazy::detail

@@ -22,8 +22,9 @@ std::vector<ExPtr> out_vars(std::size_t rank) {
 
 class Lowerer {
  public:
-  Lowerer(std::span<const NodePtr> order, std::span<const Shape> shapes, bool split)
-      : order_(order), shapes_(shapes), split_(split) {
+  Lowerer(std::span<const NodePtr> order, std::span<const Shape> shapes, bool split,
+          BroadcastSum broadcast_sum)
+      : order_(order), shapes_(shapes), split_(split), broadcast_sum_(broadcast_sum) {
     for (std::size_t i = 0; i < order.size(); ++i)
       index_.emplace(order[i].get(), static_cast<int>(i));
     out_.of_node.assign(order.size(), -1);
@@ -196,6 +197,64 @@ class Lowerer {
     if (!pick || chosen > naive * 2.0 / 3.0) return std::nullopt;
     return pick;
   }
+  /// The letters of the intermediate of contracting ops[x] and ops[y] (those still needed: the
+  /// output's or another operand's), the output's last, in its order.
+  static std::string merged_letters(const std::vector<Operand>& ops, std::size_t x, std::size_t y,
+                                    const std::string& out) {
+    std::string needed = out;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      if (k != x && k != y) needed += ops[k].letters;
+    }
+    std::string letters;
+    for (char c : ops[x].letters + ops[y].letters) {
+      if (needed.find(c) != std::string::npos && letters.find(c) == std::string::npos &&
+          out.find(c) == std::string::npos)
+        letters += c;
+    }
+    for (char c : out) {
+      if ((ops[x].letters + ops[y].letters).find(c) != std::string::npos) letters += c;
+    }
+    return letters;
+  }
+  /// Whether contracting a pair of `both` letters into `kept` ones sums a letter.
+  static bool sums_a_letter(const std::string& both, const std::string& kept) {
+    for (char c : both) {
+      if (kept.find(c) == std::string::npos) return true;
+    }
+    return false;
+  }
+  /// Multiply-adds of contracting `ops` pairwise as lowering does (best_pair until it declines
+  /// or a pair would sum nothing, then one loop), plus `per_byte` for each byte of an
+  /// intermediate written and read.
+  static double contraction_cost(std::vector<Operand> ops, const std::string& out,
+                                 const std::vector<std::int64_t>& ext, std::size_t elem_bytes,
+                                 double per_byte) {
+    auto count = [&](const std::string& letters) {
+      double c = 1;
+      std::string seen;
+      for (char ch : letters) {
+        if (seen.find(ch) != std::string::npos) continue;
+        seen += ch;
+        c *= static_cast<double>(ext[static_cast<std::size_t>(letter_index(ch))]);
+      }
+      return c;
+    };
+    double cost = 0;
+    while (ops.size() > 2) {
+      const auto step = best_pair(ops, out, ext);
+      if (!step) break;
+      const auto [x, y] = *step;
+      const std::string both = ops[x].letters + ops[y].letters;
+      const std::string letters = merged_letters(ops, x, y, out);
+      if (!sums_a_letter(both, letters)) break;  // as lowering: one loop nest instead
+      cost += count(both) + per_byte * 2.0 * count(letters) * static_cast<double>(elem_bytes);
+      ops[x].letters = letters;
+      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(y));
+    }
+    std::string all;
+    for (const auto& o : ops) all += o.letters;
+    return cost + count(all);
+  }
 
   int lower_one(const Node& n, const Shape& s);
   int lower_reduce(DType t, const Shape& out, const Shape& red, ReduceOp op, ExPtr body);
@@ -204,6 +263,7 @@ class Lowerer {
   std::span<const NodePtr> order_;
   std::span<const Shape> shapes_;
   bool split_;
+  BroadcastSum broadcast_sum_;
   std::unordered_map<const Node*, int> index_;
   Lowered out_;
   int current_ = 0;
@@ -379,7 +439,18 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
             any = true;
           }
         }
-        if (any && best_pair(renamed, n.spec.output, free_ext)) {
+        // Early pays where the multiply-adds it saves exceed kPerByte per byte of the
+        // intermediates it writes and reads (measured on an H100: the DG gradient was faster
+        // late at p = 1, 2 (Np = 4, 10) and early at p = 3, 4 (Np = 20, 35); the model puts the
+        // boundary at Np = 16).
+        constexpr double kPerByte = 2.0;
+        const auto bytes = dtype_size(n.dtype);
+        const bool early = any && broadcast_sum_ != BroadcastSum::late &&
+                           best_pair(renamed, n.spec.output, free_ext) &&
+                           (broadcast_sum_ == BroadcastSum::early ||
+                            contraction_cost(renamed, n.spec.output, free_ext, bytes, kPerByte) <
+                                contraction_cost(ops, n.spec.output, ext, bytes, kPerByte));
+        if (early) {
           ops = std::move(renamed);
           ext = std::move(free_ext);
         }
@@ -390,21 +461,12 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
         const auto step = best_pair(ops, n.spec.output, ext);
         if (!step) break;
         const auto [x, y] = *step;
-        std::string needed = n.spec.output;
-        for (std::size_t k = 0; k < ops.size(); ++k) {
-          if (k != x && k != y) needed += ops[k].letters;
-        }
         // The intermediate's axes: letters the output lacks, then the output's in its order, so
         // that the last contraction reads it along the output's contiguous axis.
-        std::string letters;
-        for (char c : ops[x].letters + ops[y].letters) {
-          if (needed.find(c) != std::string::npos && letters.find(c) == std::string::npos &&
-              n.spec.output.find(c) == std::string::npos)
-            letters += c;
-        }
-        for (char c : n.spec.output) {
-          if ((ops[x].letters + ops[y].letters).find(c) != std::string::npos) letters += c;
-        }
+        const std::string letters = merged_letters(ops, x, y, n.spec.output);
+        // A pair that sums nothing is a product as large as both operands together: the one
+        // loop nest computes it in registers, its factors at the loop they depend on.
+        if (!sums_a_letter(ops[x].letters + ops[y].letters, letters)) break;
         Shape shape;
         for (char c : letters) shape.push_back(ext[static_cast<std::size_t>(letter_index(c))]);
         const int slot = einsum_node(n.dtype, {ops[x], ops[y]}, letters, shape, ext);
@@ -606,9 +668,9 @@ ExPtr reduce_identity(ReduceOp op, DType t) {
   return ex_lit(l);
 }
 
-Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes,
-              bool split_reductions) {
-  return Lowerer(order, shapes, split_reductions).run();
+Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes, bool split_reductions,
+              BroadcastSum broadcast_sum) {
+  return Lowerer(order, shapes, split_reductions, broadcast_sum).run();
 }
 
 }  // namespace sluice::lazy::detail

@@ -39,8 +39,10 @@ struct Lowered {
 
 /// Lowers `order` (the program's nodes, operands first) with `shapes` (one per node).
 /// `split_reductions`: reductions with few outputs and many terms become two stages.
+/// `broadcast_sum`: where einsums sum a letter under which an operand is broadcast.
 [[nodiscard]] Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes,
-                            bool split_reductions);
+                            bool split_reductions,
+                            BroadcastSum broadcast_sum = BroadcastSum::automatic);
 
 /// The reduction's identity as a literal of `t`.
 [[nodiscard]] ExPtr reduce_identity(ReduceOp op, DType t);

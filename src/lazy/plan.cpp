@@ -86,7 +86,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   InstanceDesc d;
   d.shapes.assign(in.shapes.begin(), in.shapes.end());
-  d.lowered = lower(in.order, in.shapes, true);
+  d.lowered = lower(in.order, in.shapes, true, in.broadcast_sum);
   const Lowered& L = d.lowered;
   std::vector<bool> is_output(L.nodes.size(), false);
   for (int o : in.outputs) {

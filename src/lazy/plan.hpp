@@ -57,7 +57,9 @@ struct PlanInput {
   Schedule schedule = Schedule::dataflow;
   bool debug = false;
   LazyDialect dialect = LazyDialect::cpp;
-  bool gemm = false;
+  /// Which matrix products the backend's BLAS does (empty: none).
+  GemmRule gemm;
+  BroadcastSum broadcast_sum = BroadcastSum::automatic;
 };
 
 /// Lowers, fuses, generates and plans one instance (no device work).

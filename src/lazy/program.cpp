@@ -75,12 +75,14 @@ class ProgramImpl {
   /// Builds (or finds) the instance for the declared shapes on `device`.
   void prepare(const Device& device, std::source_location loc);
   /// The declared-shape instance's plan in `dialect` (nothing built).
-  [[nodiscard]] InstanceDesc plan_declared(LazyDialect dialect, bool gemm) const;
+  /// Without BLAS.
+  [[nodiscard]] InstanceDesc plan_declared(LazyDialect dialect) const;
 
  private:
   [[nodiscard]] std::vector<Shape> shapes_for(const std::vector<Shape>& placeholder_shapes) const;
   Instance& instance(const Device& device, const std::vector<Shape>& ps, std::source_location loc);
-  Graph build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const;
+  Graph build_graph(Instance& inst, const std::vector<Resolved>& ptrs,
+                    std::source_location loc) const;
   /// Times the candidate kernels of `req` on inst's device (scratch buffers of their sizes).
   std::vector<std::vector<std::vector<double>>> time_candidates(const Instance& inst,
                                                                 const TuneRequest& req,
@@ -88,9 +90,17 @@ class ProgramImpl {
   /// Step `s`'s uses under the binding `ptrs`.
   static std::vector<Use> step_uses(const Instance& inst, const Step& s,
                                     const std::vector<Resolved>& ptrs);
-  /// The work of kernel (or gemm) step `s` under the binding `ptrs`.
-  static KernelWork step_work(const Instance& inst, const Step& s,
-                              const std::vector<Resolved>& ptrs);
+  /// The work of kernel (or gemm) step `s` under the binding `ptrs`; none for a gemm step that
+  /// the backend records (gemm_recording).
+  static std::optional<KernelWork> step_work(const Instance& inst, const Step& s,
+                                             const std::vector<Resolved>& ptrs);
+  /// Gemm step `s`'s BLAS call under the binding `ptrs`.
+  static BlasGemmArgs gemm_args(const Instance& inst, const Step& s,
+                                const std::vector<Resolved>& ptrs);
+  /// Gemm step `s` recorded by the backend under the binding `ptrs`.
+  static std::shared_ptr<void> gemm_recording(const Instance& inst, const Step& s,
+                                              const std::vector<Resolved>& ptrs,
+                                              std::source_location loc);
   /// Rebinds inst's executable to `ptrs` by updating only the nodes whose buffers changed, in one
   /// batch. False (nothing changed) where a changed buffer is used by a node that has no
   /// parameters to update (an empty node, the bounds check).
@@ -106,7 +116,8 @@ class ProgramImpl {
   std::vector<int> placeholders_;  // positions in order_
   std::vector<int> output_pos_;
   Options options_;
-  Tune tune_ = Tune::on;  // options_.tune resolved
+  Tune tune_ = Tune::on;         // options_.tune resolved
+  Gemm gemm_ = Gemm::automatic;  // options_.gemm resolved
   mutable std::mutex mutex_;
   std::list<std::unique_ptr<Instance>> cache_;  // most recently used first
   Instance* last_ = nullptr;
@@ -122,6 +133,8 @@ ProgramImpl::ProgramImpl(std::vector<NodePtr> outputs, Options options, std::sou
   if (options_.cache_capacity == 0) options_.cache_capacity = 1;
   tune_ = resolve_tune(options_.tune, loc);
   stats_.tune_mode = tune_name(tune_);
+  gemm_ = resolve_gemm(options_.gemm, loc);
+  stats_.gemm_mode = gemm_name(gemm_);
   // Topological order: operands before their users (an explicit stack: chains may be deep).
   std::unordered_set<const Node*> done;
   for (const auto& root : outputs_) {
@@ -207,8 +220,15 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.fusion = options_.fusion;
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
+  pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = inst->ext->dialect();
-  pin.gemm = inst->ext->has_gemm();
+  if (inst->ext->has_gemm() && gemm_ != Gemm::generated) {
+    const bool all = gemm_ == Gemm::blas;
+    LazyKernels* ext = inst->ext;
+    pin.gemm = [all, ext](const GemmPlan& g) {
+      return all || ext->gemm_pays(g.m, g.n, g.k, g.batch);
+    };
+  }
   inst->desc = plan_instance(pin);
   if (pin.dialect == LazyDialect::cuda && tune_ != Tune::off) {
     TuneTimer timer = tune_timer_override();
@@ -274,7 +294,7 @@ void ProgramImpl::prepare(const Device& device, std::source_location loc) {
   (void)instance(device, ps, loc);
 }
 
-InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, bool gemm) const {
+InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect) const {
   std::vector<Shape> ps;
   for (int p : placeholders_) ps.push_back(order_[static_cast<std::size_t>(p)]->shape);
   const auto shapes = shapes_for(ps);
@@ -286,15 +306,15 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect, bool gemm) const {
   pin.fusion = options_.fusion;
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
+  pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = dialect;
-  pin.gemm = gemm;
   return plan_instance(pin);
 }
 
 GeneratedSource generate_source(const std::vector<NodePtr>& outputs, const Options& options,
                                 LazyDialect dialect) {
   ProgramImpl p(outputs, options, std::source_location::current());
-  const auto d = p.plan_declared(dialect, false);
+  const auto d = p.plan_declared(dialect);
   GeneratedSource g;
   g.source = d.source;
   for (const auto& c : d.codes) g.kernels.push_back(c.name);
@@ -305,7 +325,7 @@ TunedSource tune_source(const std::vector<NodePtr>& outputs, const Options& opti
                         const std::string& device_name) {
   const auto loc = std::source_location::current();
   ProgramImpl p(outputs, options, loc);
-  auto d = p.plan_declared(LazyDialect::cuda, false);
+  auto d = p.plan_declared(LazyDialect::cuda);
   const auto r = tune_instance(d, LazyDialect::cuda, options.debug, resolve_tune(options.tune, loc),
                                device_name, tune_timer_override());
   TunedSource t;
@@ -400,32 +420,50 @@ std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
   return uses;
 }
 
-KernelWork ProgramImpl::step_work(const Instance& inst, const Step& s,
-                                  const std::vector<Resolved>& ptrs) {
+BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
+                                    const std::vector<Resolved>& ptrs) {
   const auto& d = inst.desc;
-  if (s.kind == Step::Kind::gemm) {
-    const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
-    BlasGemmArgs a;
-    a.precision = k.dtype == DType::f32 ? Precision::f32 : Precision::f64;
-    a.trans_a = k.gemm.trans_a;
-    a.trans_b = k.gemm.trans_b;
-    a.m = k.gemm.m;
-    a.n = k.gemm.n;
-    a.k = k.gemm.k;
-    a.alpha = 1;
-    a.beta = 0;
-    a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
-    a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
-    a.c = ptrs[static_cast<std::size_t>(s.writes)].data;
-    a.lda = k.gemm.lda;
-    a.ldb = k.gemm.ldb;
-    a.ldc = k.gemm.ldc;
-    a.stride_a = k.gemm.stride_a;
-    a.stride_b = k.gemm.stride_b;
-    a.stride_c = k.gemm.stride_c;
-    a.batch = k.gemm.batch;
-    return std::move(*inst.ext->gemm(a));
+  const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
+  BlasGemmArgs a;
+  a.precision = k.dtype == DType::f32 ? Precision::f32 : Precision::f64;
+  a.trans_a = k.gemm.trans_a;
+  a.trans_b = k.gemm.trans_b;
+  a.m = k.gemm.m;
+  a.n = k.gemm.n;
+  a.k = k.gemm.k;
+  a.alpha = 1;
+  a.beta = 0;
+  a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
+  a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
+  a.c = ptrs[static_cast<std::size_t>(s.writes)].data;
+  a.lda = k.gemm.lda;
+  a.ldb = k.gemm.ldb;
+  a.ldc = k.gemm.ldc;
+  a.stride_a = k.gemm.stride_a;
+  a.stride_b = k.gemm.stride_b;
+  a.stride_c = k.gemm.stride_c;
+  a.batch = k.gemm.batch;
+  return a;
+}
+
+std::shared_ptr<void> ProgramImpl::gemm_recording(const Instance& inst, const Step& s,
+                                                  const std::vector<Resolved>& ptrs,
+                                                  std::source_location loc) {
+  auto r = inst.ext->gemm_recording(inst.device, gemm_args(inst, s, ptrs), loc);
+  if (!r) {
+    throw Error(Errc::backend_failure,
+                "sluice::lazy: the backend's LazyKernels has_gemm() but gives neither a kernel nor "
+                "a recording for matrix product '" +
+                    s.name + "'",
+                loc);
   }
+  return r;
+}
+
+std::optional<KernelWork> ProgramImpl::step_work(const Instance& inst, const Step& s,
+                                                 const std::vector<Resolved>& ptrs) {
+  const auto& d = inst.desc;
+  if (s.kind == Step::Kind::gemm) return inst.ext->gemm(gemm_args(inst, s, ptrs));
   const auto& c = d.codes[static_cast<std::size_t>(s.code)];
   std::vector<std::byte> args(c.arg_bytes());
   auto put = [&](std::size_t slot, const void* p) {
@@ -443,7 +481,8 @@ KernelWork ProgramImpl::step_work(const Instance& inst, const Step& s,
                         c.max_blocks, args);
 }
 
-Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs) const {
+Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs,
+                               std::source_location loc) const {
   const auto& d = inst.desc;
   Graph g(options_.name);
   std::vector<sluice::Node> nodes;
@@ -460,7 +499,11 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
           nodes.push_back(g.add_empty(std::move(o)));
           break;
         }
-        nodes.push_back(g.add_kernel(step_work(inst, s, ptrs), std::move(o)));
+        if (auto w = step_work(inst, s, ptrs)) {
+          nodes.push_back(g.add_kernel(std::move(*w), std::move(o)));
+        } else {
+          nodes.push_back(g.add_recorded(gemm_recording(inst, s, ptrs, loc), std::move(o), loc));
+        }
         break;
       case Step::Kind::copy: {
         const auto& src = ptrs[static_cast<std::size_t>(s.reads[0])];
@@ -528,6 +571,7 @@ bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
     u.uses = step_uses(inst, s, ptrs);
     if (s.kind == Step::Kind::gemm || (s.kind == Step::Kind::kernel && s.code >= 0)) {
       u.kernel = step_work(inst, s, ptrs);
+      if (!u.kernel) u.recording = gemm_recording(inst, s, ptrs, loc);
     } else if (s.kind == Step::Kind::copy &&
                d.bufs[static_cast<std::size_t>(s.writes)].bytes != 0) {
       u.dst = ptrs[static_cast<std::size_t>(s.writes)].data;
@@ -669,14 +713,14 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     return true;
   };
   if (!inst.exec) {
-    inst.graph = build_graph(inst, ptrs);
+    inst.graph = build_graph(inst, ptrs, loc);
     inst.exec.emplace(*inst.graph, ctx.device(), loc);
     inst.binding = std::move(ptrs);
   } else if (!same(inst.binding, ptrs)) {
     // Only the nodes that use a changed buffer, in one batch; the whole graph anew where a node
     // has nothing to update in place.
     if (!rebind(inst, ptrs, loc)) {
-      auto g = build_graph(inst, ptrs);
+      auto g = build_graph(inst, ptrs, loc);
       inst.exec->update(g, loc);
       inst.graph = std::move(g);
     }
@@ -825,7 +869,8 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   }
   std::ostringstream o;
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
-    << static_cast<int>(options.schedule) << options.debug << '|';
+    << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
+    << static_cast<int>(options.broadcast_sum) << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','
       << static_cast<int>(e->op) << ',' << e->lit.i << ',' << e->lit.f << ',' << e->var << ','

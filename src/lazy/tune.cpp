@@ -137,6 +137,33 @@ const char* tune_name(Tune mode) noexcept {
   return "environment";
 }
 
+Gemm resolve_gemm(Gemm option, std::source_location loc) {
+  if (option != Gemm::environment) return option;
+  const char* e = std::getenv("SLUICE_LAZY_GEMM");
+  if (e == nullptr || *e == 0) return Gemm::automatic;
+  const std::string v = e;
+  if (v == "auto") return Gemm::automatic;
+  if (v == "blas") return Gemm::blas;
+  if (v == "generated") return Gemm::generated;
+  throw Error(Errc::invalid_argument,
+              "sluice::lazy: SLUICE_LAZY_GEMM is '" + v + "'; set it to auto, blas or generated",
+              loc);
+}
+
+const char* gemm_name(Gemm mode) noexcept {
+  switch (mode) {
+    case Gemm::automatic:
+      return "auto";
+    case Gemm::blas:
+      return "blas";
+    case Gemm::generated:
+      return "generated";
+    case Gemm::environment:
+      break;
+  }
+  return "environment";
+}
+
 TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune mode,
                          const std::string& device_name, const TuneTimer& timer) {
   TuneReport report;

@@ -19,6 +19,9 @@ namespace sluice::lazy::detail {
 /// `option` resolved (`environment` reads SLUICE_LAZY_TUNE); Error for an unknown value.
 [[nodiscard]] Tune resolve_tune(Tune option, std::source_location loc);
 [[nodiscard]] const char* tune_name(Tune mode) noexcept;
+/// `option` resolved (`environment` reads SLUICE_LAZY_GEMM); Error for an unknown value.
+[[nodiscard]] Gemm resolve_gemm(Gemm option, std::source_location loc);
+[[nodiscard]] const char* gemm_name(Gemm mode) noexcept;
 
 /// One group to time: the code it replaces and its candidates' code, in the request's module.
 struct TuneGroup {

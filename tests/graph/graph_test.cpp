@@ -193,6 +193,11 @@ TEST_P(GraphTest, BatchedUpdatesApplyTogetherOrNotAtAll) {
   bad[1].src = x.data();
   bad[1].bytes = x.bytes();
   EXPECT_THROW(exec.update(bad), Error);
+  std::vector<GraphExec::NodeUpdate> recorded(1);
+  recorded[0].node = cp;  // a new recording is for a captured node only
+  recorded[0].recording = std::make_shared<int>(0);
+  EXPECT_THROW(exec.update(recorded), Error);
+  EXPECT_THROW((void)g.add_recorded(nullptr, {.name = "nothing recorded"}), Error);
   exec.launch(ctx);
   EXPECT_EQ(read(ctx, y), std::vector<int>(n, 2));  // unchanged executable
   std::vector<GraphExec::NodeUpdate> good(2);

@@ -94,8 +94,26 @@ class LazyKernels {
     (void)args;
     return std::nullopt;
   }
-  /// True if `gemm` gives work (the layer then keeps matrix products for it).
+  /// A matrix product as one operation recorded by the backend, for a backend whose BLAS cannot
+  /// be a kernel node (`gemm` gives nothing): its format is that of `ir::Captured`
+  /// (sluice/ext/graph_ir.hpp), the layer makes it a captured node and, when a binding changes
+  /// the product's addresses, records it again and updates the node in place (the recording must
+  /// then have the same topology: the same sizes give the same). The default has none.
+  [[nodiscard]] virtual std::shared_ptr<void> gemm_recording(const Device& device,
+                                                             const BlasGemmArgs& args,
+                                                             std::source_location loc) {
+    (void)device, (void)args, (void)loc;
+    return nullptr;
+  }
+  /// True if `gemm` or `gemm_recording` gives work (the layer then keeps matrix products for it).
   [[nodiscard]] virtual bool has_gemm() const noexcept { return false; }
+  /// Whether a product of these sizes is worth a BLAS call rather than a generated kernel (which
+  /// may fuse its producers and readers), under `Gemm::automatic`. The default: always.
+  [[nodiscard]] virtual bool gemm_pays(std::int64_t m, std::int64_t n, std::int64_t k,
+                                       std::int64_t batch) const noexcept {
+    (void)m, (void)n, (void)k, (void)batch;
+    return true;
+  }
   /// Times every kernel of every group on scratch buffers, each launched as `work` launches it:
   /// one warm-up launch each, then `reps` rounds in which each kernel of a group runs once.
   /// Result [group][kernel][round] in milliseconds. A backend whose kernels have no alternative

@@ -3,8 +3,9 @@
 // runtime's library API, and each kernel becomes a graph kernel node whose argument struct is
 // passed by value (so rebinding a buffer is a parameter update of the node).
 //
-// Matrix products are generated kernels here: a cuBLAS call cannot be a kernel node whose
-// addresses change in place (it would have to be captured again for every new binding).
+// Matrix products from 2^20 multiply-adds with every dimension at least 48 are cuBLAS calls
+// recorded as captured nodes (gemm_recording.cpp); others stay generated kernels, which fuse
+// their producers and readers and cost no node of their own.
 
 #include "lazy/cuda/lazy_kernels.hpp"
 
@@ -195,6 +196,23 @@ class CudaLazyKernels final : public LazyKernels {
     k.range = static_cast<std::size_t>(elements);
     k.device = std::move(dk);
     return k;
+  }
+
+  std::shared_ptr<void> gemm_recording(const Device& device, const BlasGemmArgs& args,
+                                       std::source_location loc) override {
+    return record_gemm(device, args, loc);
+  }
+  [[nodiscard]] bool has_gemm() const noexcept override { return true; }
+  /// From 2^20 multiply-adds with every dimension at least 48: a smaller or thinner product (the
+  /// DG inverse mass, Np x Np times Np x E) is memory-bound, and a generated kernel reads it once
+  /// with its producers and readers fused, where a cuBLAS call adds a node and a round trip of
+  /// its output through memory.
+  [[nodiscard]] bool gemm_pays(std::int64_t m, std::int64_t n, std::int64_t k,
+                               std::int64_t batch) const noexcept override {
+    return std::min({m, n, k}) >= 48 && static_cast<double>(m) * static_cast<double>(n) *
+                                                static_cast<double>(k) *
+                                                static_cast<double>(batch) >=
+                                            static_cast<double>(std::int64_t{1} << 20);
   }
 
   std::vector<std::vector<std::vector<double>>> time(

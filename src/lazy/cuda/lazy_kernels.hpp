@@ -9,4 +9,9 @@ namespace sluice::detail::cuda {
 
 [[nodiscard]] LazyKernels& lazy_kernels();
 
+/// One cuBLAS call (`args`) on `device` captured into a CUDA graph: a CudaRecording
+/// (backends/cuda/cuda_graph.hpp), as LazyKernels::gemm_recording gives it.
+[[nodiscard]] std::shared_ptr<void> record_gemm(const Device& device, const BlasGemmArgs& args,
+                                                std::source_location loc);
+
 }  // namespace sluice::detail::cuda

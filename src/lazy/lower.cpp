@@ -117,21 +117,24 @@ class Lowerer {
     if (red.empty()) return lambda(t, out_shape, body);
     return lower_reduce(t, out_shape, red, ReduceOp::sum, body);
   }
+  /// The product of the extents of the distinct letters in `letters` (a loop nest's size).
+  static double extent_product(const std::string& letters, const std::vector<std::int64_t>& ext) {
+    double c = 1;
+    std::string seen;
+    for (char ch : letters) {
+      if (seen.find(ch) != std::string::npos) continue;
+      seen += ch;
+      c *= static_cast<double>(ext[static_cast<std::size_t>(letter_index(ch))]);
+    }
+    return c;
+  }
+
   /// Multiplications of contracting these operands in the best pairwise order (and the first
   /// pair of it), against one loop over all letters; nullopt when pairs do not pay.
   static std::optional<std::pair<std::size_t, std::size_t>> best_pair(
       const std::vector<Operand>& ops, const std::string& out,
       const std::vector<std::int64_t>& ext) {
-    auto cost_of = [&](const std::string& letters) {
-      double c = 1;
-      std::string seen;
-      for (char ch : letters) {
-        if (seen.find(ch) != std::string::npos) continue;
-        seen += ch;
-        c *= static_cast<double>(ext[static_cast<std::size_t>(letter_index(ch))]);
-      }
-      return c;
-    };
+    auto cost_of = [&](const std::string& letters) { return extent_product(letters, ext); };
     // The cheapest total over every order (few operands: exhaustive).
     std::function<double(const std::vector<std::string>&)> best =
         [&](const std::vector<std::string>& l) -> double {
@@ -229,16 +232,7 @@ class Lowerer {
   static double contraction_cost(std::vector<Operand> ops, const std::string& out,
                                  const std::vector<std::int64_t>& ext, std::size_t elem_bytes,
                                  double per_byte) {
-    auto count = [&](const std::string& letters) {
-      double c = 1;
-      std::string seen;
-      for (char ch : letters) {
-        if (seen.find(ch) != std::string::npos) continue;
-        seen += ch;
-        c *= static_cast<double>(ext[static_cast<std::size_t>(letter_index(ch))]);
-      }
-      return c;
-    };
+    auto count = [&](const std::string& letters) { return extent_product(letters, ext); };
     double cost = 0;
     while (ops.size() > 2) {
       const auto step = best_pair(ops, out, ext);

@@ -299,6 +299,7 @@ struct Exported {
   ObjectId id = 0;
   ByteRange range;
   std::optional<std::uintptr_t> consumer;  // the stream the consumer said it would use
+  std::optional<Context> consumer_ctx;     // the context wrapping it (none: a module stream)
 };
 
 void exported_deleter(DLManagedTensor* t) {
@@ -308,7 +309,7 @@ void exported_deleter(DLManagedTensor* t) {
     // what it queued on its stream until now.
     try {
       nogil([&] {
-        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer,
+        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer, e->consumer_ctx,
                                       std::source_location::current());
       });
     } catch (...) {
@@ -350,6 +351,7 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
     }
   }
   std::optional<std::uintptr_t> consumer;
+  std::optional<Context> consumer_ctx;
   const bool no_sync = !stream.is_none() && stream.cast<std::int64_t>() == -1;
   if (a->id != 0 && !no_sync) {
     if (dev_type == kDLCPU) {
@@ -362,9 +364,9 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
             "stream, 2 for the per-thread one, or a cudaStream_t");
       }
       consumer = static_cast<std::uintptr_t>(s);
-      nogil([&] {
-        interop::order_stream_after(a->device, a->id, a->range(), Access::read_write, *consumer,
-                                    loc);
+      consumer_ctx = nogil([&] {
+        return interop::order_stream_after(a->device, a->id, a->range(), Access::read_write,
+                                           *consumer, loc);
       });
     }
   }
@@ -388,6 +390,7 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
   e->id = a->id;
   e->range = a->range();
   e->consumer = consumer;
+  e->consumer_ctx = std::move(consumer_ctx);
   DLTensor& t = e->tensor.dl_tensor;
   t.data = a->data;
   t.device = {static_cast<DLDeviceType>(dev_type), dev_id};

@@ -32,6 +32,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <span>
 
@@ -286,11 +287,12 @@ std::optional<std::string> PeerReduce::failure() const {
   for (const auto& loc : locals_) {
     const volatile PeerStatus* s = loc.status;
     if (s == nullptr || s->reason != kPeerDeadline) continue;
-    const double seconds = static_cast<double>(timeout_ns_) / 1e9;
-    return "dist::Comm '" + name_ + "': rank " + std::to_string(loc.rank) + " waited " +
-           std::to_string(seconds) + " s (SLUICE_DIST_TIMEOUT) for rank " +
-           std::to_string(s->peer) + "'s partial sums of its peer reduction #" +
-           std::to_string(s->epoch) + "; that rank never reached it";
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3g", static_cast<double>(timeout_ns_) / 1e9);
+    return "dist::Comm '" + name_ + "': rank " + std::to_string(loc.rank) + " waited " + seconds +
+           " s (SLUICE_DIST_TIMEOUT) for rank " + std::to_string(s->peer) +
+           "'s partial sums of its peer reduction #" + std::to_string(s->epoch) +
+           "; that rank never reached it";
   }
   return std::nullopt;
 }

@@ -8,7 +8,8 @@
 //   dist_fail local      one process, two ranks: rank 1 allreduces one element more
 //   dist_fail peer       (cuda) process 1 throws before a peer gather; process 0 waits in its own
 //   dist_fail peer_timeout  (cuda; SLUICE_DIST_TIMEOUT=2) process 1 sleeps 8 s before its peer
-//                        gather: process 0's gives up at its deadline and fails both
+//                        gather: process 0's gives up at its deadline and fails (mpirun
+//                        ends process 1, still asleep)
 //
 // A second argument names the backend of the processes' ranks (default host; cuda on a GPU
 // machine: scripts/gpu-dist).

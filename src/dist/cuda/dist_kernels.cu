@@ -120,6 +120,13 @@ __global__ void __launch_bounds__(kPeerThreads) peer_gather_kernel(PeerGatherArg
         s->peer = q;
         __threadfence_system();
         s->reason = kPeerDeadline;
+        // Stay until the engine's watchdog has read that and failed the contexts (it sets
+        // `abort` after): ending first would let the stream's later work, and a synchronize,
+        // run as if the gather had succeeded. A second deadline's grace, should no watchdog come.
+        const std::uint64_t gave_up = global_ns();
+        while (*static_cast<const volatile std::int32_t*>(a.abort) == 0 &&
+               global_ns() - gave_up < static_cast<std::uint64_t>(a.timeout_ns)) {
+        }
         stop = 1;
         break;
       }

@@ -496,19 +496,20 @@ class NcclEngine final : public DistEngine {
         }
       }
       if (failed) {
-        // NCCL allows an abort from another thread while a call hangs on the communicator.
-        aborted_.store(true, std::memory_order_release);
-        if (peer_) peer_->abort();  // the fused gathers in flight leave
-        for (ncclComm_t c : comms_) {
-          if (c != nullptr) ncclCommAbort(c);
-        }
         // The aborted kernels end without an error of the stream's: the contexts carry the
-        // failure, so that their next synchronize reports it.
+        // failure, so that their next synchronize reports it. Recorded before the kernels are
+        // let go, so that no synchronize sees them end without it.
         const std::string why =
             "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
         for (auto& c : contexts_) {
           auto& impl = c.impl();
           impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
+        }
+        // NCCL allows an abort from another thread while a call hangs on the communicator.
+        aborted_.store(true, std::memory_order_release);
+        if (peer_) peer_->abort();  // the fused gathers in flight leave
+        for (ncclComm_t c : comms_) {
+          if (c != nullptr) ncclCommAbort(c);
         }
         return;
       }

@@ -267,17 +267,17 @@ class HostLazyKernels final : public LazyKernels {
  public:
   [[nodiscard]] bool has_gemm() const noexcept override { return true; }
 
-  /// The batch one product after another (OpenBLAS threads each), the operands read from the
-  /// table when the node runs.
+  /// The batch's products spread over the pool (as the graph runs independent products), the
+  /// operands read from the table when the node runs.
   std::optional<KernelWork> gemm_table(const BlasGemmArgs& args, const void* table) override {
     KernelWork k;
-    k.range = 1;
-    k.host = [a = args, table](std::size_t, std::size_t) {
+    k.range = static_cast<std::size_t>(args.batch);
+    k.host = [a = args, table](std::size_t lo, std::size_t hi) {
       const auto* t = static_cast<void* const*>(table);
       BlasGemmArgs one = a;
       one.batch = 1;
       const auto n = static_cast<std::size_t>(a.batch);
-      for (std::size_t q = 0; q < n; ++q) {
+      for (std::size_t q = lo; q < hi; ++q) {
         one.a = t[q];
         one.b = t[n + q];
         one.c = t[2 * n + q];

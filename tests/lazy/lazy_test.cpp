@@ -392,6 +392,7 @@ TEST_P(Lazy, IndependentBranchesAreConcurrentInDataflow) {
   auto total = parts[0];
   for (int i = 1; i < 6; ++i) total = total + parts[static_cast<std::size_t>(i)];
   auto o = opts();
+  o.horizontal = false;  // each branch its own nodes (horizontal_test.cpp merges them)
   L::Program dataflow = L::compile({total}, o);
   o.schedule = L::Schedule::serial;
   L::Program serial = L::compile({total}, o);

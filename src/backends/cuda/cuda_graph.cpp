@@ -242,7 +242,10 @@ void build(cudaGraph_t target, const Graph& g, bool in_conditional, Built& out, 
       continue;
     }
     std::vector<cudaGraphNode_t> deps;
-    for (auto p : pred[i]) deps.push_back(last[p]);
+    for (auto p : pred[i]) {
+      // Members of one batch share their node: each dependency once.
+      if (std::find(deps.begin(), deps.end(), last[p]) == deps.end()) deps.push_back(last[p]);
+    }
     if (pred[i].empty()) deps = starts;
     const auto* d = deps.empty() ? nullptr : deps.data();
     cudaGraphNode_t node = nullptr;

@@ -433,32 +433,24 @@ BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
   const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
   BlasGemmArgs a;
   a.precision = k.dtype == DType::f32 ? Precision::f32 : Precision::f64;
-  if (s.members.size() > 1) {
-    // Batched over the table's lists (the step's last read): no operand of its own.
-    a.trans_a = k.gemm.trans_a;
-    a.trans_b = k.gemm.trans_b;
-    a.m = k.gemm.m;
-    a.n = k.gemm.n;
-    a.k = k.gemm.k;
-    a.lda = k.gemm.lda;
-    a.ldb = k.gemm.ldb;
-    a.ldc = k.gemm.ldc;
-    a.batch = static_cast<std::int64_t>(s.members.size());
-    return a;
-  }
   a.trans_a = k.gemm.trans_a;
   a.trans_b = k.gemm.trans_b;
   a.m = k.gemm.m;
   a.n = k.gemm.n;
   a.k = k.gemm.k;
+  a.lda = k.gemm.lda;
+  a.ldb = k.gemm.ldb;
+  a.ldc = k.gemm.ldc;
+  if (s.members.size() > 1) {
+    // Batched over the table's lists (the step's last read): no operand of its own.
+    a.batch = static_cast<std::int64_t>(s.members.size());
+    return a;
+  }
   a.alpha = 1;
   a.beta = 0;
   a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
   a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
   a.c = ptrs[static_cast<std::size_t>(s.writes.front())].data;
-  a.lda = k.gemm.lda;
-  a.ldb = k.gemm.ldb;
-  a.ldc = k.gemm.ldc;
   a.stride_a = k.gemm.stride_a;
   a.stride_b = k.gemm.stride_b;
   a.stride_c = k.gemm.stride_c;

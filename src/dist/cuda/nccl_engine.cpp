@@ -231,6 +231,17 @@ class NcclEngine final : public DistEngine {
   ~NcclEngine() override {
     stop_.store(true);
     watchdog_.join();
+    // Destroyed while an exception leaves this rank's program (or after the process failed): the
+    // other ranks may be waiting in a collective or a peer gather for this one, so the finalize
+    // below (collective) would wait for them and this process would send its failure notice only
+    // after their deadline. Abort instead: local, and it ends this rank's own kernels in flight.
+    if ((std::uncaught_exceptions() > 0 || process_failure().has_value()) && !aborted_.load()) {
+      aborted_.store(true, std::memory_order_release);
+      if (peer_) peer_->abort();
+      for (ncclComm_t c : comms_) {
+        if (c != nullptr) ncclCommAbort(c);
+      }
+    }
     // Whatever is queued on the contexts first: NCCL frees buffers its kernels may still use.
     for (auto& c : contexts_) {
       try {

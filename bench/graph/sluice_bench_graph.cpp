@@ -194,6 +194,29 @@ void BM_LaunchBody(benchmark::State& state) {
   }
 }
 
+/// The replay and launch benchmarks with the backends' batched nodes off (SLUICE_GRAPH_COALESCE=0
+/// for their duration; read at instantiation): on cuda the graph then has 100 memset nodes
+/// instead of one batched kernel node.
+class Unbatched {
+ public:
+  Unbatched() { ::setenv("SLUICE_GRAPH_COALESCE", "0", 1); }
+  ~Unbatched() { ::unsetenv("SLUICE_GRAPH_COALESCE"); }
+  Unbatched(const Unbatched&) = delete;
+  Unbatched& operator=(const Unbatched&) = delete;
+};
+void BM_ReplayBodyUnbatched(benchmark::State& state) {
+  Unbatched off;
+  BM_ReplayBody(state);
+}
+void BM_ReplayBodyUnchangedUnbatched(benchmark::State& state) {
+  Unbatched off;
+  BM_ReplayBodyUnchanged(state);
+}
+void BM_LaunchBodyUnbatched(benchmark::State& state) {
+  Unbatched off;
+  BM_LaunchBody(state);
+}
+
 BENCHMARK(BM_Capture)->Arg(0)->Arg(1);
 BENCHMARK(BM_Instantiate)->Arg(0)->Arg(1);
 BENCHMARK(BM_Update)->Arg(0)->Arg(1);
@@ -204,6 +227,9 @@ BENCHMARK(BM_EagerBody)->Arg(0)->Arg(1);
 BENCHMARK(BM_ReplayBody)->ArgsProduct({{0, 1}, {1, 0}});
 BENCHMARK(BM_ReplayBodyUnchanged)->ArgsProduct({{0, 1}, {1, 0}});
 BENCHMARK(BM_LaunchBody)->Arg(0)->Arg(1);
+BENCHMARK(BM_ReplayBodyUnbatched)->ArgsProduct({{0, 1}, {0}});
+BENCHMARK(BM_ReplayBodyUnchangedUnbatched)->ArgsProduct({{0, 1}, {0}});
+BENCHMARK(BM_LaunchBodyUnbatched)->Arg(0)->Arg(1);
 
 #ifdef SLUICE_BENCH_CUDA
 constexpr int kNodes = 1000;

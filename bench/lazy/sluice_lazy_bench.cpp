@@ -8,8 +8,11 @@
 //                     [--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 10,12,..,24]
 //                     [--wide 1,2,4,8,16,32,64] [--wide-rows 64,16384] [--chain 10,30,100,300,1000]
 //                     [--quick] [--json FILE] [--dump-dg DIR]
-//                     [--tune off|on|cached] [--tune-report]
+//                     [--tune off|on|cached] [--tune-report] [--gemm auto|blas|generated]
+//                     [--broadcast-sum auto|early|late] [--horizontal on|off]
 //
+// --horizontal off turns Options::horizontal off (each branch's kernels and products apart); the
+// JSON rows record it, with the kernels it merged and the products it batched.
 // --tune sets Options::tune for every program (default: SLUICE_LAZY_TUNE, else on); the tuning
 // cache lives in the run's own kernel cache directory, so `on` times every candidate once per
 // kernel and size. --tune-report prints, for each fused dataflow program, every kernel's shape,
@@ -82,6 +85,7 @@ struct Args {
   bool tune_report = false;
   L::Gemm gemm = L::Gemm::environment;
   L::BroadcastSum broadcast_sum = L::BroadcastSum::automatic;
+  bool horizontal = true;
 };
 
 // Set from Args in main (measure() is called from every program's loop).
@@ -89,6 +93,7 @@ L::Tune g_tune = L::Tune::environment;
 bool g_tune_report = false;
 L::Gemm g_gemm = L::Gemm::environment;
 L::BroadcastSum g_broadcast_sum = L::BroadcastSum::automatic;
+bool g_horizontal = true;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -183,6 +188,7 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.tune = g_tune;
   o.gemm = g_gemm;
   o.broadcast_sum = g_broadcast_sum;
+  o.horizontal = g_horizontal;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
@@ -256,6 +262,9 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.values["graph_nodes"] = static_cast<double>(s.graph_nodes);
   row.values["concurrency"] = static_cast<double>(s.concurrency);
   row.values["temporary_bytes"] = static_cast<double>(s.temporary_bytes);
+  row.values["merged_kernels"] = static_cast<double>(s.merged_kernels);
+  row.values["batched_products"] = static_cast<double>(s.batched_products);
+  row.text["horizontal"] = g_horizontal ? "on" : "off";
   row.text["tune"] = s.tune_mode;
   row.text["gemm"] = s.gemm_mode;
   row.text["broadcast_sum"] = g_broadcast_sum == L::BroadcastSum::early  ? "early"
@@ -558,9 +567,14 @@ void bench_wide(const Context& ctx, const Args& args, std::vector<Row>& rows) {
         measure(ctx, c, mode, row, args.quick);
         rows.push_back(std::move(row));
       }
-      std::printf("wide W=%d rows=%lld: dataflow %.1f us, serial %.1f us\n", W,
-                  static_cast<long long>(e), rows[rows.size() - 4].values["per_call_us"],
-                  rows[rows.size() - 3].values["per_call_us"]);
+      auto& fused = rows[rows.size() - 4].values;
+      std::printf(
+          "wide W=%d rows=%lld: dataflow %.1f us, serial %.1f us (fused: %.0f kernels, %.0f BLAS "
+          "calls, %.0f nodes; horizontal %s: %.0f kernels merged, %.0f products batched)\n",
+          W, static_cast<long long>(e), fused["per_call_us"],
+          rows[rows.size() - 3].values["per_call_us"], fused["kernels"], fused["blas"],
+          fused["graph_nodes"], g_horizontal ? "on" : "off", fused["merged_kernels"],
+          fused["batched_products"]);
     }
   }
 }
@@ -649,13 +663,21 @@ int main(int argc, char** argv) {
       args.broadcast_sum = v == "auto"    ? L::BroadcastSum::automatic
                            : v == "early" ? L::BroadcastSum::early
                                           : L::BroadcastSum::late;
+    } else if (a == "--horizontal") {
+      const auto v = value();
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "--horizontal takes on or off (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.horizontal = v == "on";
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
                    "[--dg-p 1,2,3,4] [--dg-scales 1,8,64] [--figure1 LOG2N,...] "
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
                    "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report] "
-                   "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late]\n",
+                   "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late] "
+                   "[--horizontal on|off]\n",
                    argv[0]);
       return 2;
     }
@@ -664,6 +686,7 @@ int main(int argc, char** argv) {
   g_tune_report = args.tune_report;
   g_gemm = args.gemm;
   g_broadcast_sum = args.broadcast_sum;
+  g_horizontal = args.horizontal;
   try {
     Device device = default_device();
     if (!args.backend.empty()) device = Device{args.backend, 0};

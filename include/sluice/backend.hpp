@@ -181,6 +181,14 @@ class GraphExecutable {
   /// an empty string, or why the backend could not update in place (the core re-instantiates).
   /// Launches already issued keep the parameters they were issued with.
   [[nodiscard]] virtual std::string update(const std::shared_ptr<const ir::Graph>& graph) = 0;
+  /// Nodes of the launched graph that the backend runs merged into batched nodes (such as one
+  /// kernel performing many small memsets, sluice/ext/graph_batches.hpp), and how many batched
+  /// nodes it made of them; for graph::stats().
+  struct Batching {
+    std::size_t merged = 0;
+    std::size_t batches = 0;
+  };
+  [[nodiscard]] virtual Batching batching() const noexcept { return {}; }
 };
 
 /// Parameters for a new stream.

@@ -155,6 +155,11 @@ struct CommOptions {
   /// The backend of the contexts made for `local_ranks` (empty: the default device's).
   std::string backend{};
   std::string name = "comm";
+  /// Where the distributed solvers' small reductions run (sluice/ext/dist.hpp's ReducePath):
+  /// `automatic` (SLUICE_DIST_REDUCE=peer|nccl|auto, by default the peer path where every
+  /// rank's GPU reaches every other's memory), `peer` (refused with the reason where the GPUs
+  /// cannot), `engine` (NCCL's or MPI's allgather). Every process asks for the same.
+  ReducePath reductions = ReducePath::automatic;
 };
 
 /// One rank of this process: where its communication is issued.
@@ -315,6 +320,9 @@ class Comm {
   [[nodiscard]] Rank local(int i = 0) const;
   /// "mpi", "local" (one process, host) or "nccl".
   [[nodiscard]] std::string_view engine() const;
+  /// How the distributed solvers' small reductions run: "peer" (one kernel per rank, stores
+  /// into the peers' memory) or the engine's name (its allgather and a finalize kernel).
+  [[nodiscard]] std::string_view reductions() const;
   [[nodiscard]] const std::string& name() const;
 
   /// Runs `fn(rank)` for every local rank, each on a thread of its own when there are several

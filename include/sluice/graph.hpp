@@ -415,6 +415,11 @@ struct Stats {
   /// Replays run eagerly because issuing their body so cost less host time than their recent
   /// replays (capture, comparison, updates and launch) did, and the eager runs that measure it.
   std::uint64_t eager_cheaper = 0;
+  /// Nodes that instantiations ran merged into batched nodes (on cuda: runs of small memsets and
+  /// copies performed by one kernel node, so that a launch has fewer nodes), and the batched
+  /// nodes made of them. SLUICE_GRAPH_COALESCE=0 turns batching off.
+  std::uint64_t coalesced_nodes = 0;
+  std::uint64_t batched_nodes = 0;
 };
 [[nodiscard]] Stats stats();
 }  // namespace graph

@@ -850,6 +850,12 @@ struct Options {
   Tune tune = Tune::environment;
   Gemm gemm = Gemm::environment;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
+  /// Horizontal fusion: independent kernels of the same code (the wide DAG's branches) run as one
+  /// kernel over all of them, and independent matrix products of the same sizes and type as one
+  /// batched BLAS call where the backend has one (cuda: cuBLAS's batched GEMM over lists of
+  /// addresses). false: one kernel and one BLAS call per operation (Stats::merged_kernels and
+  /// batched_products say what it did).
+  bool horizontal = true;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.
@@ -928,6 +934,8 @@ struct KernelInfo {
   /// ... and, where they were timed in this process, each one's median µs (else empty)
   std::vector<double> candidate_us;
   std::string choice;  ///< "rule", "timed", "memory" or "disk" (where the shape came from)
+  /// Kernels or matrix products it computes at once (horizontal fusion, Options::horizontal).
+  std::size_t members = 1;
 };
 
 /// What a program is and what it did.
@@ -939,6 +947,11 @@ struct Stats {
   std::size_t concurrency = 0;  ///< most kernels that may run at once (width of the graph)
   std::size_t temporaries = 0;  ///< temporary buffers after reuse
   std::size_t temporary_bytes = 0;
+  /// Horizontal fusion (Options::horizontal): kernels computed by horizontal kernels, and matrix
+  /// products computed by batched BLAS calls (each batched call adds a kernel that lists its
+  /// operands, counted in `kernels`).
+  std::size_t merged_kernels = 0;
+  std::size_t batched_products = 0;
   double codegen_ms = 0;     ///< generating the source (the first instance)
   double build_ms = 0;       ///< compiling and loading it (the first instance)
   std::string build_origin;  ///< "compiled", "disk" or "memory" (the first instance)

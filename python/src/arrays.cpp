@@ -290,13 +290,16 @@ DType from_dl_dtype(const DLDataType& t, std::source_location loc) {
 
 /// What a DLPack capsule we export holds: the tensor, its shape, and the Python array it views.
 struct Exported {
+  static constexpr std::size_t kInline = 4;  // dimensions held without another allocation
   DLManagedTensor tensor{};
-  std::vector<std::int64_t> shape, strides;
+  std::int64_t inline_dims[2 * kInline];
+  std::vector<std::int64_t> heap_dims;  // more dimensions: shape then strides
   PyRef owner;
   Device device;
   ObjectId id = 0;
   ByteRange range;
   std::optional<std::uintptr_t> consumer;  // the stream the consumer said it would use
+  std::optional<Context> consumer_ctx;     // the context wrapping it (none: a module stream)
 };
 
 void exported_deleter(DLManagedTensor* t) {
@@ -306,7 +309,7 @@ void exported_deleter(DLManagedTensor* t) {
     // what it queued on its stream until now.
     try {
       nogil([&] {
-        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer,
+        interop::order_after_consumer(e->device, e->id, e->range, *e->consumer, e->consumer_ctx,
                                       std::source_location::current());
       });
     } catch (...) {
@@ -348,6 +351,7 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
     }
   }
   std::optional<std::uintptr_t> consumer;
+  std::optional<Context> consumer_ctx;
   const bool no_sync = !stream.is_none() && stream.cast<std::int64_t>() == -1;
   if (a->id != 0 && !no_sync) {
     if (dev_type == kDLCPU) {
@@ -360,18 +364,25 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
             "stream, 2 for the per-thread one, or a cudaStream_t");
       }
       consumer = static_cast<std::uintptr_t>(s);
-      nogil([&] {
-        interop::order_stream_after(a->device, a->id, a->range(), Access::read_write, *consumer,
-                                    loc);
+      consumer_ctx = nogil([&] {
+        return interop::order_stream_after(a->device, a->id, a->range(), Access::read_write,
+                                           *consumer, loc);
       });
     }
   }
   auto* e = new Exported;
-  e->shape = a->shape;
-  e->strides.resize(a->shape.size());
+  const std::size_t ndim = a->shape.size();
+  std::int64_t* dims = e->inline_dims;
+  if (ndim > Exported::kInline) {
+    e->heap_dims.resize(2 * ndim);
+    dims = e->heap_dims.data();
+  }
+  std::int64_t* shape = dims;
+  std::int64_t* strides = dims + ndim;
   std::int64_t stride = 1;
-  for (std::size_t i = a->shape.size(); i-- > 0;) {
-    e->strides[i] = stride;
+  for (std::size_t i = ndim; i-- > 0;) {
+    shape[i] = a->shape[i];
+    strides[i] = stride;
     stride *= a->shape[i];
   }
   e->owner = PyRef(self);
@@ -379,13 +390,14 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
   e->id = a->id;
   e->range = a->range();
   e->consumer = consumer;
+  e->consumer_ctx = std::move(consumer_ctx);
   DLTensor& t = e->tensor.dl_tensor;
   t.data = a->data;
   t.device = {static_cast<DLDeviceType>(dev_type), dev_id};
   t.ndim = static_cast<int>(a->shape.size());
   t.dtype = dl_dtype(a->dtype);
-  t.shape = e->shape.data();
-  t.strides = e->strides.data();
+  t.shape = shape;
+  t.strides = strides;
   t.byte_offset = 0;
   e->tensor.manager_ctx = e;
   e->tensor.deleter = exported_deleter;
@@ -501,7 +513,63 @@ namespace {
 // ---- imports ------------------------------------------------------------------------------------
 
 std::shared_ptr<Array> new_import() {
-  return std::shared_ptr<Array>(new Array, NogilDelete{});
+  // Deleted with the GIL held: an import holds no context, and its Foreign releases the GIL
+  // itself where its release takes a lock (releases.cpp).
+  return std::make_shared<Array>();
+}
+
+/// The protocols' names, interned once (a lookup by C string makes a new str each call).
+struct Names {
+  PyObject* dlpack = PyUnicode_InternFromString("__dlpack__");
+  PyObject* dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  PyObject* cai = PyUnicode_InternFromString("__cuda_array_interface__");
+  PyObject* stream_kw = Py_BuildValue("(s)", "stream");  // kwnames of __dlpack__(stream=...)
+};
+const Names& names() {
+  static const auto* n = new Names;  // never freed: lives as long as the module
+  return *n;
+}
+
+/// `obj.name`, or null (no error set) where `obj` has no such attribute.
+py::object optional_attr(const py::handle& obj, PyObject* name) {
+  PyObject* r = PyObject_GetAttr(obj.ptr(), name);
+  if (r == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+    PyErr_Clear();
+  }
+  return py::reinterpret_steal<py::object>(r);
+}
+
+bool has_attr(const py::handle& obj, PyObject* name) {
+  return static_cast<bool>(optional_attr(obj, name));
+}
+
+/// What `__dlpack_device__()` returned: (device type, device id).
+std::pair<int, int> device_pair(const py::object& r) {
+  if (PyTuple_CheckExact(r.ptr()) && PyTuple_GET_SIZE(r.ptr()) == 2) {
+    const long type = PyLong_AsLong(PyTuple_GET_ITEM(r.ptr(), 0));
+    const long id = PyLong_AsLong(PyTuple_GET_ITEM(r.ptr(), 1));
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return {static_cast<int>(type), static_cast<int>(id)};
+  }
+  return r.cast<std::pair<int, int>>();
+}
+
+/// `obj.__dlpack__()`, or `obj.__dlpack__(stream=stream)`, called without building a dict.
+py::object call_dlpack(const py::handle& obj, std::optional<std::int64_t> stream) {
+  PyObject* r = nullptr;
+  if (stream) {
+    py::int_ s(*stream);
+    PyObject* args[3] = {nullptr, obj.ptr(), s.ptr()};
+    r = PyObject_VectorcallMethod(names().dlpack, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                  names().stream_kw);
+  } else {
+    PyObject* args[2] = {nullptr, obj.ptr()};
+    r = PyObject_VectorcallMethod(names().dlpack, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                  nullptr);
+  }
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
 }
 
 void check_compact(const std::vector<std::int64_t>& shape, const std::int64_t* strides,
@@ -546,18 +614,20 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
     capsule = py::reinterpret_borrow<py::object>(obj);
   } else {
     std::pair<int, int> dev{kDLCPU, 0};
-    if (py::hasattr(obj, "__dlpack_device__")) {
-      dev = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    if (auto device_fn = optional_attr(obj, names().dlpack_device)) {
+      PyObject* r = PyObject_CallNoArgs(device_fn.ptr());
+      if (r == nullptr) throw py::error_already_set();
+      dev = device_pair(py::reinterpret_steal<py::object>(r));
     }
     if (dev.first == kDLCUDA) {
       orderer = import_context(Device{"cuda", dev.second}, ctx, loc);
       const std::int64_t stream = sync ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(
                                              orderer->native_handle()))
                                        : -1;
-      capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
+      capsule = call_dlpack(obj, stream);
       producer_ordered = sync;
     } else {
-      capsule = obj.attr("__dlpack__")();
+      capsule = call_dlpack(obj, std::nullopt);
     }
   }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
@@ -621,7 +691,7 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
 
 std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Context>& ctx,
                                   bool sync, std::source_location loc) {
-  py::dict d = obj.attr("__cuda_array_interface__");
+  py::dict d = py::reinterpret_borrow<py::object>(obj).attr(py::handle(names().cai));
   auto a = new_import();
   a->shape = to_shape(d["shape"]);
   const std::string typestr = d["typestr"].cast<std::string>();
@@ -725,7 +795,7 @@ std::shared_ptr<Array> as_array(const py::handle& obj, const std::optional<Conte
                                 std::source_location loc) {
   if (py::isinstance<Array>(obj)) return obj.cast<std::shared_ptr<Array>>();
   collect();
-  if (py::hasattr(obj, "__dlpack__")) {
+  if (has_attr(obj, names().dlpack)) {
     try {
       return import_dlpack(obj, ctx, true, loc);
     } catch (py::error_already_set& e) {
@@ -733,7 +803,7 @@ std::shared_ptr<Array> as_array(const py::handle& obj, const std::optional<Conte
       if (!e.matches(PyExc_BufferError) && !e.matches(PyExc_TypeError)) throw;
     }
   }
-  if (py::hasattr(obj, "__cuda_array_interface__")) return import_cai(obj, ctx, true, loc);
+  if (has_attr(obj, names().cai)) return import_cai(obj, ctx, true, loc);
   return import_buffer(obj, loc);
 }
 

@@ -529,6 +529,9 @@ void bind_graph(py::module_& m) {
     d["updates"] = s.updates;
     d["reinstantiations"] = s.reinstantiations;
     d["eager_fallbacks"] = s.eager_fallbacks;
+    d["eager_cheaper"] = s.eager_cheaper;
+    d["coalesced_nodes"] = s.coalesced_nodes;
+    d["batched_nodes"] = s.batched_nodes;
     return d;
   });
 }

@@ -67,8 +67,9 @@ std::optional<Context> consumer_or_none(const Device& device, std::uintptr_t str
 }
 }  // namespace
 
-void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
-                        std::uintptr_t stream, std::source_location loc) {
+std::optional<Context> order_stream_after(const Device& device, ObjectId id, ByteRange range,
+                                          Access mode, std::uintptr_t stream,
+                                          std::source_location loc) {
   const char* what = "export to another library's stream";
   if (auto consumer = consumer_or_none(device, stream, loc)) {
     // The consumer's stream itself waits, for the conflicting work on these bytes only.
@@ -77,17 +78,17 @@ void order_stream_after(const Device& device, ObjectId id, ByteRange range, Acce
     // Its latest point, so that nothing records on that stream later (it is not sluice's).
     Event tail;
     tail.record(*consumer, loc);
-    return;
+    return consumer;
   }
   const Context ctx = export_stream(device);
   Intent mark(ctx, id, mode, what, range, loc);
   cuda::link(ctx, what, std::nullopt, stream, loc);
+  return std::nullopt;
 }
 
 void order_after_consumer(const Device& device, ObjectId id, ByteRange range, std::uintptr_t stream,
-                          std::source_location loc) {
+                          const std::optional<Context>& consumer, std::source_location loc) {
   const char* what = "release by another library's stream";
-  auto consumer = consumer_or_none(device, stream, loc);
   if (!consumer) {
     order_after_stream(context(device), id, range, stream, loc);
     return;
@@ -113,12 +114,19 @@ std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange
 
 void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
                         std::optional<std::uintptr_t> producer, std::source_location loc) {
-  Intent mark(ctx, id, Access::write, "import from another library", range, loc);
-  if (ctx.device().backend == "cuda") {
-    cuda::link(ctx, "import from another library", producer, std::nullopt, loc);
-  } else {
-    numbered_noop(ctx, "import from another library", loc);
+  constexpr std::string_view what = "import from another library";
+  mark_intent_begin(ctx, id, Access::write, what, range, loc);
+  try {
+    if (ctx.device().backend == "cuda") {
+      cuda::link(ctx, what, producer, std::nullopt, loc);
+    } else {
+      numbered_noop(ctx, what, loc);
+    }
+  } catch (...) {
+    mark_intent_end(ctx, id, Access::write, what, range, loc);
+    throw;
   }
+  mark_intent_end(ctx, id, Access::write, what, range, loc);
 }
 
 void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location loc) {

@@ -36,12 +36,17 @@ inline constexpr std::uintptr_t kPerThreadStream = 2;      // cudaStreamPerThrea
 /// Makes `stream` (a cudaStream_t of `device`'s backend) wait for sluice's pending work on
 /// `range` of `id`: writers, and readers as well unless `mode` is read. The waits are put on the
 /// consumer's stream itself (through a context wrapping it), so it waits for nothing else.
-void order_stream_after(const Device& device, ObjectId id, ByteRange range, Access mode,
-                        std::uintptr_t stream, std::source_location loc);
+/// Returns that context, for `order_after_consumer` (none where the runtime would not wrap the
+/// stream and a stream of the module stood between).
+[[nodiscard]] std::optional<Context> order_stream_after(const Device& device, ObjectId id,
+                                                        ByteRange range, Access mode,
+                                                        std::uintptr_t stream,
+                                                        std::source_location loc);
 /// When a consumer lets go of an export: sluice's later work on the bytes (their release
-/// included) waits for what the consumer queued on `stream` until now.
+/// included) waits for what the consumer queued on `stream` until now. `consumer`: what
+/// `order_stream_after` returned for that export (so the stream is not looked up again).
 void order_after_consumer(const Device& device, ObjectId id, ByteRange range, std::uintptr_t stream,
-                          std::source_location loc);
+                          const std::optional<Context>& consumer, std::source_location loc);
 /// Orders sluice's pending work on `range` of `id` (as `order_stream_after`) before the current
 /// end of the module's interop stream of `device`, and returns that stream: what the CUDA array
 /// interface's "stream" entry hands a consumer.

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -31,7 +32,7 @@ Events& events() {
   return *e;
 }
 
-void check(cudaError_t err, const std::string& what, std::source_location loc) {
+void check(cudaError_t err, std::string_view what, std::source_location loc) {
   if (err == cudaSuccess) return;
   (void)cudaGetLastError();
   throw Error(Errc::backend_failure,
@@ -75,10 +76,15 @@ Context consumer(const Device& device, std::uintptr_t stream, std::source_locati
                 loc);
   }
   unsigned long long id = 0;
-  {
-    CurrentDevice guard(device.index);
-    check(cudaStreamGetId(reinterpret_cast<cudaStream_t>(stream), &id),
-          "the consumer's stream " + std::to_string(stream), loc);
+  const auto get_id = [&] {
+    const cudaError_t err = cudaStreamGetId(reinterpret_cast<cudaStream_t>(stream), &id);
+    if (err != cudaSuccess) check(err, "the consumer's stream " + std::to_string(stream), loc);
+  };
+  if (stream == kLegacyDefaultStream || stream == kPerThreadStream) {
+    CurrentDevice guard(device.index);  // the default streams are the current device's
+    get_id();
+  } else {
+    get_id();  // a stream handle names its device itself: no switch of the current device
   }
   struct Key {
     int device;
@@ -111,17 +117,14 @@ void link(const Context& ctx, std::string_view what, std::optional<std::uintptr_
         auto& e = events();
         std::lock_guard lock(e.mutex);
         cudaEvent_t& ev = e.by_device[device];
-        if (ev == nullptr)
-          check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), std::string(what), loc);
+        if (ev == nullptr) check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), what, loc);
         if (producer) {
-          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), std::string(what),
-                loc);
-          check(cudaStreamWaitEvent(stream, ev, 0), std::string(what), loc);
+          check(cudaEventRecord(ev, reinterpret_cast<cudaStream_t>(*producer)), what, loc);
+          check(cudaStreamWaitEvent(stream, ev, 0), what, loc);
         }
         if (waiter) {
-          check(cudaEventRecord(ev, stream), std::string(what), loc);
-          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0),
-                std::string(what), loc);
+          check(cudaEventRecord(ev, stream), what, loc);
+          check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(*waiter), ev, 0), what, loc);
         }
       },
       loc);

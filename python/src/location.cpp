@@ -38,13 +38,38 @@ struct Interned {
   Record record{};
 };
 
+/// A call site: a code object and the offset of its instruction.
+struct Site {
+  PyCodeObject* code;
+  int lasti;
+  bool operator==(const Site&) const = default;
+};
+struct SiteHash {
+  std::size_t operator()(const Site& s) const noexcept {
+    return std::hash<const void*>()(s.code) ^
+           (static_cast<std::size_t>(s.lasti) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
 struct Table {
   std::mutex mutex;  // callers hold the GIL; the mutex keeps it correct without one too
   std::deque<Interned> records;
   std::unordered_map<std::string, const Record*> by_key;
+  // The record of each call site seen, so that a repeated call skips the line-table walk and the
+  // key string (guarded by the GIL, which every caller holds). The code objects are held (a new
+  // reference each), so that an address is not reused for other code while it is a key here;
+  // bounded: cleared when full.
+  std::unordered_map<Site, const Record*, SiteHash> by_site;
   std::string package_dir;  // frames in here are sluice's own Python code: skipped
   bool usable = false;
 };
+
+constexpr std::size_t kMaxSites = 4096;
+
+void clear_sites(Table& t) {
+  for (auto& [site, record] : t.by_site) Py_DECREF(site.code);
+  t.by_site.clear();
+}
 
 Table& table() {
   static auto* t = new Table;  // never destroyed: records are referenced by queued work
@@ -99,12 +124,20 @@ std::source_location caller(std::source_location fallback) {
     const char* file = PyUnicode_AsUTF8(code->co_filename);
     if (file != nullptr && std::strncmp(file, t.package_dir.c_str(), t.package_dir.size()) != 0) {
 #if PY_VERSION_HEX >= 0x030B0000
-      PyObject* name = code->co_qualname;
+      const Site site{code, PyFrame_GetLasti(frame)};
+      if (auto it = t.by_site.find(site); it != t.by_site.end()) {
+        found = it->second;
+      } else {
+        const char* function = PyUnicode_AsUTF8(code->co_qualname);
+        found = intern(t, file, function ? function : "?", PyFrame_GetLineNumber(frame));
+        if (t.by_site.size() >= kMaxSites) clear_sites(t);
+        Py_INCREF(code);
+        t.by_site.emplace(site, found);
+      }
 #else
-      PyObject* name = code->co_name;
-#endif
-      const char* function = PyUnicode_AsUTF8(name);
+      const char* function = PyUnicode_AsUTF8(code->co_name);
       found = intern(t, file, function ? function : "?", PyFrame_GetLineNumber(frame));
+#endif
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or null

@@ -131,3 +131,20 @@ def test_errors_from_other_threads_do_not_leak(device):
     for t in threads:
         t.join()
     assert len(errors) == 4 and all("thread" in e.cause for e in errors)
+
+
+def test_caller_line_cache_tells_call_sites_apart():
+    # The module caches the Python line of each call site (code object and instruction). Repeated
+    # calls, and new code objects (more than the cache holds, each dropped after use so that
+    # addresses are reused), must each report their own file and line.
+    for i in range(5000):
+        src = "\n" * (i % 7) + (
+            "def f():\n"
+            "    try:\n"
+            "        sluice.empty((-1,))\n"
+            "    except sluice.Error as e:\n"
+            "        return e.file, e.line\n")
+        ns = {"sluice": sluice}
+        exec(compile(src, f"<site {i}>", "exec"), ns)
+        for _ in range(2):
+            assert ns["f"]() == (f"<site {i}>", i % 7 + 3)

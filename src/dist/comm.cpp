@@ -163,8 +163,37 @@ namespace {
 /// What each process tells the others when a communicator is made.
 struct Announcement {
   std::int32_t ranks = 0;
+  std::int32_t reduce = 0;  // ReducePath
   char backend[24] = {};
 };
+
+const char* reduce_name(ReducePath r) {
+  switch (r) {
+    case ReducePath::automatic:
+      return "auto";
+    case ReducePath::peer:
+      return "peer";
+    case ReducePath::engine:
+      return "nccl";
+  }
+  return "auto";
+}
+
+/// CommOptions::reductions, or where it is automatic SLUICE_DIST_REDUCE (peer, nccl or engine,
+/// auto).
+ReducePath reduce_path(ReducePath asked, std::source_location loc) {
+  if (asked != ReducePath::automatic) return asked;
+  const char* v = std::getenv("SLUICE_DIST_REDUCE");
+  if (v == nullptr || *v == '\0') return asked;
+  const std::string_view s(v);
+  if (s == "auto") return ReducePath::automatic;
+  if (s == "peer") return ReducePath::peer;
+  if (s == "nccl" || s == "engine") return ReducePath::engine;
+  throw Error(Errc::invalid_argument,
+              "dist::Comm: SLUICE_DIST_REDUCE is '" + std::string(s) +
+                  "'; it is peer, nccl (the engine's collectives; also 'engine') or auto",
+              loc);
+}
 
 std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOptions o,
                                       std::source_location loc) {
@@ -197,6 +226,8 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   // Every process announces its rank count and backend; ranks are numbered process by process.
   Announcement mine;
   mine.ranks = static_cast<std::int32_t>(o.contexts.size());
+  const ReducePath reduce = reduce_path(o.reductions, loc);
+  mine.reduce = static_cast<std::int32_t>(reduce);
   std::strncpy(mine.backend, backend.c_str(), sizeof mine.backend - 1);
   const int nprocs = st->procs->size();
   std::vector<Announcement> all(static_cast<std::size_t>(nprocs));
@@ -210,6 +241,15 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
                       std::string(a.backend) + "' and process " +
                       std::to_string(st->procs->rank()) + " '" + backend +
                       "'; all ranks of a communicator use one backend",
+                  loc);
+    }
+    if (a.reduce != mine.reduce) {
+      throw Error(Errc::invalid_argument,
+                  "dist::Comm: process " + std::to_string(q) + " asks for " +
+                      reduce_name(static_cast<ReducePath>(a.reduce)) + " reductions and process " +
+                      std::to_string(st->procs->rank()) + " for " + reduce_name(reduce) +
+                      " (CommOptions::reductions, SLUICE_DIST_REDUCE); every process must ask "
+                      "for the same",
                   loc);
     }
     st->map.offset.push_back(total);
@@ -243,6 +283,7 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   config.contexts = st->contexts;
   config.name = st->name;
   config.max_local = st->map.max_local;
+  config.reduce = reduce;
   // An engine id (NCCL's) is made on process 0 and sent to all.
   std::uint64_t id_bytes = 0;
   if (st->procs->rank() == 0) {
@@ -300,6 +341,9 @@ Rank Comm::local(int i) const {
 }
 std::string_view Comm::engine() const {
   return state_->engine->name();
+}
+std::string_view Comm::reductions() const {
+  return state_->engine->reduce_path();
 }
 const std::string& Comm::name() const {
   return state_->name;

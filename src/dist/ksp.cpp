@@ -65,37 +65,49 @@ class RankSolve final : public sluice::detail::la::KspParallel {
               std::source_location loc) override {
     const int ranks = st_.size();
     const std::size_t count = static_cast<std::size_t>(parts) * kSlot;
+    const std::size_t bytes = count * static_cast<std::size_t>(ranks) * sizeof(double);
+    DistFinalizeArgs a;
+    a.state = state;
+    a.ranks = ranks;
+    a.parts = parts;
+    a.split = split;
+    a.finalize = fin;
+    a.tf_dx = tf_dx;
+    DistEngine& engine = *st_.engine;
+    if (ranks > 1 && count <= engine.fused_gather_capacity()) {
+      // One operation: the gather and (async) the finalize, in one kernel per rank.
+      AccessList acc = state != nullptr ? state_acc : AccessList{};
+      const double* send = acc.read(b_.partial, {0, count * sizeof(double)});
+      double* recv = acc.write(b_.gathered, {0, bytes});
+      a.gathered = recv;
+      const DistFinalizeArgs* f = state != nullptr ? &a : nullptr;
+      st_.issue(local_, ctx, acc, state != nullptr ? what : "dist gather of partial sums", loc,
+                [&](Stream& s, const OpInfo& op) {
+                  engine.gather_finalize(s, local_, send, recv, count, f, op);
+                });
+      if (state == nullptr) to_host(ctx, b_.gathered, bytes, ranks, parts, split, host_sums, loc);
+      return;
+    }
     const DeviceBuffer<double>* source = &b_.partial;
     if (ranks > 1) {
       AccessList acc;
       const double* send = acc.read(b_.partial, {0, count * sizeof(double)});
-      double* recv =
-          acc.write(b_.gathered, {0, count * static_cast<std::size_t>(ranks) * sizeof(double)});
+      double* recv = acc.write(b_.gathered, {0, bytes});
       st_.issue(local_, ctx, acc, "dist allgather of partial sums", loc,
                 [&](Stream& s, const OpInfo& op) {
-                  st_.engine->allgather(s, local_, send, recv, count, DistType::f64, false, op);
+                  engine.allgather(s, local_, send, recv, count, DistType::f64, false, op);
                 });
       source = &b_.gathered;
     }
-    const std::size_t bytes = count * static_cast<std::size_t>(ranks) * sizeof(double);
     if (state != nullptr) {
       AccessList acc = state_acc;
-      DistFinalizeArgs a;
-      a.state = state;
       a.gathered = acc.read(*source, {0, bytes});
-      a.ranks = ranks;
-      a.parts = parts;
-      a.split = split;
-      a.finalize = fin;
-      a.tf_dx = tf_dx;
       DistKernels& k = *st_.kernels;
       sluice::detail::issue_tracked(ctx.impl(), acc, what, loc,
                                     [&](Stream& s, const OpInfo& op) { k.finalize(s, a, op); });
       return;
     }
-    sluice::detail::copy_bytes(ctx, b_.host.data(), source->data(), bytes, loc);
-    wait_for_host_access(b_.host.object_id(), Access::read, {0, bytes}, loc);
-    dist_math::combine(b_.host.data(), ranks, parts, host_sums, split);
+    to_host(ctx, *source, bytes, ranks, parts, split, host_sums, loc);
   }
 
   void add_key(std::vector<std::uint64_t>& key) const override {
@@ -109,6 +121,14 @@ class RankSolve final : public sluice::detail::la::KspParallel {
   }
 
  private:
+  /// Sync mode: the gathered sums to the host, added up there.
+  void to_host(const Context& ctx, const DeviceBuffer<double>& source, std::size_t bytes, int ranks,
+               int parts, int split, double* host_sums, std::source_location loc) {
+    sluice::detail::copy_bytes(ctx, b_.host.data(), source.data(), bytes, loc);
+    wait_for_host_access(b_.host.object_id(), Access::read, {0, bytes}, loc);
+    dist_math::combine(b_.host.data(), ranks, parts, host_sums, split);
+  }
+
   const MatImpl& A_;
   const CommState& st_;
   int local_;

@@ -540,9 +540,9 @@ std::string Graph::dot() const {
 
 graph::Stats graph::stats() {
   auto& c = detail::graph_stats();
-  return {c.captures.load(),     c.instantiations.load(),   c.launches.load(),
-          c.updates.load(),      c.reinstantiations.load(), c.eager_fallbacks.load(),
-          c.eager_cheaper.load()};
+  return {c.captures.load(),      c.instantiations.load(),   c.launches.load(),
+          c.updates.load(),       c.reinstantiations.load(), c.eager_fallbacks.load(),
+          c.eager_cheaper.load(), c.coalesced_nodes.load(),  c.batched_nodes.load()};
 }
 
 }  // namespace sluice

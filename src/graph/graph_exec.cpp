@@ -37,7 +37,15 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
         loc);
   }
   what_ = "graph '" + graph_->ir.name + "'";
-  graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+  count_instantiation(*exec_);
+}
+
+void count_instantiation(const GraphExecutable& exec) noexcept {
+  auto& s = graph_stats();
+  s.instantiations.fetch_add(1, std::memory_order_relaxed);
+  const auto b = exec.batching();
+  s.coalesced_nodes.fetch_add(b.merged, std::memory_order_relaxed);
+  s.batched_nodes.fetch_add(b.batches, std::memory_order_relaxed);
 }
 
 namespace {
@@ -167,7 +175,7 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
     auto reason = exec_->update(ir_of(next));
     if (!reason.empty()) {
       retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
-      graph_stats().instantiations.fetch_add(1, std::memory_order_relaxed);
+      count_instantiation(*exec_);
     }
     return reason;
   } catch (...) {

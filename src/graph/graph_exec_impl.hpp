@@ -11,6 +11,9 @@
 
 namespace sluice::detail {
 
+/// Counts an instantiation, and the nodes it batched, in graph::stats().
+void count_instantiation(const GraphExecutable& exec) noexcept;
+
 class GraphExecImpl {
  public:
   GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& device, std::source_location loc);

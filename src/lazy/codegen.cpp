@@ -462,9 +462,11 @@ std::string prelude(LazyDialect d) {
 }
 
 KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int index, bool debug,
-                       const CudaShape* chosen, const std::string& suffix) {
+                       const CudaShape* chosen, const std::string& suffix, int members) {
   KernelCode code;
   code.name = "sl_k" + std::to_string(index) + suffix;
+  code.members = std::max(members, 1);
+  const bool horizontal = code.members > 1;
   code.elements = numel(k.shape);
   code.weight = weight_of(k);
   code.debug = debug;
@@ -562,17 +564,22 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const char* out_type = ctype(L.nodes[static_cast<std::size_t>(k.out)].dtype);
   std::string pro;
   const std::string a = cuda ? "a." : "a->";
-  pro += std::string("const long long* SL_RESTRICT P = ") + a + "p;\n";
-  pro += std::string(out_type) + "* SL_RESTRICT out = (" + out_type + "*)" + a + "b[0];\n";
+  // A horizontal kernel's body is a function of one member's slots (bp_) and the parameters.
+  const std::string slots = horizontal ? "bp_" : a + "b";
+  if (!horizontal) pro += std::string("const long long* SL_RESTRICT P = ") + a + "p;\n";
+  pro += std::string(out_type) + "* SL_RESTRICT out = (" + out_type + "*)" + slots + "[0];\n";
   for (std::size_t j = 0; j < k.reads.size(); ++j) {
     const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.reads[j])].dtype);
     pro += "const " + std::string(ty) + "* SL_RESTRICT b" + std::to_string(j + 1) + " = (const " +
-           ty + "*)" + a + "b[" + std::to_string(j + 1) + "];\n";
+           ty + "*)" + slots + "[" + std::to_string(j + 1) + "];\n";
   }
   if (debug) {
-    pro += "long long* err = (long long*)" + a + "b[" + std::to_string(code.buffer_slots() - 1) +
+    pro += "long long* err = (long long*)" + slots + "[" + std::to_string(code.buffer_slots() - 1) +
            "];\n";
   }
+  const std::string one = code.name + "_one";
+  const std::string S = std::to_string(code.buffer_slots());
+  const std::string W = std::to_string(code.members);
   const std::string store = "out[f] = " + value + ";\n";
   if (cuda) {
     if (G > 1) {
@@ -587,8 +594,12 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     const char* I =
         biggest < (std::int64_t{1} << 31) - (std::int64_t{1} << 26) ? "int" : "long long";
     if (k.kind == Kernel::Kind::reduce) t += "// shape: " + code.shape + "\n";
-    t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
-         " a) {\n" + pro + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n";
+    t += horizontal ? "static __device__ __forceinline__ void " + one +
+                          "(void* const* bp_, const long long* SL_RESTRICT P, const unsigned bx_, "
+                          "const unsigned gx_) {\n"
+                    : "extern \"C\" __global__ void __launch_bounds__(256) " + code.name +
+                          "(const " + args + " a) {\n";
+    t += pro + "typedef " + I + " I;\nconst I n = (I)" + total + ";\n";
     if (shape.staged.empty()) {
       t += "const I nb = (I)gridDim.x;\n";
     } else {
@@ -654,10 +665,33 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       }
     }
     t += em.block(1) + inner + store + (G > 1 ? "}\n" : "") + "}\n}\n";
+    if (horizontal) {
+      // The member's body sees its own block index and count: the grid is split into groups of
+      // per_ blocks, each group taking members in turn (a block's threads all take the same ones,
+      // so the barrier before a member's staging is uniform).
+      for (const auto& [from, to] :
+           {std::pair<std::string, std::string>{"blockIdx.x", "bx_"}, {"gridDim.x", "gx_"}}) {
+        for (auto at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size())) {
+          t.replace(at, from.size(), to);
+        }
+      }
+      t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
+           " a) {\nconst unsigned m_ = " + W +
+           "u;\nconst unsigned per_ = gridDim.x >= m_ ? gridDim.x / m_ : 1u;\n"
+           "const unsigned groups_ = gridDim.x / per_;\n"
+           "if (blockIdx.x >= groups_ * per_) return;\n"
+           "for (unsigned k_ = blockIdx.x / per_; k_ < m_; k_ += groups_) {\n"
+           "if (k_ >= groups_) __syncthreads();\n" +
+           one + "(a.b + k_ * " + S + "u, a.p, blockIdx.x % per_, per_);\n}\n}\n";
+    }
   } else {
-    t += "extern \"C\" void " + code.name + "(const void* args_, long long lo, long long hi) {\n" +
-         "const " + args + "* a = (const " + args + "*)args_;\n" + pro + em.block(0) +
-         "if (lo >= hi) return;\n";
+    t += horizontal ? "static inline void " + one +
+                          "(void* const* bp_, const long long* SL_RESTRICT P, long long lo, long "
+                          "long hi) {\n"
+                    : "extern \"C\" void " + code.name +
+                          "(const void* args_, long long lo, long long hi) {\nconst " + args +
+                          "* a = (const " + args + "*)args_;\n";
+    t += pro + em.block(0) + "if (lo >= hi) return;\n";
     if (rank == 0) {
       t += "const long long f = 0;\n" + em.block(1) + em.block(2) + inner + store + "}\n";
     } else {
@@ -693,10 +727,47 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       }
       t += nested + "}\n}\n";
     }
+    if (horizontal) {
+      // Elements [lo, hi) of all members, member m's being [m * n_, (m + 1) * n_).
+      t += "extern \"C\" void " + code.name +
+           "(const void* args_, long long lo, long long hi) {\n" + "const " + args +
+           "* a = (const " + args + "*)args_;\n" +
+           "const long long* SL_RESTRICT P = a->p;\nconst long long n_ = " + total + ";\n" +
+           "for (long long m_ = lo / n_; m_ < " + W + " && m_ * n_ < hi; ++m_) {\n" +
+           "const long long l_ = lo > m_ * n_ ? lo - m_ * n_ : 0;\n" +
+           "const long long h_ = hi < (m_ + 1) * n_ ? hi - m_ * n_ : n_;\n" + one +
+           "(a->b + m_ * " + S + ", P, l_, h_);\n}\n}\n";
+    }
   }
-  code.text = "struct " + args + " { void* b[" + std::to_string(code.buffer_slots()) +
+  code.elements *= code.members;
+  code.max_blocks *= code.members;
+  code.text = "struct " + args + " { void* b[" +
+              std::to_string(static_cast<std::size_t>(code.members) * code.buffer_slots()) +
               "]; long long p[" + std::to_string(std::max<std::size_t>(code.params.size(), 1)) +
               "]; };\n" + t;
+  return code;
+}
+
+KernelCode emit_table(int index, std::int64_t count, LazyDialect d) {
+  KernelCode code;
+  code.name = "sl_k" + std::to_string(index);
+  code.elements = count;
+  code.buffers.assign(static_cast<std::size_t>(count), -1);
+  const std::string args = "sl_a" + std::to_string(index);
+  const std::string n = std::to_string(count);
+  std::string t =
+      "struct " + args + " { void* b[" + std::to_string(count + 1) + "]; long long p[1]; };\n";
+  if (d == LazyDialect::cuda) {
+    t += "extern \"C\" __global__ void __launch_bounds__(256) " + code.name + "(const " + args +
+         " a) {\nvoid** out = (void**)a.b[0];\n"
+         "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < " +
+         n + "; i += gridDim.x * blockDim.x) out[i] = a.b[1 + i];\n}\n";
+  } else {
+    t += "extern \"C\" void " + code.name + "(const void* args_, long long lo, long long hi) {\n" +
+         "const " + args + "* a = (const " + args + "*)args_;\nvoid** out = (void**)a->b[0];\n" +
+         "for (long long i = lo; i < hi; ++i) out[i] = a->b[1 + i];\n}\n";
+  }
+  code.text = std::move(t);
   return code;
 }
 

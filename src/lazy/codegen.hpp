@@ -32,20 +32,36 @@ struct KernelCode {
   std::vector<std::string> candidates;  // cuda, with alternatives: every candidate's shape
   std::vector<double> candidate_us;     // their median times where timed in this process
   std::string choice;                   // "rule", "timed", "memory", "disk" (with alternatives)
+  // Horizontal fusion: the kernel computes `members` kernels of this same code at once, member m
+  // with the buffer slots [m * buffer_slots(), (m + 1) * buffer_slots()) (`elements` and
+  // `max_blocks` count them all; `buffers` are the first member's).
+  int members = 1;
   [[nodiscard]] std::size_t buffer_slots() const noexcept {
     return 1 + buffers.size() + (debug ? 1 : 0);
   }
-  /// Bytes of the argument struct: the buffer pointers, then the parameters.
+  /// Buffer slots of the argument struct (every member's); the parameters follow them.
+  [[nodiscard]] std::size_t all_slots() const noexcept {
+    return static_cast<std::size_t>(members) * buffer_slots();
+  }
+  /// Bytes of the argument struct: the buffer pointers (of every member), then the parameters.
   [[nodiscard]] std::size_t arg_bytes() const noexcept {
-    return 8 * (buffer_slots() + std::max<std::size_t>(params.size(), 1));
+    return 8 * (all_slots() + std::max<std::size_t>(params.size(), 1));
   }
 };
 
+/// Most buffer slots of a horizontal kernel (all members): 2 KB of addresses, half of what the
+/// argument struct of a CUDA kernel has always been allowed.
+inline constexpr std::size_t kMaxMemberSlots = 256;
+
 /// Generates kernel `index` of an instance (named sl_k<index><suffix>). On cuda, `shape` is the
 /// kernel's shape (null: the size rule's, choose_cuda_shape); the host ignores it.
+/// With `members` > 1, a horizontal kernel of that many kernels of the same code (KernelCode).
 [[nodiscard]] KernelCode emit_kernel(const Kernel& k, const Lowered& lowered, LazyDialect dialect,
                                      int index, bool debug, const CudaShape* shape = nullptr,
-                                     const std::string& suffix = {});
+                                     const std::string& suffix = {}, int members = 1);
+/// Kernel `index` that stores the addresses in its buffer slots 1..count into the buffer of slot
+/// 0 (a batched matrix product's lists of operands), one element per address.
+[[nodiscard]] KernelCode emit_table(int index, std::int64_t count, LazyDialect dialect);
 /// The dialect's prelude (types, math, index checks).
 [[nodiscard]] std::string prelude(LazyDialect dialect);
 

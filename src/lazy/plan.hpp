@@ -25,12 +25,17 @@ struct Buf {
 };
 
 struct Step {
-  enum class Kind : std::uint8_t { kernel, gemm, copy, check } kind = Kind::kernel;
-  int kernel = -1;         // fused kernel
-  int code = -1;           // kernel: generated code
-  std::vector<int> reads;  // bufs
-  int writes = -1;         // buf
-  std::vector<int> after;  // steps it runs after
+  // table: writes the addresses of `addresses` into its buffer (a batched gemm's operand lists)
+  enum class Kind : std::uint8_t { kernel, gemm, table, copy, check } kind = Kind::kernel;
+  int kernel = -1;           // fused kernel (the first member)
+  std::vector<int> members;  // kernel, gemm: the fused kernels it computes (several: horizontal)
+  int code = -1;             // kernel, table: generated code
+  // bufs read: a kernel's per member in order (member m: [m * R, (m + 1) * R)); a batched gemm's
+  // A and B of each member, then the table
+  std::vector<int> reads;
+  std::vector<int> writes;     // bufs written: one per member (table, copy: one)
+  std::vector<int> addresses;  // table: bufs whose addresses it stores (no access to them)
+  std::vector<int> after;      // steps it runs after
   std::string name;
 };
 
@@ -44,7 +49,9 @@ struct InstanceDesc {
   std::vector<int> buf_of;              // per lowered node (-1: not materialized)
   std::vector<std::size_t> temp_bytes;  // per physical temporary
   std::vector<Step> steps;
-  std::size_t width = 0;  // most kernel steps that may run at once
+  std::size_t width = 0;    // most kernel steps that may run at once
+  std::size_t merged = 0;   // kernels computed by horizontal kernels (horizontal fusion)
+  std::size_t batched = 0;  // matrix products computed by batched calls
   double codegen_ms = 0;
 };
 
@@ -60,6 +67,11 @@ struct PlanInput {
   /// Which matrix products the backend's BLAS does (empty: none).
   GemmRule gemm;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
+  /// Horizontal fusion: independent kernels of the same code become one kernel over their
+  /// members; independent matrix products of the same sizes one batched call (with `gemm_table`,
+  /// the backend's batched BLAS over lists of operand addresses).
+  bool horizontal = true;
+  bool gemm_table = false;
 };
 
 /// Lowers, fuses, generates and plans one instance (no device work).

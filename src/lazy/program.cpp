@@ -222,6 +222,8 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = inst->ext->dialect();
+  pin.horizontal = options_.horizontal;
+  pin.gemm_table = inst->ext->has_gemm_table();
   if (inst->ext->has_gemm() && gemm_ != Gemm::generated) {
     const bool all = gemm_ == Gemm::blas;
     LazyKernels* ext = inst->ext;
@@ -276,9 +278,11 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   stats_.kernels = 0;
   stats_.blas = 0;
   for (const auto& s : d.steps) {
-    stats_.kernels += s.kind == Step::Kind::kernel && s.code >= 0;
+    stats_.kernels += (s.kind == Step::Kind::kernel || s.kind == Step::Kind::table) && s.code >= 0;
     stats_.blas += s.kind == Step::Kind::gemm;
   }
+  stats_.merged_kernels = d.merged;
+  stats_.batched_products = d.batched;
   stats_.graph_nodes = d.steps.size();
   stats_.concurrency = d.width;
   stats_.temporaries = d.temp_bytes.size();
@@ -308,6 +312,7 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect) const {
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
   pin.dialect = dialect;
+  pin.horizontal = options_.horizontal;
   return plan_instance(pin);
 }
 
@@ -389,7 +394,7 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
     for (const auto& c : g.codes) {
       std::vector<std::byte> args(c.arg_bytes());
       if (!c.params.empty()) {
-        std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
+        std::memcpy(args.data() + 8 * c.all_slots(), c.params.data(), 8 * c.params.size());
       }
       tg.kernels.push_back(index++);
       tg.elements.push_back(c.elements);
@@ -404,15 +409,17 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
 std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
                                         const std::vector<Resolved>& ptrs) {
   std::vector<Use> uses;
-  uses.reserve(s.reads.size() + 2);
-  for (int b : s.reads) {
+  uses.reserve(s.reads.size() + s.writes.size() + 1);
+  auto add = [&](int b, Access access) {
     const auto& r = ptrs[static_cast<std::size_t>(b)];
-    if (r.id != 0) uses.push_back({r.id, Access::read, {}});
-  }
-  if (s.writes >= 0) {
-    const auto& w = ptrs[static_cast<std::size_t>(s.writes)];
-    if (w.id != 0) uses.push_back({w.id, Access::write, {}});
-  }
+    if (r.id == 0) return;
+    for (const auto& u : uses) {
+      if (u.id == r.id && u.mode == access) return;  // a horizontal kernel's shared operand
+    }
+    uses.push_back({r.id, access, {}});
+  };
+  for (int b : s.reads) add(b, Access::read);
+  for (int b : s.writes) add(b, Access::write);
   const bool checked =
       s.kind == Step::Kind::check || (s.kind == Step::Kind::kernel && s.code >= 0 &&
                                       inst.desc.codes[static_cast<std::size_t>(s.code)].debug);
@@ -431,14 +438,19 @@ BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
   a.m = k.gemm.m;
   a.n = k.gemm.n;
   a.k = k.gemm.k;
+  a.lda = k.gemm.lda;
+  a.ldb = k.gemm.ldb;
+  a.ldc = k.gemm.ldc;
+  if (s.members.size() > 1) {
+    // Batched over the table's lists (the step's last read): no operand of its own.
+    a.batch = static_cast<std::int64_t>(s.members.size());
+    return a;
+  }
   a.alpha = 1;
   a.beta = 0;
   a.a = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.a)])].data;
   a.b = ptrs[static_cast<std::size_t>(d.buf_of[static_cast<std::size_t>(k.gemm.b)])].data;
-  a.c = ptrs[static_cast<std::size_t>(s.writes)].data;
-  a.lda = k.gemm.lda;
-  a.ldb = k.gemm.ldb;
-  a.ldc = k.gemm.ldc;
+  a.c = ptrs[static_cast<std::size_t>(s.writes.front())].data;
   a.stride_a = k.gemm.stride_a;
   a.stride_b = k.gemm.stride_b;
   a.stride_c = k.gemm.stride_c;
@@ -449,7 +461,11 @@ BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
 std::shared_ptr<void> ProgramImpl::gemm_recording(const Instance& inst, const Step& s,
                                                   const std::vector<Resolved>& ptrs,
                                                   std::source_location loc) {
-  auto r = inst.ext->gemm_recording(inst.device, gemm_args(inst, s, ptrs), loc);
+  auto r =
+      s.members.size() > 1
+          ? inst.ext->gemm_table_recording(inst.device, gemm_args(inst, s, ptrs),
+                                           ptrs[static_cast<std::size_t>(s.reads.back())].data, loc)
+          : inst.ext->gemm_recording(inst.device, gemm_args(inst, s, ptrs), loc);
   if (!r) {
     throw Error(Errc::backend_failure,
                 "sluice::lazy: the backend's LazyKernels has_gemm() but gives neither a kernel nor "
@@ -463,19 +479,33 @@ std::shared_ptr<void> ProgramImpl::gemm_recording(const Instance& inst, const St
 std::optional<KernelWork> ProgramImpl::step_work(const Instance& inst, const Step& s,
                                                  const std::vector<Resolved>& ptrs) {
   const auto& d = inst.desc;
-  if (s.kind == Step::Kind::gemm) return inst.ext->gemm(gemm_args(inst, s, ptrs));
+  if (s.kind == Step::Kind::gemm) {
+    if (s.members.size() > 1) {
+      return inst.ext->gemm_table(gemm_args(inst, s, ptrs),
+                                  ptrs[static_cast<std::size_t>(s.reads.back())].data);
+    }
+    return inst.ext->gemm(gemm_args(inst, s, ptrs));
+  }
   const auto& c = d.codes[static_cast<std::size_t>(s.code)];
   std::vector<std::byte> args(c.arg_bytes());
   auto put = [&](std::size_t slot, const void* p) {
     std::memcpy(args.data() + 8 * slot, &p, sizeof p);
   };
-  put(0, ptrs[static_cast<std::size_t>(s.writes)].data);
-  for (std::size_t j = 0; j < s.reads.size(); ++j) {
-    put(j + 1, ptrs[static_cast<std::size_t>(s.reads[j])].data);
+  auto at = [&](int b) { return ptrs[static_cast<std::size_t>(b)].data; };
+  if (s.kind == Step::Kind::table) {
+    put(0, at(s.writes.front()));
+    for (std::size_t j = 0; j < s.addresses.size(); ++j) put(j + 1, at(s.addresses[j]));
+  } else {
+    // Member m's slots: its output, its reads, the error record.
+    const std::size_t S = c.buffer_slots(), R = c.buffers.size();
+    for (std::size_t m = 0; m < s.writes.size(); ++m) {
+      put(m * S, at(s.writes[m]));
+      for (std::size_t j = 0; j < R; ++j) put(m * S + j + 1, at(s.reads[m * R + j]));
+      if (c.debug) put(m * S + S - 1, inst.err.data());
+    }
   }
-  if (c.debug) put(c.buffer_slots() - 1, inst.err.data());
   if (!c.params.empty()) {
-    std::memcpy(args.data() + 8 * c.buffer_slots(), c.params.data(), 8 * c.params.size());
+    std::memcpy(args.data() + 8 * c.all_slots(), c.params.data(), 8 * c.params.size());
   }
   return inst.ext->work(inst.module, static_cast<std::size_t>(s.code), c.elements, c.weight,
                         c.max_blocks, args);
@@ -494,6 +524,7 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
     o.uses = step_uses(inst, s, ptrs);
     switch (s.kind) {
       case Step::Kind::kernel:
+      case Step::Kind::table:
       case Step::Kind::gemm:
         if (s.kind == Step::Kind::kernel && s.code < 0) {
           nodes.push_back(g.add_empty(std::move(o)));
@@ -507,8 +538,8 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
         break;
       case Step::Kind::copy: {
         const auto& src = ptrs[static_cast<std::size_t>(s.reads[0])];
-        const auto& dst = ptrs[static_cast<std::size_t>(s.writes)];
-        const auto bytes = d.bufs[static_cast<std::size_t>(s.writes)].bytes;
+        const auto& dst = ptrs[static_cast<std::size_t>(s.writes.front())];
+        const auto bytes = d.bufs[static_cast<std::size_t>(s.writes.front())].bytes;
         nodes.push_back(bytes == 0 ? g.add_empty(std::move(o))
                                    : g.add_copy(dst.data, src.data, bytes, std::move(o)));
         break;
@@ -541,12 +572,8 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
         if (v.empty() || v.back() != static_cast<int>(i)) v.push_back(static_cast<int>(i));
       };
       for (int b : s.reads) note(b);
-      if (s.writes >= 0) note(s.writes);
-      if (s.kind == Step::Kind::gemm) {
-        const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
-        note(d.buf_of[static_cast<std::size_t>(k.gemm.a)]);
-        note(d.buf_of[static_cast<std::size_t>(k.gemm.b)]);
-      }
+      for (int b : s.writes) note(b);
+      for (int b : s.addresses) note(b);
     }
   }
   return g;
@@ -569,14 +596,15 @@ bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
     GraphExec::NodeUpdate u;
     u.node = inst.nodes[static_cast<std::size_t>(i)];
     u.uses = step_uses(inst, s, ptrs);
-    if (s.kind == Step::Kind::gemm || (s.kind == Step::Kind::kernel && s.code >= 0)) {
+    if (s.kind == Step::Kind::gemm ||
+        ((s.kind == Step::Kind::kernel || s.kind == Step::Kind::table) && s.code >= 0)) {
       u.kernel = step_work(inst, s, ptrs);
       if (!u.kernel) u.recording = gemm_recording(inst, s, ptrs, loc);
     } else if (s.kind == Step::Kind::copy &&
-               d.bufs[static_cast<std::size_t>(s.writes)].bytes != 0) {
-      u.dst = ptrs[static_cast<std::size_t>(s.writes)].data;
+               d.bufs[static_cast<std::size_t>(s.writes.front())].bytes != 0) {
+      u.dst = ptrs[static_cast<std::size_t>(s.writes.front())].data;
       u.src = ptrs[static_cast<std::size_t>(s.reads[0])].data;
-      u.bytes = d.bufs[static_cast<std::size_t>(s.writes)].bytes;
+      u.bytes = d.bufs[static_cast<std::size_t>(s.writes.front())].bytes;
     } else {
       return false;  // an empty node or the bounds check: rebuilt whole
     }
@@ -763,6 +791,15 @@ std::vector<KernelInfo> ProgramImpl::kernels() const {
   if (!last_) return out;
   const auto& d = last_->desc;
   for (const auto& s : d.steps) {
+    if (s.kind == Step::Kind::table) {
+      KernelInfo info;
+      info.name = s.name;
+      info.kind = "table";
+      info.source = d.codes[static_cast<std::size_t>(s.code)].text;
+      info.elements = static_cast<std::int64_t>(s.addresses.size());
+      out.push_back(std::move(info));
+      continue;
+    }
     if (s.kind != Step::Kind::kernel && s.kind != Step::Kind::gemm) continue;
     const auto& k = d.fused.kernels[static_cast<std::size_t>(s.kernel)];
     KernelInfo info;
@@ -770,6 +807,7 @@ std::vector<KernelInfo> ProgramImpl::kernels() const {
     info.kind = s.kind == Step::Kind::gemm       ? "blas"
                 : k.kind == Kernel::Kind::reduce ? "reduce"
                                                  : "map";
+    info.members = s.members.size();
     if (s.code >= 0) {
       const auto& c = d.codes[static_cast<std::size_t>(s.code)];
       info.source = c.text;
@@ -779,9 +817,11 @@ std::vector<KernelInfo> ProgramImpl::kernels() const {
       info.choice = c.choice;
     }
     info.elements = numel(k.shape);
-    for (int p : k.parts) {
-      const int u = d.lowered.nodes[static_cast<std::size_t>(p)].node;
-      if (u >= 0) info.ops.push_back(op_where(*order_[static_cast<std::size_t>(u)]));
+    for (int m : s.members) {
+      for (int p : d.fused.kernels[static_cast<std::size_t>(m)].parts) {
+        const int u = d.lowered.nodes[static_cast<std::size_t>(p)].node;
+        if (u >= 0) info.ops.push_back(op_where(*order_[static_cast<std::size_t>(u)]));
+      }
     }
     out.push_back(std::move(info));
   }
@@ -806,16 +846,17 @@ std::string ProgramImpl::dot() const {
     const auto& d = last_->desc;
     for (std::size_t si = 0; si < d.steps.size(); ++si) {
       const auto& s = d.steps[si];
-      if (s.kernel < 0) continue;
-      for (int p : d.fused.kernels[static_cast<std::size_t>(s.kernel)].parts) {
-        const int u = d.lowered.nodes[static_cast<std::size_t>(p)].node;
-        if (u >= 0 && cluster[static_cast<std::size_t>(u)] < 0)
-          cluster[static_cast<std::size_t>(u)] = static_cast<int>(si);
+      for (int m : s.members) {
+        for (int p : d.fused.kernels[static_cast<std::size_t>(m)].parts) {
+          const int u = d.lowered.nodes[static_cast<std::size_t>(p)].node;
+          if (u >= 0 && cluster[static_cast<std::size_t>(u)] < 0)
+            cluster[static_cast<std::size_t>(u)] = static_cast<int>(si);
+        }
       }
     }
     for (std::size_t si = 0; si < d.steps.size(); ++si) {
       const auto& s = d.steps[si];
-      if (s.kernel < 0) continue;
+      if (s.members.empty()) continue;
       o << "  subgraph cluster_" << si << " {\n    label=\"" << s.name
         << (s.kind == Step::Kind::gemm ? " (BLAS)" : "") << "\"; style=rounded; color=blue;\n";
       for (std::size_t i = 0; i < order_.size(); ++i) {
@@ -870,7 +911,7 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   std::ostringstream o;
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
     << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
-    << static_cast<int>(options.broadcast_sum) << '|';
+    << static_cast<int>(options.broadcast_sum) << options.horizontal << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','
       << static_cast<int>(e->op) << ',' << e->lit.i << ',' << e->lit.f << ',' << e->var << ','

@@ -181,6 +181,7 @@ TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune 
   bool changed = false;
   for (std::size_t ci = 0; ci < d.codes.size(); ++ci) {
     auto& code = d.codes[ci];
+    if (code.kernel < 0) continue;  // an operand table
     const Kernel& k = d.fused.kernels[static_cast<std::size_t>(code.kernel)];
     auto shapes = cuda_shape_candidates(k, L);
     if (shapes.size() < 2) continue;
@@ -213,8 +214,9 @@ TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune 
       code.choice = origin;
       code.candidate_us = found->us;
       if (found->index != 0) {
-        auto again = emit_kernel(k, L, dialect, static_cast<int>(ci), debug,
-                                 &p.shapes[static_cast<std::size_t>(found->index)]);
+        auto again =
+            emit_kernel(k, L, dialect, static_cast<int>(ci), debug,
+                        &p.shapes[static_cast<std::size_t>(found->index)], {}, code.members);
         again.kernel = code.kernel;
         again.candidates = std::move(code.candidates);
         again.candidate_us = std::move(code.candidate_us);
@@ -270,8 +272,8 @@ TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune 
       write_disk(p.key, c, p.labels);
       auto& code = d.codes[static_cast<std::size_t>(p.code)];
       const Kernel& k = d.fused.kernels[static_cast<std::size_t>(code.kernel)];
-      auto chosen =
-          emit_kernel(k, L, dialect, p.code, debug, &p.shapes[static_cast<std::size_t>(c.index)]);
+      auto chosen = emit_kernel(k, L, dialect, p.code, debug,
+                                &p.shapes[static_cast<std::size_t>(c.index)], {}, code.members);
       chosen.kernel = code.kernel;
       chosen.candidates = std::move(p.labels);
       chosen.candidate_us = std::move(c.us);

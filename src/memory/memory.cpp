@@ -117,6 +117,22 @@ SimpleOp::Place place_of(const std::optional<RegisteredMemory>& m, const Context
   }
   return SimpleOp::Place::unknown;
 }
+
+/// Adds `bytes` at `p` to `accesses`: by `found`'s id when it holds them (the tracker need not
+/// look the memory up again), else as a raw use the tracker resolves (and reports, if it
+/// overruns `found`).
+void add_access(AccessList& accesses, const std::optional<RegisteredMemory>& found, const void* p,
+                std::size_t bytes, Access mode) {
+  if (found) {
+    const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(p) -
+                                                 static_cast<const std::byte*>(found->base));
+    if (offset <= found->attributes.size && bytes <= found->attributes.size - offset) {
+      accesses.add(found->id, {offset, bytes}, mode);
+      return;
+    }
+  }
+  accesses.raw(p, bytes, mode);
+}
 }  // namespace
 
 void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t bytes,
@@ -128,21 +144,24 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   auto& c = ctx.impl();
   SimpleOp simple{SimpleOp::Kind::copy, dst, src, bytes, 0};
+  AccessList accesses;
   if (c.capturing()) {
     // A graph replays the copy later: pageable memory would be read or written at launch time
     // without the staging that makes an eager copy safe, so only sluice memory is allowed.
     auto& t = Tracker::instance();
-    for (const void* p : {static_cast<const void*>(dst), src}) {
+    for (const bool is_dst : {true, false}) {
+      const void* p = is_dst ? static_cast<const void*>(dst) : src;
       auto m = t.find_memory(p);
       if (!m || m->attributes.type == MemoryType::host) {
         c.refuse_if_capturing("a copy from or to pageable host memory (use a PinnedBuffer)", loc);
       }
-      (p == dst ? simple.dst_place : simple.src_place) =
-          place_of(m, ctx, p == dst ? simple.dst_device : simple.src_device);
+      (is_dst ? simple.dst_place : simple.src_place) =
+          place_of(m, ctx, is_dst ? simple.dst_device : simple.src_device);
+      add_access(accesses, m, p, bytes, is_dst ? Access::write : Access::read);
     }
+  } else {
+    accesses.raw(dst, bytes, Access::write).raw(src, bytes, Access::read);
   }
-  AccessList accesses;
-  accesses.raw(dst, bytes, Access::write).raw(src, bytes, Access::read);
   issue_tracked(c, accesses, "copy", loc, simple,
                 [&](Stream& s, const OpInfo& op) { s.copy(dst, src, bytes, op); });
 }
@@ -153,11 +172,14 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
   SimpleOp simple{SimpleOp::Kind::memset, dst, nullptr, bytes, value};
-  if (c.capturing()) {
-    simple.dst_place = place_of(Tracker::instance().find_memory(dst), ctx, simple.dst_device);
-  }
   AccessList accesses;
-  accesses.raw(dst, bytes, Access::write);
+  if (c.capturing()) {
+    const auto m = Tracker::instance().find_memory(dst);
+    simple.dst_place = place_of(m, ctx, simple.dst_device);
+    add_access(accesses, m, dst, bytes, Access::write);
+  } else {
+    accesses.raw(dst, bytes, Access::write);
+  }
   issue_tracked(c, accesses, "memset", loc, simple,
                 [&](Stream& s, const OpInfo& op) { s.memset(dst, value, bytes, op); });
 }

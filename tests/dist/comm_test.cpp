@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 
+#include "dist/comm_state.hpp"
 #include "dist_test_util.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
@@ -217,6 +219,33 @@ TEST(DistComm, TwoCommunicatorsNeverCross) {
     }
     EXPECT_EQ(va.value(), n * (n + 1) / 2);
     EXPECT_EQ(vb.value(), 100.0 * n * (n + 1) / 2);
+  }
+}
+
+TEST(DistComm, ReductionPathsOnTheHostAreTheEngines) {
+  // The peer path is the cuda engine's; the host's ranks of a process already meet in memory,
+  // so asking for it there changes nothing, and the solvers reduce as before.
+  for (ReducePath path : {ReducePath::automatic, ReducePath::peer, ReducePath::engine}) {
+    Comm c(CommOptions{.contexts = {Context(Device{"host", 0}), Context(Device{"host", 0})},
+                       .name = "paths",
+                       .reductions = path});
+    EXPECT_EQ(c.reductions(), c.engine());
+    EXPECT_EQ(c.state()->engine->fused_gather_capacity(), 0u);
+  }
+  // A misspelt SLUICE_DIST_REDUCE is refused on every process alike, naming the values.
+  const char* was = std::getenv("SLUICE_DIST_REDUCE");
+  const std::string saved = was != nullptr ? was : "";
+  setenv("SLUICE_DIST_REDUCE", "pier", 1);
+  try {
+    Comm c = host_comm(1, "misspelt");
+    ADD_FAILURE() << "SLUICE_DIST_REDUCE=pier was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("peer, nccl"), std::string::npos) << e.what();
+  }
+  if (was != nullptr) {
+    setenv("SLUICE_DIST_REDUCE", saved.c_str(), 1);
+  } else {
+    unsetenv("SLUICE_DIST_REDUCE");
   }
 }
 

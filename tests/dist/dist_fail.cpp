@@ -6,15 +6,22 @@
 //   dist_fail vector     process 1 makes a vector of another size
 //   dist_fail exchange   process 1 receives fewer elements than process 0 sends it
 //   dist_fail local      one process, two ranks: rank 1 allreduces one element more
+//   dist_fail peer       (cuda) process 1 throws before a peer gather; process 0 waits in its own
+//   dist_fail peer_timeout  (cuda; SLUICE_DIST_TIMEOUT=2) process 1 sleeps 8 s before its peer
+//                        gather: process 0's gives up at its deadline and fails (mpirun
+//                        ends process 1, still asleep)
 //
 // A second argument names the backend of the processes' ranks (default host; cuda on a GPU
 // machine: scripts/gpu-dist).
 
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "dist/comm_state.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 
@@ -44,8 +51,33 @@ int run_local() {
   return failed == 2 ? 1 : 0;
 }
 
+/// One fused gather of 4 doubles on the peer path (the reductions of the distributed solvers).
+void peer_gather(const dist::Comm& world) {
+  const sluice::Context& ctx = world.context();
+  auto& st = *world.state();
+  sluice::DeviceBuffer<double> send(ctx, 4), recv(ctx, 4 * static_cast<std::size_t>(world.size()));
+  sluice::memset(ctx, send, 0);
+  sluice::detail::AccessList acc;
+  const double* s = acc.read(send);
+  double* r = acc.write(recv);
+  st.issue(0, ctx, acc, "peer gather", std::source_location::current(),
+           [&](sluice::Stream& stream, const sluice::OpInfo& op) {
+             st.engine->gather_finalize(stream, 0, s, r, 4, nullptr, op);
+           });
+  ctx.synchronize();
+}
+
 int run(const std::string& mode, const std::string& backend) {
   if (mode == "local") return run_local();
+  if (mode == "peer" || mode == "peer_timeout") {
+    dist::Comm world(dist::CommOptions{.backend = backend, .reductions = sluice::ReducePath::peer});
+    if (world.rank() == 1) {
+      if (mode == "peer") throw std::runtime_error("process 1 gave up before its peer gather");
+      std::this_thread::sleep_for(std::chrono::seconds(8));
+    }
+    peer_gather(world);
+    return 0;
+  }
   dist::Comm world(dist::CommOptions{.backend = backend});
   const sluice::Context& ctx = world.context();
   const int me = world.rank();

@@ -33,6 +33,13 @@ case $mode in
   exchange)
     expect "process 1 failed: .*process 0 sent more than the 3 elements process 1 expected"
     expect "process 0 failed: .*process 0 sent more than the 3 elements process 1 expected" ;;
+  peer)
+    expect "process 1 failed: process 1 gave up before its peer gather"
+    expect "process 0 failed: .*process 1 failed: process 1 gave up before its peer gather" ;;
+  peer_timeout)
+    # Process 1 stands for a rank that hangs: it is still asleep when process 0 fails, and
+    # mpirun ends it then, so only process 0 can say why.
+    expect "process 0 failed: .*rank 0 waited .* for rank 1's partial sums" ;;
   local)
     expect "rank 0 failed: .*rank 1 called allreduce of 5 elements where rank 0 called allreduce of 4"
     expect "rank 1 failed: .*rank 1 called allreduce of 5 elements where rank 0 called allreduce of 4" ;;

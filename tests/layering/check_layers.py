@@ -34,6 +34,7 @@ RANK = {
 PUBLIC = {
     "error.hpp": "contract", "platform.hpp": "contract", "backend.hpp": "contract",
     "host.hpp": "contract", "ext/plugin.hpp": "contract", "ext/graph_ir.hpp": "contract",
+    "ext/graph_batches.hpp": "contract",
     "access.hpp": "contract",  # the IR's nodes declare their accesses
     "ext/plugin_abi_tag.hpp": "contract",  # generated into the build tree
     "context.hpp": "core", "event.hpp": "core", "cuda.hpp": "core",

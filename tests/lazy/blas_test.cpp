@@ -36,6 +36,7 @@ class LazyBlas : public BackendTest {
     ctx.synchronize();
     return h;
   }
+  void independent_branches(bool horizontal);
   L::Options opts(L::Gemm gemm) const {
     L::Options o;
     o.device = device();
@@ -207,7 +208,18 @@ TEST_P(LazyBlas, RebindingNewBuffersGivesTheirProducts) {
   EXPECT_EQ(p.stats().launches, 5u);
 }
 
+// Without horizontal fusion each branch's product is a node of its own, all of them concurrent;
+// with it, one batched call over the branches (its operands listed by a kernel of their own) and
+// one kernel for every branch's row sum.
 TEST_P(LazyBlas, BlasNodesInIndependentBranches) {
+  for (const bool horizontal : {false, true}) {
+    SCOPED_TRACE(horizontal ? "horizontal" : "one node per branch");
+    independent_branches(horizontal);
+    if (HasFatalFailure()) return;
+  }
+}
+
+void LazyBlas::independent_branches(bool horizontal) {
   Context ctx = make_context();
   const std::int64_t rows = 300, cols = 16;
   const int branches = 4;
@@ -223,18 +235,38 @@ TEST_P(LazyBlas, BlasNodesInIndependentBranches) {
     total = w == 0 ? r : total + r;
     xs.push_back(X);
   }
-  L::Program p = L::compile({total}, opts(L::Gemm::blas));
-  EXPECT_EQ(p.stats().blas, static_cast<std::size_t>(branches)) << p.dot();
-  EXPECT_GE(p.stats().concurrency, static_cast<std::size_t>(branches)) << p.dot();
-  std::size_t blas_kernels = 0;
+  L::Options o = opts(L::Gemm::blas);
+  o.horizontal = horizontal;
+  L::Program p = L::compile({total}, o);
+  const auto W = static_cast<std::size_t>(branches);
+  std::size_t blas_kernels = 0, tables = 0;
   for (const auto& k : p.kernels()) {
     if (k.kind == "blas") {
       ++blas_kernels;
       EXPECT_TRUE(k.source.empty()) << k.name;
-      EXPECT_FALSE(k.ops.empty()) << k.name;
+      EXPECT_EQ(k.ops.size(), horizontal ? W : 1u) << k.name;
+      EXPECT_EQ(k.members, horizontal ? W : 1u) << k.name;
     }
+    tables += k.kind == "table";
   }
-  EXPECT_EQ(blas_kernels, static_cast<std::size_t>(branches));
+  if (horizontal) {
+    // The table, the row sums of every branch, the sum of the branches; one BLAS call.
+    EXPECT_EQ(p.stats().blas, 1u) << p.dot();
+    EXPECT_EQ(p.stats().kernels, 3u) << p.dot();
+    EXPECT_EQ(p.stats().graph_nodes, 4u) << p.dot();
+    EXPECT_EQ(p.stats().batched_products, W);
+    EXPECT_EQ(p.stats().merged_kernels, W);
+    EXPECT_EQ(tables, 1u);
+    EXPECT_EQ(blas_kernels, 1u);
+  } else {
+    EXPECT_EQ(p.stats().blas, W) << p.dot();
+    EXPECT_EQ(p.stats().kernels, W + 1) << p.dot();
+    EXPECT_GE(p.stats().concurrency, W) << p.dot();
+    EXPECT_EQ(p.stats().batched_products, 0u);
+    EXPECT_EQ(p.stats().merged_kernels, 0u);
+    EXPECT_EQ(tables, 0u);
+    EXPECT_EQ(blas_kernels, W);
+  }
   std::mt19937 rng(5);
   const auto hm = values<double>(at(cols * cols), rng);
   auto dm = upload(ctx, hm);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy/codegen.hpp"
 #include "lazy/cuda_shape.hpp"
 #include "lazy/generator.hpp"
 #include "lazy/source.hpp"
@@ -82,6 +83,56 @@ TEST(LazyCudaSource, StagedAndGroupedKernelsCompile) {
   auto X = L::placeholder<double>("X", {16384, 64});
   auto y = L::einsum("ij,ej->ei", M, X);
   expect_compiles({L::sum(L::tanh(y) * X + 1.0, 1), L::max(X, 1)}, {});
+}
+
+// Horizontal kernels (Options::horizontal): the wide DAG's branches as one staged product kernel
+// and one row sum with lanes per output, each over its members; copies of random programs in
+// every shape, debug checks included; the operand table of a batched product.
+TEST(LazyCudaSource, HorizontalKernelsCompile) {
+  auto M = L::placeholder<double>("M", {64, 64});
+  L::Array<double> total;
+  for (int w = 0; w < 4; ++w) {
+    auto X = L::placeholder<double>("X" + std::to_string(w), {16384, 64});
+    auto r = L::sum(L::tanh(L::einsum("ij,ej->ei", M, X)) * X + 1.0, 1);
+    total = w == 0 ? r : total + r;
+  }
+  for (const bool debug : {false, true}) {
+    const auto src = expect_compiles({total}, {.debug = debug});
+    EXPECT_NE(src.find("sl_k0_one("), std::string::npos) << src;
+    EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
+    EXPECT_NE(src.find("__shfl_down_sync"), std::string::npos) << src;
+  }
+  struct Force {
+    L::detail::CudaShapeRules saved = L::detail::cuda_shape_rules();
+    Force() {
+      auto& r = L::detail::cuda_shape_rules();
+      r.stage_reuse = 0;
+      r.group_terms = 2;
+      r.force_group = true;
+    }
+    ~Force() { L::detail::cuda_shape_rules() = saved; }
+  } force;
+  int horizontal = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    std::vector<L::Array<double>> arrays;
+    for (int c = 0; c < 3; ++c) {
+      Generator gen(seed, "c" + std::to_string(c) + "_", seed);
+      for (const auto& v : gen.program(10, 2)) arrays.push_back(v.a);
+    }
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const auto src = expect_compiles(arrays, {.debug = seed % 2 == 0});
+    if (HasFailure()) return;
+    horizontal += src.find("_one(") != std::string::npos;
+  }
+  EXPECT_GT(horizontal, 0);
+  const auto table = L::detail::emit_table(0, 12, LazyDialect::cuda);
+  const std::vector<std::string> options{"-std=c++17"};
+  try {
+    (void)kernel_cache::compile(L::detail::prelude(LazyDialect::cuda) + table.text, table.name,
+                                options, 90);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what() << "\n" << table.text;
+  }
 }
 
 TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {

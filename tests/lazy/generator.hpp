@@ -31,7 +31,12 @@ struct IndexInput {
 
 class Generator {
  public:
-  explicit Generator(std::uint64_t seed) : rng_(seed) {}
+  explicit Generator(std::uint64_t seed) : rng_(seed), values_(seed) {}
+  /// The same program as Generator(seed) gives (the same operations and shapes), with inputs
+  /// named `prefix` + the usual names and their values drawn from `value_seed` instead: copies
+  /// of one program that horizontal fusion merges, each with data of its own.
+  Generator(std::uint64_t seed, std::string prefix, std::uint64_t value_seed)
+      : rng_(seed), values_(value_seed), prefix_(std::move(prefix)), own_values_(true) {}
 
   /// Builds a random program; returns its outputs.
   std::vector<Val> program(int ops, int outputs) {
@@ -60,6 +65,9 @@ class Generator {
     return std::uniform_int_distribution<std::size_t>(lo, hi)(rng_);
   }
   double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  double value(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(values_);
+  }
 
   ref::Shape random_shape(std::size_t max_rank = 3) {
     ref::Shape s(uniform(0, max_rank));
@@ -68,10 +76,10 @@ class Generator {
   }
 
   Val leaf(const ref::Shape& s) {
-    const std::string name = "p" + std::to_string(inputs.size());
+    const std::string name = prefix_ + "p" + std::to_string(inputs.size());
     Ref r{s, {}};
     r.v.resize(static_cast<std::size_t>(ref::count(s)));
-    for (auto& x : r.v) x = real(-1, 1);
+    for (auto& x : r.v) x = own_values_ ? value(-1, 1) : real(-1, 1);
     inputs.emplace_back(name, r);
     return {L::placeholder<double>(name, s), r};
   }
@@ -79,12 +87,14 @@ class Generator {
   /// An int index array of `shape` with values in [-n, n).
   template <class I>
   std::pair<L::Array<I>, Ref> index_leaf(const ref::Shape& s, std::int64_t n) {
-    const std::string name = "q" + std::to_string(index_inputs.size());
+    const std::string name = prefix_ + "q" + std::to_string(index_inputs.size());
     Ref r{s, {}};
     r.v.resize(static_cast<std::size_t>(ref::count(s)));
     for (auto& x : r.v) {
-      x = static_cast<double>(
-          static_cast<std::int64_t>(uniform(0, static_cast<std::size_t>(2 * n - 1))) - n);
+      const auto top = static_cast<std::size_t>(2 * n - 1);
+      const auto u = own_values_ ? std::uniform_int_distribution<std::size_t>(0, top)(values_)
+                                 : uniform(0, top);
+      x = static_cast<double>(static_cast<std::int64_t>(u) - n);
     }
     index_inputs.push_back({name, r, sizeof(I) == 8});
     return {L::placeholder<I>(name, s), r};
@@ -325,6 +335,9 @@ class Generator {
   }
 
   std::mt19937_64 rng_;
+  std::mt19937_64 values_;  // input values, where they have a seed of their own
+  std::string prefix_;
+  bool own_values_ = false;
   std::vector<Val> pool_;
 };
 

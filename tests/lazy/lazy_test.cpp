@@ -246,6 +246,9 @@ TEST_P(Lazy, RebindingHitsTheCacheAndNewShapesInstantiateOnce) {
   auto r = L::sum(x * y + 1.0, 0, true) * x;
   auto o = opts();
   o.cache_capacity = 2;
+  // The size rule's shapes: with tuning on, a new size may time (and so compile) other candidate
+  // shapes of the reduction, which is the tuning tests' subject, not this one's.
+  o.tune = L::Tune::off;
   L::Program p = L::compile({r}, o);
   EXPECT_EQ(p.stats().instantiations, 1u);  // built by compile
   auto run = [&](std::int64_t n, double a, double b) {
@@ -389,6 +392,7 @@ TEST_P(Lazy, IndependentBranchesAreConcurrentInDataflow) {
   auto total = parts[0];
   for (int i = 1; i < 6; ++i) total = total + parts[static_cast<std::size_t>(i)];
   auto o = opts();
+  o.horizontal = false;  // each branch its own nodes (horizontal_test.cpp merges them)
   L::Program dataflow = L::compile({total}, o);
   o.schedule = L::Schedule::serial;
   L::Program serial = L::compile({total}, o);

@@ -615,6 +615,10 @@ Command add_bench_command(CLI::App& parent) {
                   "Scaling: CG variants, comma-separated (classic, single-reduction): each a "
                   "solver of its own (cg, cg1)")
       ->capture_default_str();
+  app->add_option("--dist-reduce", sc.reduce_paths,
+                  "Scaling: where the solvers' small reductions run, comma-separated (peer, nccl, "
+                  "auto; SLUICE_DIST_REDUCE): each a solver of its own (cg/peer, cg/nccl)")
+      ->delimiter(',');
   app->add_flag("--stepwise", sc.stepwise,
                 "Scaling: one rank solves through the distributed loop too (SLUICE_DIST_STEPWISE=1;"
                 " tells the loop's cost from communication's)");

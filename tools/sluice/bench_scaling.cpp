@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "bench_scaling.hpp"
 #include "sluice/error.hpp"
@@ -85,14 +86,40 @@ int run_scaling(const ScalingOptions& o) {
       solvers.emplace_back(classic ? "cg" : "cg1", "--ksp cg --cg-variant " + v);
     }
   }
+  // Each reduction path (SLUICE_DIST_REDUCE) a solver of its own. One rank has no reductions
+  // across ranks: its run is made once and its rows serve every path.
+  std::vector<std::string> paths = o.reduce_paths;
+  if (paths.empty()) paths.emplace_back();
+  for (const auto& p : paths) {
+    if (!p.empty() && p != "peer" && p != "nccl" && p != "auto") {
+      throw Error(Errc::invalid_argument,
+                  "sluice bench: --dist-reduce takes peer, nccl or auto, not '" + p + "'");
+    }
+  }
+  std::vector<std::tuple<std::string, std::string, std::string>> runs_of;  // label, args, path
   for (const auto& [ksp, solver_args] : solvers) {
+    for (const auto& p : paths)
+      runs_of.emplace_back(paths.size() > 1 ? ksp + "/" + p : ksp, solver_args, p);
+  }
+  std::map<std::string, nlohmann::ordered_json> one_rank;  // solver args -> the 1-rank rows
+  for (const auto& [ksp, solver_args, path] : runs_of) {
     std::map<std::string, double> base;  // per mode: the first count's time (x ranks: strong)
     for (int r : o.ranks) {
+      if (r == 1 && one_rank.contains(solver_args)) {
+        for (auto row : one_rank[solver_args]) {
+          row["ksp"] = ksp;
+          const std::string mode = row["mode"].get<std::string>();
+          if (!base.contains(mode)) base[mode] = row["time_s"].get<double>();
+          runs.push_back(std::move(row));
+        }
+        continue;
+      }
       std::vector<long long> grid = o.grid;
       if (o.kind == "weak") grid.back() *= r;  // the split dimension grows with the ranks
       std::string g;
       for (auto v : grid) g += (g.empty() ? "" : ",") + std::to_string(v);
       std::string cmd = o.stepwise ? "SLUICE_DIST_STEPWISE=1 " : "";
+      if (!path.empty()) cmd += "SLUICE_DIST_REDUCE=" + path + " ";
       if (o.launch == "mpirun") {
         cmd += std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
                (geteuid() == 0 ? " --allow-run-as-root" : "") +
@@ -143,14 +170,16 @@ int run_scaling(const ScalingOptions& o) {
         row["efficiency"] = o.kind == "weak" ? b / t : b / (r * t);
         row["speedup"] = o.kind == "weak" ? r * b / t : b / t;
         row["engine"] = j["engine"];
+        row["reductions"] = j.value("reductions", std::string());
         row["processes"] = j["processes"];
         row["device_name"] = j["device_name"];
         row["iterations"] = j["iterations"];
         row["stepwise"] = o.stepwise;
         if (!o.quiet) {
-          fmt::print(stderr, "  {}: {:.3f} ms, efficiency {:.3f}\n", mode, t * 1e3,
-                     row["efficiency"].get<double>());
+          fmt::print(stderr, "  {}: {:.3f} ms, efficiency {:.3f}, {} reductions\n", mode, t * 1e3,
+                     row["efficiency"].get<double>(), row["reductions"].get<std::string>());
         }
+        if (r == 1) one_rank[solver_args].push_back(row);
         runs.push_back(std::move(row));
       }
     }

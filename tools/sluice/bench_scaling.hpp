@@ -25,6 +25,9 @@ struct ScalingOptions {
   bool quiet = false;
   /// SLUICE_DIST_STEPWISE=1 for the solves: one rank runs the distributed loop too.
   bool stepwise = false;
+  /// Where the solvers' small reductions run (SLUICE_DIST_REDUCE: peer, nccl, auto), each a
+  /// solver of its own labelled "<ksp>/<path>" where several are given; empty: the default.
+  std::vector<std::string> reduce_paths;
 };
 
 /// Runs `sluice solve --json` for every rank count, solver and mode (through mpirun, or with

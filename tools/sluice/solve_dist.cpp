@@ -187,6 +187,7 @@ int run_dist_solve(const SolveOptions& o) {
       j["processes"] = comm.processes();
       j["local_ranks"] = comm.local_size();
       j["engine"] = std::string(comm.engine());
+      j["reductions"] = std::string(comm.reductions());
       j["devices_of_process_0"] = devices;
       j["device_name"] = device_info(comm.context().device()).name;
       j["rows"] = A.rows();
@@ -220,10 +221,10 @@ int run_dist_solve(const SolveOptions& o) {
       }
     }
     fmt::print(
-        "problem:    {} ({} rows, {} nonzeros) on {} ranks ({} processes, engine {}; "
-        "process 0 on {})\n",
+        "problem:    {} ({} rows, {} nonzeros) on {} ranks ({} processes, engine {}, {} "
+        "reductions; process 0 on {})\n",
         problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(), comm.engine(),
-        fmt::join(devices, ", "));
+        comm.reductions(), fmt::join(devices, ", "));
     fmt::print(
         "solver:     {}{} with {} preconditioner, {} norm, {} mode\n", o.ksp,
         o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")" : std::string(),

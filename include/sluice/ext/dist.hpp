@@ -91,6 +91,17 @@ struct DistSignature {
   std::uint64_t count = 0;
 };
 
+/// How a communicator runs the distributed solvers' small reductions (an allgather of a few
+/// dozen partial sums, then a finalize that adds them in rank order): `peer` as one kernel per
+/// rank that stores its sums straight into every other rank's device memory (cuda, where every
+/// rank's GPU reaches every other's: one process driving them with peer access, or processes of
+/// one node through CUDA IPC), `engine` through the engine's allgather (NCCL, MPI) and a
+/// finalize kernel, `automatic` the peer path where it is possible and the engine's elsewhere.
+/// `CommOptions::reductions`; where it is `automatic`, SLUICE_DIST_REDUCE=peer|nccl|auto decides.
+enum class ReducePath : std::uint8_t { automatic, peer, engine };
+
+struct DistFinalizeArgs;
+
 /// A communicator's ranks of one process, as a backend drives them. Every call enqueues rank
 /// `local`'s part of one operation on `stream` (a stream of that rank's device) and returns at
 /// once; it runs in that stream's order. `checked`: the engine verifies that every rank made
@@ -125,6 +136,18 @@ class DistEngine {
     for (const auto& p : parts)
       exchange(stream, local, p.send, p.sends, p.recv, p.recvs, type, info);
   }
+
+  /// The most doubles per rank `gather_finalize` takes; 0 where the engine has no such path
+  /// (the caller then issues `allgather` and `DistKernels::finalize`). The same on every rank.
+  [[nodiscard]] virtual std::size_t fused_gather_capacity() const noexcept { return 0; }
+  /// How the small reductions run: "peer", or the engine's name where they are its allgather.
+  [[nodiscard]] virtual std::string_view reduce_path() const noexcept { return name(); }
+  /// An allgather of `count` doubles per rank into `recv` (in rank order) and, if `fin` is set,
+  /// the finalize on what it gathered (`fin->gathered` is ignored: `recv` is read), as one
+  /// operation on `stream`: the same bits as `allgather` then `DistKernels::finalize`. Only
+  /// where `count` <= fused_gather_capacity() (unchecked: the dist layer's own reductions).
+  virtual void gather_finalize(Stream& stream, int local, const double* send, double* recv,
+                               std::size_t count, const DistFinalizeArgs* fin, const OpInfo& info);
 };
 
 /// What an engine is made from: one communicator's ranks of this process.
@@ -137,8 +160,11 @@ struct DistEngineConfig {
   std::string name;
   /// The most ranks any process of the communicator holds (every process gets the same).
   int max_local = 1;
-  /// The dist layer's own description of the processes (used by the host engine).
+  /// The dist layer's own description of the processes (used by the host engine, and by the
+  /// cuda engine to exchange its peer memory's handles).
   std::shared_ptr<const void> transport;
+  /// Where the solvers' small reductions run (every process passes the same).
+  ReducePath reduce = ReducePath::automatic;
 };
 
 /// Where a distributed solver step's sums are combined: the partial sums of every rank, in rank

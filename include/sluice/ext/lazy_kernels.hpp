@@ -105,6 +105,27 @@ class LazyKernels {
     (void)device, (void)args, (void)loc;
     return nullptr;
   }
+  /// A batch of `args.batch` matrix products of the sizes and type of `args` whose operands are
+  /// listed in memory of the device at `table`: the batch's A addresses, then its B addresses,
+  /// then its C addresses (written there by an earlier node of the same graph; args.a, b, c and
+  /// the strides are not used). As a kernel node's work, or nothing (then
+  /// `gemm_table_recording`). The default has none.
+  [[nodiscard]] virtual std::optional<KernelWork> gemm_table(const BlasGemmArgs& args,
+                                                             const void* table) {
+    (void)args, (void)table;
+    return std::nullopt;
+  }
+  /// The same batch as one recorded operation (as `gemm_recording`). The default has none.
+  [[nodiscard]] virtual std::shared_ptr<void> gemm_table_recording(const Device& device,
+                                                                   const BlasGemmArgs& args,
+                                                                   const void* table,
+                                                                   std::source_location loc) {
+    (void)device, (void)args, (void)table, (void)loc;
+    return nullptr;
+  }
+  /// True if `gemm_table` or `gemm_table_recording` gives work (the layer then batches
+  /// independent products of the same sizes).
+  [[nodiscard]] virtual bool has_gemm_table() const noexcept { return false; }
   /// True if `gemm` or `gemm_recording` gives work (the layer then keeps matrix products for it).
   [[nodiscard]] virtual bool has_gemm() const noexcept { return false; }
   /// Whether a product of these sizes is worth a BLAS call rather than a generated kernel (which

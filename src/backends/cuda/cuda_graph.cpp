@@ -17,9 +17,11 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
+#include "backends/cuda/cuda_graph_batch.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "sluice/error.hpp"
+#include "sluice/ext/graph_batches.hpp"
 #include "sluice/ext/graph_ir.hpp"
 
 namespace sluice::detail::cuda {
@@ -94,7 +96,34 @@ struct Built {
   cudaEvent_t unrecorded = nullptr;  // what event wait nodes are built with (never recorded)
   cudaEvent_t scratch =
       nullptr;  // what event record nodes are built with (each launch sets its own)
+  // Top level: memset and copy nodes run as one batched kernel node each batch (the plan is
+  // made once, at instantiation; `nodes` names a member's batched node).
+  ir::Batches plan;
+  std::vector<cudaGraphNode_t> batch_nodes;
 };
+
+/// Whether instantiations batch small memsets and copies: SLUICE_GRAPH_COALESCE=0 (or off) turns
+/// it off, for benchmarks and bisecting. Read at every instantiation.
+bool coalescing_enabled() {
+  const char* v = std::getenv("SLUICE_GRAPH_COALESCE");
+  if (v == nullptr) return true;
+  const std::string s(v);
+  return !(s == "0" || s == "off" || s == "OFF" || s == "false");
+}
+
+/// The batches of `g` on `device`: small memsets and copies whose memory a kernel on the device
+/// reaches (sluice/ext/graph_batches.hpp says which runs of them merge).
+ir::Batches plan_cuda_batches(const Graph& g, int device) {
+  if (!coalescing_enabled()) return {};
+  return ir::plan_batches(g, kBatchCapacity, [device](const ir::Node& n) {
+    if (const auto* m = std::get_if<ir::Memset>(&n.params)) {
+      return m->bytes != 0 && m->bytes <= kBatchMemsetLimit && kernel_reaches(m->dst, device);
+    }
+    const auto& c = std::get<ir::Copy>(n.params);
+    return c.bytes != 0 && c.bytes <= kBatchCopyLimit && kernel_reaches(c.dst, device) &&
+           kernel_reaches(c.src, device);
+  });
+}
 
 [[noreturn]] void unsupported(const ir::Node& n, const std::string& why) {
   throw Error(Errc::unsupported, "node '" + n.name + "' (" + kind_name(n) + "): " + why);
@@ -147,6 +176,40 @@ std::vector<std::uint32_t> topological_order(const Graph& g) {
   return order;
 }
 
+/// Adds batch `b`'s kernel node when its first member is built: after every predecessor of its
+/// members outside it (all built by then: the plan merges only members whose outside
+/// predecessors are the first member's).
+void add_batch_node(cudaGraph_t target, const Graph& g, const ir::Batches& plan,
+                    const std::vector<std::vector<std::uint32_t>>& pred,
+                    const std::vector<cudaGraphNode_t>& last,
+                    const std::vector<cudaGraphNode_t>& starts, std::int32_t b, Built& out) {
+  if (out.batch_nodes[b] != nullptr) return;
+  std::vector<cudaGraphNode_t> deps;
+  for (auto m : plan.members[b]) {
+    for (auto p : pred[m]) {
+      const auto pb = plan.batch_of[p];
+      if (pb == b) continue;
+      cudaGraphNode_t d = pb >= 0 ? out.batch_nodes[pb] : last[p];
+      if (d == nullptr) {
+        throw Error(Errc::backend_failure, "graph '" + g.name + "': the batch of node '" +
+                                               g.nodes[m].name + "' came before its predecessor '" +
+                                               g.nodes[p].name + "' (a sluice bug)");
+      }
+      if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+    }
+  }
+  if (deps.empty()) deps = starts;
+  auto table = std::make_unique<BatchTable>();
+  if (auto why = make_batch_table(g, plan.members[b], *table); !why.empty()) {
+    throw Error(Errc::backend_failure, "graph '" + g.name + "': " + why + " (a sluice bug)");
+  }
+  void* arg = nullptr;
+  const auto p = batch_params(*table, arg);
+  check(cudaGraphAddKernelNode(&out.batch_nodes[b], target, deps.empty() ? nullptr : deps.data(),
+                               deps.size(), &p),
+        "cudaGraphAddKernelNode (batched memsets and copies)");
+}
+
 /// Builds `g` into `target` (in a conditional body when `in_conditional`); `top` when `g` is the
 /// launched graph itself (its CUDA nodes are then kept in `out` for in-place updates).
 void build(cudaGraph_t target, const Graph& g, bool in_conditional, Built& out, bool top) {
@@ -169,10 +232,20 @@ void build(cudaGraph_t target, const Graph& g, bool in_conditional, Built& out, 
     starts.push_back(node);
     if (top) out.assign_nodes[i] = node;
   }
+  const ir::Batches* plan = top && !out.plan.members.empty() ? &out.plan : nullptr;
+  if (plan != nullptr) out.batch_nodes.assign(plan->members.size(), nullptr);
   for (auto i : topological_order(g)) {
     const ir::Node& n = g.nodes[i];
+    if (plan != nullptr && plan->batch_of[i] >= 0) {
+      add_batch_node(target, g, *plan, pred, last, starts, plan->batch_of[i], out);
+      last[i] = out.batch_nodes[plan->batch_of[i]];
+      continue;
+    }
     std::vector<cudaGraphNode_t> deps;
-    for (auto p : pred[i]) deps.push_back(last[p]);
+    for (auto p : pred[i]) {
+      // Members of one batch share their node: each dependency once.
+      if (std::find(deps.begin(), deps.end(), last[p]) == deps.end()) deps.push_back(last[p]);
+    }
     if (pred[i].empty()) deps = starts;
     const auto* d = deps.empty() ? nullptr : deps.data();
     cudaGraphNode_t node = nullptr;
@@ -370,6 +443,7 @@ class CudaGraph final : public GraphExecutable {
     built_.unrecorded = unrecorded_;
     built_.scratch = scratch_;
     try {
+      built_.plan = plan_cuda_batches(*graph_, device_);
       source_ = build_graph(*graph_, built_);
     } catch (...) {
       (void)cudaEventDestroy(unrecorded_);
@@ -476,8 +550,15 @@ class CudaGraph final : public GraphExecutable {
     in_flight_.push_back({e, graph_, built_.calls, std::move(points)});
   }
 
+  [[nodiscard]] Batching batching() const noexcept override {
+    return {built_.plan.merged(), built_.plan.members.size()};
+  }
+
   std::string update(const ir::GraphPtr& next) override {
     DeviceGuard guard(device_);
+    // A batch whose members now overlap, or whose memory its kernel does not reach, needs
+    // another plan: a new instantiation.
+    if (auto why = batches_still_hold(*next); !why.empty()) return why;
     // Many changed nodes: one whole-graph update may cost less than a SetParams call per node
     // (decided by count, see whole_update_from).
     const std::size_t whole = whole_update_from();
@@ -491,6 +572,7 @@ class CudaGraph final : public GraphExecutable {
     rebuilt.errors = errors_.get();
     rebuilt.unrecorded = unrecorded_;
     rebuilt.scratch = scratch_;
+    rebuilt.plan = built_.plan;
     cudaGraph_t graph = build_graph(*next, rebuilt);
     cudaGraphExecUpdateResultInfo info{};
     const auto err = cudaGraphExecUpdate(exec_, graph, &info);
@@ -520,10 +602,16 @@ class CudaGraph final : public GraphExecutable {
     };
     std::vector<void*> args;
     auto calls = built_.calls;  // replaced only if a host node is updated
+    const auto& plan = built_.plan;
+    std::vector<char> dirty(plan.members.size(), 0);  // batches with a changed member
     for (std::size_t i = 0; i < next.nodes.size(); ++i) {
       const ir::Params& pa = cur.nodes[i].params;
       const ir::Params& pb = next.nodes[i].params;
       if (pa.index() != pb.index()) return false;
+      if (!plan.members.empty() && plan.batch_of[i] >= 0) {
+        dirty[plan.batch_of[i]] |= member_changed(cur.nodes[i], next.nodes[i], true);
+        continue;
+      }
       cudaGraphNode_t h = built_.nodes[i];
       if (const auto* b = std::get_if<ir::Copy>(&pb)) {
         const auto& a = std::get<ir::Copy>(pa);
@@ -579,8 +667,71 @@ class CudaGraph final : public GraphExecutable {
       }
       // Empty, alloc and free nodes have nothing to set; event nodes are set by each launch.
     }
+    // A changed batch: its whole table anew, one call.
+    for (std::size_t b = 0; b < dirty.size(); ++b) {
+      if (!dirty[b]) continue;
+      BatchTable table;
+      if (!make_batch_table(next, plan.members[b], table).empty()) return false;
+      void* arg = nullptr;
+      const auto p = batch_params(table, arg);
+      if (!ok(cudaGraphExecKernelNodeSetParams(exec_, built_.batch_nodes[b], &p))) return false;
+    }
     built_.calls = std::move(calls);
     return true;
+  }
+
+  /// Whether a batch member's parameters differ (`values`: its memset value too; else only its
+  /// addresses and size).
+  static bool member_changed(const ir::Node& a, const ir::Node& b, bool values) {
+    if (const auto* mb = std::get_if<ir::Memset>(&b.params)) {
+      const auto& ma = std::get<ir::Memset>(a.params);
+      return ma.dst != mb->dst || ma.bytes != mb->bytes || (values && ma.value != mb->value);
+    }
+    const auto& ca = std::get<ir::Copy>(a.params);
+    const auto& cb = std::get<ir::Copy>(b.params);
+    return ca.dst != cb.dst || ca.src != cb.src || ca.bytes != cb.bytes;
+  }
+
+  /// Empty if every batch can take `next`'s parameters: a member moved or resized must not meet
+  /// another member, must fit an entry, and its memory must be reachable by the batch's kernel.
+  std::string batches_still_hold(const Graph& next) const {
+    const auto& plan = built_.plan;
+    if (plan.members.empty()) return {};
+    const Graph& cur = *graph_;
+    if (next.nodes.size() != cur.nodes.size()) return {};  // the core checked the topology
+    for (std::size_t b = 0; b < plan.members.size(); ++b) {
+      bool moved = false;
+      for (auto i : plan.members[b]) {
+        const ir::Node& a = cur.nodes[i];
+        const ir::Node& n = next.nodes[i];
+        if (a.params.index() != n.params.index() || !member_changed(a, n, false)) continue;
+        moved = true;
+        std::size_t bytes = 0;
+        bool reach = true;
+        if (const auto* m = std::get_if<ir::Memset>(&n.params)) {
+          bytes = m->bytes;
+          reach = m->dst == std::get<ir::Memset>(a.params).dst || kernel_reaches(m->dst, device_);
+        } else if (const auto* c = std::get_if<ir::Copy>(&n.params)) {
+          const auto& ca = std::get<ir::Copy>(a.params);
+          bytes = c->bytes;
+          reach = (c->dst == ca.dst || kernel_reaches(c->dst, device_)) &&
+                  (c->src == ca.src || kernel_reaches(c->src, device_));
+        }
+        if (bytes > kBatchMaxBytes) {
+          return "node '" + n.name + "' (" + std::to_string(bytes) +
+                 " bytes) is too large for the batched kernel node it runs in";
+        }
+        if (!reach) {
+          return "node '" + n.name + "' now uses memory the batched kernel node it runs in " +
+                 "cannot reach";
+        }
+      }
+      if (moved && ir::batch_conflicts(next, plan.members[b])) {
+        return "the memsets and copies batched with node '" +
+               next.nodes[plan.members[b].front()].name + "' now overlap";
+      }
+    }
+    return {};
   }
 
   /// The number of changed nodes from which update() rebuilds the graph and applies it with one
@@ -599,10 +750,12 @@ class CudaGraph final : public GraphExecutable {
     const Graph& cur = *graph_;
     if (next.nodes.size() != cur.nodes.size()) return 0;
     std::size_t changed = 0;
+    const auto& plan = built_.plan;
     for (std::size_t i = 0; i < next.nodes.size(); ++i) {
       const ir::Params& pa = cur.nodes[i].params;
       const ir::Params& pb = next.nodes[i].params;
       if (pa.index() != pb.index()) continue;
+      if (!plan.members.empty() && plan.batch_of[i] >= 0) continue;  // one call per batch
       if (const auto* b = std::get_if<ir::Copy>(&pb)) {
         const auto& a = std::get<ir::Copy>(pa);
         changed += a.dst != b->dst || a.src != b->src || a.bytes != b->bytes;

@@ -13,6 +13,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -72,7 +73,51 @@ struct LaunchPoints {
   }
 };
 
-void run_graph(const Graph& g, LaunchPoints* events = nullptr);
+/// What running a graph needs besides its nodes, from its topology alone: made once per
+/// instantiation for the launched graph (an update keeps the topology), per run for nested ones.
+struct Schedule {
+  std::vector<std::vector<std::uint32_t>> succ;
+  std::vector<std::uint32_t> pending;  // predecessors per node
+  std::vector<std::uint32_t> chain;    // the nodes in order, when never two are ready at once
+  bool defaults = false;               // some conditional node has a default to assign
+};
+
+Schedule schedule_of(const Graph& g) {
+  const auto count = g.nodes.size();
+  Schedule s;
+  s.succ.resize(count);
+  s.pending.assign(count, 0);
+  for (auto [a, b] : g.edges) {
+    s.succ[a].push_back(b);
+    ++s.pending[b];
+  }
+  for (const auto& n : g.nodes) {
+    if (const auto* c = ir::condition(n); c && c->initial) s.defaults = true;
+  }
+  // A chain (never two nodes ready at once: a capture of one context, a solver's loop) runs on
+  // the calling thread, node after node, so that a node's own data-parallel loops have the
+  // whole pool. Handing a chain to the pool's workers gains nothing and, with the workers
+  // parked on the graph, leaves those loops one thread (measured on 2 cores: graph-mode CG
+  // twice as slow as async mode from 3e5 nonzeros).
+  std::vector<std::uint32_t> ready, left = s.pending;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (left[i] == 0) ready.push_back(i);
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(count);
+  while (ready.size() == 1) {
+    const auto i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (auto n : s.succ[i]) {
+      if (--left[n] == 0) ready.push_back(n);
+    }
+  }
+  if (order.size() == count) s.chain = std::move(order);
+  return s;
+}
+
+void run_graph(const Graph& g, LaunchPoints* events = nullptr, const Schedule* schedule = nullptr);
 
 void run_node(const Graph& g, std::uint32_t i, LaunchPoints* events) {
   const ir::Node& n = g.nodes[i];
@@ -136,20 +181,24 @@ void run_node(const Graph& g, std::uint32_t i, LaunchPoints* events) {
   }
 }
 
-void run_graph(const Graph& g, LaunchPoints* events) {
+void run_graph(const Graph& g, LaunchPoints* events, const Schedule* schedule) {
   const auto count = g.nodes.size();
   if (count == 0) return;
+  std::optional<Schedule> own;
+  if (schedule == nullptr) schedule = &own.emplace(schedule_of(g));
   // Conditional defaults are assigned as the graph starts, before any of its nodes (as CUDA's
   // cudaGraphCondAssignDefault).
-  for (const auto& n : g.nodes) {
-    if (const auto* c = ir::condition(n); c && c->initial) c->assign_initial();
+  if (schedule->defaults) {
+    for (const auto& n : g.nodes) {
+      if (const auto* c = ir::condition(n); c && c->initial) c->assign_initial();
+    }
   }
-  std::vector<std::vector<std::uint32_t>> succ(count);
-  std::vector<std::uint32_t> pending(count, 0);
-  for (auto [a, b] : g.edges) {
-    succ[a].push_back(b);
-    ++pending[b];
+  if (!schedule->chain.empty()) {
+    for (auto i : schedule->chain) run_node(g, i, events);
+    return;
   }
+  const auto& succ = schedule->succ;
+  std::vector<std::uint32_t> pending = schedule->pending;
   struct Shared {
     std::mutex mutex;
     std::condition_variable cv;
@@ -159,28 +208,6 @@ void run_graph(const Graph& g, LaunchPoints* events) {
   } st;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (pending[i] == 0) st.ready.push_back(i);
-  }
-  // A chain (never two nodes ready at once: a capture of one context, a solver's loop) runs on
-  // the calling thread, node after node, so that a node's own data-parallel loops have the
-  // whole pool. Handing a chain to the pool's workers gains nothing and, with the workers
-  // parked on the graph, leaves those loops one thread (measured on 2 cores: graph-mode CG
-  // twice as slow as async mode from 3e5 nonzeros).
-  {
-    std::vector<std::uint32_t> order, ready(st.ready.begin(), st.ready.end());
-    std::vector<std::uint32_t> left = pending;
-    order.reserve(count);
-    while (ready.size() == 1) {
-      const auto i = ready.back();
-      ready.pop_back();
-      order.push_back(i);
-      for (auto s : succ[i]) {
-        if (--left[s] == 0) ready.push_back(s);
-      }
-    }
-    if (order.size() == count) {
-      for (auto i : order) run_node(g, i, events);
-      return;
-    }
   }
   // Every worker takes ready nodes until the graph is done; the calling thread is one of them,
   // so the graph progresses even when every pool thread is busy elsewhere.
@@ -232,16 +259,26 @@ void check(const Graph& g) {
   }
 }
 
+/// A version of the launched graph with its schedule: what each launch runs.
+struct Prepared {
+  ir::GraphPtr graph;
+  std::shared_ptr<const Schedule> schedule;
+};
+
 class HostGraph final : public GraphExecutable {
  public:
-  explicit HostGraph(ir::GraphPtr g) : graph_(std::move(g)) { check(*graph_); }
+  explicit HostGraph(ir::GraphPtr g) {
+    check(*g);
+    auto schedule = std::make_shared<const Schedule>(schedule_of(*g));
+    current_ = std::make_shared<const Prepared>(Prepared{std::move(g), std::move(schedule)});
+  }
 
   void launch(Stream& stream, const OpInfo& op, const std::shared_ptr<FailureState>& failures,
               ir::LaunchEvents& points) override {
     // The launch is one task of the context's queue; its nodes fan out on the shared pool. Each
     // launch keeps the parameters it was issued with (updates give a new graph).
     std::shared_ptr<LaunchPoints> events;
-    const auto& nodes = graph_->nodes;
+    const auto& nodes = current_->graph->nodes;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const bool record = std::holds_alternative<ir::EventRecord>(nodes[i].params);
       if (!record && !std::holds_alternative<ir::EventWait>(nodes[i].params)) continue;
@@ -260,7 +297,8 @@ class HostGraph final : public GraphExecutable {
       p->device = Device{"host", 0};
       events->records[i] = std::move(p);
     }
-    stream.host_task([g = graph_, events] { run_graph(*g, events.get()); }, op);
+    stream.host_task(
+        [p = current_, events] { run_graph(*p->graph, events.get(), p->schedule.get()); }, op);
     if (events) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (events->records[i]) points.records.at(i) = events->records[i];
@@ -270,12 +308,13 @@ class HostGraph final : public GraphExecutable {
 
   std::string update(const ir::GraphPtr& graph) override {
     check(*graph);
-    graph_ = graph;
+    // The core checked the topology is the same: the schedule stays.
+    current_ = std::make_shared<const Prepared>(Prepared{graph, current_->schedule});
     return {};
   }
 
  private:
-  ir::GraphPtr graph_;
+  std::shared_ptr<const Prepared> current_;
 };
 
 }  // namespace

@@ -32,6 +32,11 @@
 // records the failure on its contexts (their synchronize reports it) and the process's failure
 // state, and the watchdog then aborts the communicators, ending the mismatched collective that
 // follows whether it hangs or not. No host thread waits for any of it.
+//
+// Where every rank's GPU reaches every other's memory, the solvers' small reductions do not use
+// NCCL: peer_reduce.cpp's fused gather (one kernel per rank, stores into the peers' memory) runs
+// them (fused_gather_capacity, gather_finalize); the watchdog also reports a gather that gave
+// up for its deadline and, on any failure, makes the gathers in flight leave.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -55,6 +60,7 @@
 #include "core/context_impl.hpp"
 #include "dist/cuda/dist_kernels.hpp"
 #include "dist/cuda/nccl_engine.hpp"
+#include "dist/cuda/peer_reduce.hpp"
 #include "dist/process.hpp"
 #include "sluice/error.hpp"
 
@@ -166,6 +172,9 @@ class NcclEngine final : public DistEngine {
     // this at its first capture): off where a process drives several GPUs.
     if (config.max_local > 1) setenv("NCCL_GRAPH_REGISTER", "0", 0);
     if (comms_.size() > 1) preload(config);
+    // Before NCCL: a failure here (peer reductions asked for and impossible) leaves nothing to
+    // destroy, and every process decides alike.
+    peer_ = PeerReduce::make(config);
     std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
     std::vector<std::string> errors(comms_.size());
     {
@@ -249,6 +258,20 @@ class NcclEngine final : public DistEngine {
   }
 
   std::string_view name() const noexcept override { return "nccl"; }
+
+  std::size_t fused_gather_capacity() const noexcept override { return peer_ ? kPeerCapacity : 0; }
+
+  std::string_view reduce_path() const noexcept override { return peer_ ? "peer" : "nccl"; }
+
+  void gather_finalize(Stream& stream, int local, const double* send, double* recv,
+                       std::size_t count, const DistFinalizeArgs* fin,
+                       const OpInfo& info) override {
+    if (!peer_) DistEngine::gather_finalize(stream, local, send, recv, count, fin, info);
+    run_on(stream, info, [&](cudaStream_t s) {
+      (void)comm(local);  // throws once the communication failed
+      peer_->launch(s, local, send, recv, count, fin);
+    });
+  }
 
   void allreduce(Stream& stream, int local, const void* send, void* recv, std::size_t count,
                  DistType type, DistOp op, bool checked, const OpInfo& info) override {
@@ -460,6 +483,9 @@ class NcclEngine final : public DistEngine {
     while (!stop_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       poll_failure_notices();
+      if (peer_) {
+        if (auto why = peer_->failure()) fail_process(*why, true);
+      }
       bool failed = process_failure().has_value();
       for (ncclComm_t c : comms_) {
         ncclResult_t async = ncclSuccess;
@@ -470,18 +496,20 @@ class NcclEngine final : public DistEngine {
         }
       }
       if (failed) {
-        // NCCL allows an abort from another thread while a call hangs on the communicator.
-        aborted_.store(true, std::memory_order_release);
-        for (ncclComm_t c : comms_) {
-          if (c != nullptr) ncclCommAbort(c);
-        }
         // The aborted kernels end without an error of the stream's: the contexts carry the
-        // failure, so that their next synchronize reports it.
+        // failure, so that their next synchronize reports it. Recorded before the kernels are
+        // let go, so that no synchronize sees them end without it.
         const std::string why =
             "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
         for (auto& c : contexts_) {
           auto& impl = c.impl();
           impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
+        }
+        // NCCL allows an abort from another thread while a call hangs on the communicator.
+        aborted_.store(true, std::memory_order_release);
+        if (peer_) peer_->abort();  // the fused gathers in flight leave
+        for (ncclComm_t c : comms_) {
+          if (c != nullptr) ncclCommAbort(c);
         }
         return;
       }
@@ -493,6 +521,7 @@ class NcclEngine final : public DistEngine {
   int size_ = 1;
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<Checker>> checkers_;
+  std::unique_ptr<PeerReduce> peer_;  // null: the small reductions go through NCCL
   std::atomic<bool> stop_{false};
   std::atomic<bool> aborted_{false};
   std::thread watchdog_;

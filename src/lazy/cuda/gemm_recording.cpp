@@ -102,22 +102,37 @@ cublasStatus_t issue(cublasHandle_t h, const BlasGemmArgs& a) {
                                    &a.beta, C, i(a.ldc), a.stride_c, i(a.batch));
 }
 
-}  // namespace
+/// Issues the batch whose operand lists are at `table` (A's, B's, C's: batch addresses each).
+cublasStatus_t issue_table(cublasHandle_t h, const BlasGemmArgs& a, const void* table) {
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };  // checked when planned
+  const auto n = static_cast<std::size_t>(a.batch);
+  if (a.precision == Precision::f32) {
+    const float alpha = static_cast<float>(a.alpha), beta = static_cast<float>(a.beta);
+    const auto* t = static_cast<float* const*>(table);
+    return cublasSgemmBatched(h, op(a.trans_a), op(a.trans_b), i(a.m), i(a.n), i(a.k), &alpha, t,
+                              i(a.lda), t + n, i(a.ldb), &beta, t + 2 * n, i(a.ldc), i(a.batch));
+  }
+  const auto* t = static_cast<double* const*>(table);
+  return cublasDgemmBatched(h, op(a.trans_a), op(a.trans_b), i(a.m), i(a.n), i(a.k), &a.alpha, t,
+                            i(a.lda), t + n, i(a.ldb), &a.beta, t + 2 * n, i(a.ldc), i(a.batch));
+}
 
-std::shared_ptr<void> record_gemm(const Device& device, const BlasGemmArgs& args,
-                                  std::source_location loc) {
+/// `issue` (on the recorder's stream, being captured) as a recording.
+template <class Issue>
+std::shared_ptr<void> record(const Device& device, const char* call, Issue issue,
+                             std::source_location loc) {
   Recorder& r = recorder(device.index, loc);
   std::lock_guard lock(r.mutex);
   DeviceGuard guard(device.index, loc);
   // Relaxed, as the backend's own captures: other threads' CUDA calls stay legal meanwhile.
   check(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeRelaxed),
         "cudaStreamBeginCapture (lazy matrix product)", loc);
-  const cublasStatus_t st = issue(r.handle, args);
+  const cublasStatus_t st = issue(r.handle);
   auto rec = std::make_shared<CudaRecording>();
   const cudaError_t err = cudaStreamEndCapture(r.stream, &rec->graph);
   if (st != CUBLAS_STATUS_SUCCESS) {
     clear_error();
-    blas_failed(args.precision == Precision::f32 ? "cublasSgemm" : "cublasDgemm", st, loc);
+    blas_failed(call, st, loc);
   }
   check(err, "cudaStreamEndCapture (lazy matrix product)", loc);
   if (rec->graph == nullptr) {
@@ -125,6 +140,25 @@ std::shared_ptr<void> record_gemm(const Device& device, const BlasGemmArgs& args
                 loc);
   }
   return rec;
+}
+
+}  // namespace
+
+std::shared_ptr<void> record_gemm(const Device& device, const BlasGemmArgs& args,
+                                  std::source_location loc) {
+  const bool f32 = args.precision == Precision::f32;
+  const char* call = args.batch == 1
+                         ? (f32 ? "cublasSgemm" : "cublasDgemm")
+                         : (f32 ? "cublasSgemmStridedBatched" : "cublasDgemmStridedBatched");
+  return record(
+      device, call, [&](cublasHandle_t h) { return issue(h, args); }, loc);
+}
+
+std::shared_ptr<void> record_gemm_table(const Device& device, const BlasGemmArgs& args,
+                                        const void* table, std::source_location loc) {
+  return record(
+      device, args.precision == Precision::f32 ? "cublasSgemmBatched" : "cublasDgemmBatched",
+      [&](cublasHandle_t h) { return issue_table(h, args, table); }, loc);
 }
 
 }  // namespace sluice::detail::cuda

@@ -203,6 +203,11 @@ class CudaLazyKernels final : public LazyKernels {
     return record_gemm(device, args, loc);
   }
   [[nodiscard]] bool has_gemm() const noexcept override { return true; }
+  std::shared_ptr<void> gemm_table_recording(const Device& device, const BlasGemmArgs& args,
+                                             const void* table, std::source_location loc) override {
+    return record_gemm_table(device, args, table, loc);
+  }
+  [[nodiscard]] bool has_gemm_table() const noexcept override { return true; }
   /// From 2^20 multiply-adds with every dimension at least 48: a smaller or thinner product (the
   /// DG inverse mass, Np x Np times Np x E) is memory-bound, and a generated kernel reads it once
   /// with its producers and readers fused, where a cuBLAS call adds a node and a round trip of

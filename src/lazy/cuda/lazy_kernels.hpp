@@ -13,5 +13,10 @@ namespace sluice::detail::cuda {
 /// (backends/cuda/cuda_graph.hpp), as LazyKernels::gemm_recording gives it.
 [[nodiscard]] std::shared_ptr<void> record_gemm(const Device& device, const BlasGemmArgs& args,
                                                 std::source_location loc);
+/// cuBLAS's batched GEMM over the operand lists at `table` (LazyKernels::gemm_table_recording),
+/// captured likewise.
+[[nodiscard]] std::shared_ptr<void> record_gemm_table(const Device& device,
+                                                      const BlasGemmArgs& args, const void* table,
+                                                      std::source_location loc);
 
 }  // namespace sluice::detail::cuda

@@ -239,28 +239,54 @@ class HostLazyKernels final : public LazyKernels {
   std::optional<KernelWork> gemm(const BlasGemmArgs& args) override {
     KernelWork k;
     k.range = 1;
-    k.host = [a = args](std::size_t, std::size_t) {
-      const auto ta = a.trans_a ? CblasTrans : CblasNoTrans;
-      const auto tb = a.trans_b ? CblasTrans : CblasNoTrans;
-      const auto i = [](std::int64_t v) { return static_cast<int>(v); };
-      for (std::int64_t q = 0; q < a.batch; ++q) {
-        if (a.precision == Precision::f32) {
-          cblas_sgemm(CblasColMajor, ta, tb, i(a.m), i(a.n), i(a.k), static_cast<float>(a.alpha),
-                      static_cast<const float*>(a.a) + q * a.stride_a, i(a.lda),
-                      static_cast<const float*>(a.b) + q * a.stride_b, i(a.ldb),
-                      static_cast<float>(a.beta), static_cast<float*>(a.c) + q * a.stride_c,
-                      i(a.ldc));
-        } else {
-          cblas_dgemm(CblasColMajor, ta, tb, i(a.m), i(a.n), i(a.k), a.alpha,
-                      static_cast<const double*>(a.a) + q * a.stride_a, i(a.lda),
-                      static_cast<const double*>(a.b) + q * a.stride_b, i(a.ldb), a.beta,
-                      static_cast<double*>(a.c) + q * a.stride_c, i(a.ldc));
-        }
+    k.host = [a = args](std::size_t, std::size_t) { run_gemm(a); };
+    return k;
+  }
+
+ private:
+  static void run_gemm(const BlasGemmArgs& a) {
+    const auto ta = a.trans_a ? CblasTrans : CblasNoTrans;
+    const auto tb = a.trans_b ? CblasTrans : CblasNoTrans;
+    const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    for (std::int64_t q = 0; q < a.batch; ++q) {
+      if (a.precision == Precision::f32) {
+        cblas_sgemm(CblasColMajor, ta, tb, i(a.m), i(a.n), i(a.k), static_cast<float>(a.alpha),
+                    static_cast<const float*>(a.a) + q * a.stride_a, i(a.lda),
+                    static_cast<const float*>(a.b) + q * a.stride_b, i(a.ldb),
+                    static_cast<float>(a.beta), static_cast<float*>(a.c) + q * a.stride_c,
+                    i(a.ldc));
+      } else {
+        cblas_dgemm(CblasColMajor, ta, tb, i(a.m), i(a.n), i(a.k), a.alpha,
+                    static_cast<const double*>(a.a) + q * a.stride_a, i(a.lda),
+                    static_cast<const double*>(a.b) + q * a.stride_b, i(a.ldb), a.beta,
+                    static_cast<double*>(a.c) + q * a.stride_c, i(a.ldc));
+      }
+    }
+  }
+
+ public:
+  [[nodiscard]] bool has_gemm() const noexcept override { return true; }
+
+  /// The batch's products spread over the pool (as the graph runs independent products), the
+  /// operands read from the table when the node runs.
+  std::optional<KernelWork> gemm_table(const BlasGemmArgs& args, const void* table) override {
+    KernelWork k;
+    k.range = static_cast<std::size_t>(args.batch);
+    k.host = [a = args, table](std::size_t lo, std::size_t hi) {
+      const auto* t = static_cast<void* const*>(table);
+      BlasGemmArgs one = a;
+      one.batch = 1;
+      const auto n = static_cast<std::size_t>(a.batch);
+      for (std::size_t q = lo; q < hi; ++q) {
+        one.a = t[q];
+        one.b = t[n + q];
+        one.c = t[2 * n + q];
+        run_gemm(one);
       }
     };
     return k;
   }
-  [[nodiscard]] bool has_gemm() const noexcept override { return true; }
+  [[nodiscard]] bool has_gemm_table() const noexcept override { return true; }
 
  private:
   static void compile(const std::string& cxx, const std::vector<std::string>& opts,

@@ -2,7 +2,9 @@
 // What the dist tests share: communicators with one or several ranks per process, and
 // deterministic data every process can compute for every rank.
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sluice/dist.hpp"
@@ -49,5 +51,26 @@ inline std::vector<int> solve_local_counts() {
 /// end (comm_test.cpp). Issues every local rank's part from the calling thread: one local rank,
 /// or an engine that meets them at run time (the host's).
 void random_interleaving(const Comm& c, unsigned seed);
+
+/// CUDA devices this process sees (0 without the cuda backend).
+inline int cuda_devices() {
+  for (const auto& b : backends()) {
+    if (b.name == "cuda") return static_cast<int>(b.device_count);
+  }
+  return 0;
+}
+
+/// Empty if this node has a GPU for each of its ranks (`per_process` in every process of the
+/// node) and at least `min_ranks` of them, else why the case skips. NCCL runs one rank per GPU.
+inline std::string gpus_needed(int per_process, int min_ranks = 0) {
+  const int have = cuda_devices();
+  const int procs = Environment::node_process_count();
+  const int want = std::max(min_ranks, per_process * procs);
+  if (have >= want && per_process >= 1) return {};
+  return "needs " + std::to_string(want) + " CUDA device(s) on this node (" +
+         std::to_string(procs) + " process(es) x " + std::to_string(per_process) +
+         " rank(s), a GPU per rank), found " + std::to_string(have) +
+         ": run scripts/gpu-dist on a machine with 2 GPUs or more";
+}
 
 }  // namespace sluice::dist::test

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dist/comm_state.hpp"
+#include "dist_test_util.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 #include "sluice/memory.hpp"
@@ -21,28 +22,10 @@
 namespace sluice::dist {
 namespace {
 
-int cuda_devices() {
-  for (const auto& b : backends()) {
-    if (b.name == "cuda") return static_cast<int>(b.device_count);
-  }
-  return 0;
-}
-
-/// Empty if the node has a GPU for each of `per_process` ranks of each process and there are 2
-/// ranks or more, else the reason.
-std::string peer_gpus_needed(int per_process) {
-  const int procs = Environment::node_process_count();
-  const int have = cuda_devices();
-  const int want = std::max(2, per_process * procs);
-  if (have >= want && per_process >= 1) return {};
-  return "needs " + std::to_string(want) + " CUDA device(s) on this node (a rank each), found " +
-         std::to_string(have) + ": run scripts/gpu-dist on a machine with 2 GPUs or more";
-}
-
 /// Every process's ranks on GPUs of their own (alone: every GPU; under mpirun: one each), with
 /// the reductions on `path`.
 Comm gpu_comm(ReducePath path, const char* name) {
-  const int local = Environment::process_count() == 1 ? cuda_devices() : 1;
+  const int local = Environment::process_count() == 1 ? test::cuda_devices() : 1;
   std::vector<Context> ctxs;
   const int first = Environment::node_process_rank() * local;
   for (int i = 0; i < local; ++i) {
@@ -207,8 +190,8 @@ void solves_match(const Comm& peer, const Comm& nccl) {
 }
 
 TEST(DistGpu, PeerReductionsEqualNcclOnes) {
-  const int local = Environment::process_count() == 1 ? cuda_devices() : 1;
-  if (auto why = peer_gpus_needed(local); !why.empty()) GTEST_SKIP() << why;
+  const int local = Environment::process_count() == 1 ? test::cuda_devices() : 1;
+  if (auto why = test::gpus_needed(local, 2); !why.empty()) GTEST_SKIP() << why;
   const Comm peer = gpu_comm(ReducePath::peer, "peer");
   const Comm nccl = gpu_comm(ReducePath::engine, "nccl");
   std::cout << "[ reduce   ] " << peer.size() << " ranks in " << peer.processes()
@@ -223,8 +206,8 @@ TEST(DistGpu, PeerReductionsEqualNcclOnes) {
 }
 
 TEST(DistGpu, AutomaticReductionsTakeThePeerPathWhereGpusReachEachOther) {
-  const int local = Environment::process_count() == 1 ? cuda_devices() : 1;
-  if (auto why = peer_gpus_needed(local); !why.empty()) GTEST_SKIP() << why;
+  const int local = Environment::process_count() == 1 ? test::cuda_devices() : 1;
+  if (auto why = test::gpus_needed(local, 2); !why.empty()) GTEST_SKIP() << why;
   // Automatic: the peer path, since every GPU of a node reaches every other's here (NVLink or
   // PCIe peer access); what scripts/gpu-dist's machines have.
   const Comm a = gpu_comm(ReducePath::automatic, "auto");

@@ -26,25 +26,6 @@
 namespace sluice::dist {
 namespace {
 
-int cuda_devices() {
-  for (const auto& b : backends()) {
-    if (b.name == "cuda") return static_cast<int>(b.device_count);
-  }
-  return 0;
-}
-
-/// Empty if this node has a GPU for each of its ranks (`per_process` in every process of the
-/// node), else why the case skips. NCCL runs one rank per GPU.
-std::string gpus_needed(int per_process) {
-  const int have = cuda_devices();
-  const int procs = Environment::node_process_count();
-  if (have >= per_process * procs) return {};
-  return "needs " + std::to_string(per_process * procs) + " CUDA device(s) on this node (" +
-         std::to_string(procs) + " process(es) x " + std::to_string(per_process) +
-         " rank(s), a GPU per rank), found " + std::to_string(have) +
-         ": run scripts/gpu-dist on a machine with 2 GPUs or more";
-}
-
 /// A communicator over every process, each with `local` ranks on GPUs of its own: process p of
 /// the node drives cuda:(p * local) ... cuda:(p * local + local - 1).
 Comm gpu_comm(int local) {
@@ -58,7 +39,7 @@ Comm gpu_comm(int local) {
 }
 
 TEST(DistGpu, RanksSharingAGpuAreRefusedBeforeNccl) {
-  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = test::gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
   // Alone: two ranks of this process on cuda:0; under mpirun: every process's rank on cuda:0.
   // Every process gets the same refusal (no process is left waiting in NCCL's set-up).
   const Context c0(Device{"cuda", 0});
@@ -82,8 +63,8 @@ TEST(DistGpu, RanksSharingAGpuAreRefusedBeforeNccl) {
 
 TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
   // Two GPUs seen by this process (every process of the node uses the same two).
-  if (cuda_devices() < 2) {
-    GTEST_SKIP() << "needs 2 CUDA device(s) on this node, found " << cuda_devices()
+  if (test::cuda_devices() < 2) {
+    GTEST_SKIP() << "needs 2 CUDA device(s) on this node, found " << test::cuda_devices()
                  << ": run scripts/gpu-dist on a machine with 2 GPUs or more";
   }
   Context c0(Device{"cuda", 0}), c1(Device{"cuda", 1});
@@ -106,7 +87,7 @@ TEST(DistGpu, PeerCopiesAndOrderingAcrossDevices) {
   // A communicator of this process's own GPU (under mpirun, every process has another), given
   // memory of another GPU: refused at the call.
   const int mine = Environment::node_process_rank();
-  if (cuda_devices() < Environment::node_process_count()) return;  // no GPU of its own
+  if (test::cuda_devices() < Environment::node_process_count()) return;  // no GPU of its own
   Comm one(CommOptions{.contexts = {Context(Device{"cuda", mine})}});
   DeviceBuffer<double> elsewhere(mine == 0 ? c1 : c0, 4);
   EXPECT_THROW(one.allreduce(elsewhere, ReduceOp::sum), Error);
@@ -145,8 +126,8 @@ void collectives(const Comm& c) {
 
 TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  for (int g = 2; g <= cuda_devices(); g *= 2) {
+  if (auto why = test::gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  for (int g = 2; g <= test::cuda_devices(); g *= 2) {
     SCOPED_TRACE(std::to_string(g) + " GPUs");
     // pick_device's placement (rank i on cuda:i), as `sluice solve --local-ranks` makes it.
     Comm c(CommOptions{.local_ranks = g, .backend = "cuda", .name = "gpu"});
@@ -158,7 +139,7 @@ TEST(DistGpu, NcclCollectivesOfOneProcessDrivingEveryGpu) {
 }
 
 TEST(DistGpu, NcclCollectivesOfAProcessPerGpu) {
-  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = test::gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
   Comm c = gpu_comm(1);
   EXPECT_EQ(c.engine(), "nccl");
@@ -166,7 +147,7 @@ TEST(DistGpu, NcclCollectivesOfAProcessPerGpu) {
 }
 
 TEST(DistGpu, RandomCollectivesAndExchangesAmongWorkOnSeveralStreams) {
-  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = test::gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
   // One rank per process: NCCL needs a thread per GPU a process drives, and this test issues
   // every local rank's part from one thread.
@@ -265,14 +246,14 @@ void expect_every_kernel_loaded(const Comm& c) {
 
 TEST(DistGpu, OneProcessDrivingEveryGpuLoadsEveryKernelFirst) {
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  expect_every_kernel_loaded(gpu_comm(cuda_devices()));
+  if (auto why = test::gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  expect_every_kernel_loaded(gpu_comm(test::cuda_devices()));
 }
 
 TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
   if (Environment::process_count() > 1) GTEST_SKIP() << "runs alone: one process, every GPU";
-  if (auto why = gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
-  const Comm c = gpu_comm(cuda_devices());
+  if (auto why = test::gpus_needed(2); !why.empty()) GTEST_SKIP() << why;
+  const Comm c = gpu_comm(test::cuda_devices());
   // Checked first: a kernel left to load lazily may hang the solve (the case's watchdog then
   // ends it) instead of failing here with the count.
   const char* preload = std::getenv("SLUICE_DIST_PRELOAD");
@@ -281,7 +262,7 @@ TEST(DistGpu, SolvesOnEveryGpuOfOneProcessMatchTheHost) {
 }
 
 TEST(DistGpu, SolvesOnAGpuPerProcessMatchTheHost) {
-  if (auto why = gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = test::gpus_needed(1); !why.empty()) GTEST_SKIP() << why;
   if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
   solves_match_host(gpu_comm(1));
 }

@@ -22,11 +22,17 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
+bool under_host_sanitizer() {
+  const char* s = std::getenv("SLUICE_TEST_SANITIZER");
+  return s != nullptr && *s != '\0';
+}
+
 void BackendTest::SetUp() {
   const std::string& name = GetParam();
   for (const auto& b : backends()) {
     if (b.name != name) continue;
-    if (b.device_count == 0) GTEST_SKIP() << "backend '" << name << "' has no devices: " << b.unavailable_reason;
+    if (b.device_count == 0)
+      GTEST_SKIP() << "backend '" << name << "' has no devices: " << b.unavailable_reason;
     device_ = Device{name, 0};
     return;
   }
@@ -42,7 +48,9 @@ Rendezvous::Rendezvous(const Context& home, int parties) : home_(home), parties_
     if (const char* tool = std::getenv("SLUICE_UNDER_SANITIZER"); tool != nullptr && *tool) {
       // compute-sanitizer serializes kernels, so a rendezvous of two kernels cannot meet there.
       skipped_ = true;
-      [tool] { GTEST_SKIP() << "kernel overlap cannot be observed under compute-sanitizer " << tool; }();
+      [tool] {
+        GTEST_SKIP() << "kernel overlap cannot be observed under compute-sanitizer " << tool;
+      }();
     }
     flags_ = DeviceBuffer<int>(home, static_cast<std::size_t>(2 * parties));
     memset(home, flags_, 0);
@@ -93,12 +101,14 @@ void Gate::block(const Context& ctx) {
 #endif
     return;
   }
-  ctx.host_task([flag = host_flag_] {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kGateTimeout);
-    while (flag->load() == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::yield();
-    }
-  }, "gate");
+  ctx.host_task(
+      [flag = host_flag_] {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kGateTimeout);
+        while (flag->load() == 0 && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+      },
+      "gate");
 }
 
 void Gate::open() {
@@ -116,7 +126,8 @@ bool Rendezvous::all_met() {
     copy(home_, h, flags_);
     home_.synchronize();
     for (int i = 0; i < parties_; ++i) {
-      if (h[static_cast<std::size_t>(i)] != 1 || h[static_cast<std::size_t>(parties_ + i)] != 0) return false;
+      if (h[static_cast<std::size_t>(i)] != 1 || h[static_cast<std::size_t>(parties_ + i)] != 0)
+        return false;
     }
     return true;
   }

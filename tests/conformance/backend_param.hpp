@@ -16,6 +16,10 @@ namespace sluice::test {
 /// The backend names the suite runs over.
 std::vector<std::string> backend_names();
 
+/// Whether the asan or tsan test preset runs this (it sets SLUICE_TEST_SANITIZER): a test whose
+/// size only buys time there may run smaller, through the same code paths with the same checks.
+bool under_host_sanitizer();
+
 /// Fixture base: `device()` is the first device of the backend under test.
 class BackendTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -70,7 +74,6 @@ class Gate {
 
 }  // namespace sluice::test
 
-#define SLUICE_INSTANTIATE_BACKENDS(Suite)                                              \
-  INSTANTIATE_TEST_SUITE_P(Backends, Suite,                                             \
-                           ::testing::ValuesIn(::sluice::test::backend_names()),       \
+#define SLUICE_INSTANTIATE_BACKENDS(Suite)                                                        \
+  INSTANTIATE_TEST_SUITE_P(Backends, Suite, ::testing::ValuesIn(::sluice::test::backend_names()), \
                            [](const auto& info) { return info.param; })

@@ -60,9 +60,10 @@ class GraphFirstTest : public BackendTest {
     EXPECT_GT(r[0].iterations, 0);
   }
 
-  void check_all_solvers(const std::string& label, const Mat& A, const std::vector<double>& hb) {
+  void check_all_solvers(const std::string& label, const Mat& A, const std::vector<double>& hb,
+                         int max_it = 300) {
     for (auto type : {KspType::cg, KspType::tfqmr}) {
-      check(label, A, hb, {.type = type, .rtol = 1e-8, .max_it = 300});
+      check(label, A, hb, {.type = type, .rtol = 1e-8, .max_it = max_it});
       check(label, A, hb, {.type = type, .max_it = 12, .fixed_iterations = true});
     }
   }
@@ -122,7 +123,10 @@ TEST_P(GraphFirstTest, RealMatrices) {
     if (entry.path().extension() != ".mtx") continue;
     ++files;
     auto A = Mat::read_matrix_market(setup, entry.path().string());
-    check_all_solvers(entry.path().filename().string(), A, rhs(static_cast<std::size_t>(A.rows())));
+    // Under the asan and tsan presets at most 80 iterations: the scratch made inside the
+    // capture is made by the first (under_host_sanitizer()).
+    check_all_solvers(entry.path().filename().string(), A, rhs(static_cast<std::size_t>(A.rows())),
+                      under_host_sanitizer() ? 80 : 300);
   }
   EXPECT_GE(files, 8) << "the matrices of " << dir.string();
 }

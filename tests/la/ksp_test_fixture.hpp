@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -47,10 +46,7 @@ class KspTest : public BackendTest {
   /// took minutes of CI for code paths their first iterations already run. The modes and the
   /// transcription must still agree iterate by iterate up to the cap; the full solves run in
   /// the other builds.
-  static int real_matrix_cap(int cap) {
-    const char* s = std::getenv("SLUICE_TEST_SANITIZER");
-    return s != nullptr && *s != '\0' ? std::min(cap, 80) : cap;
-  }
+  static int real_matrix_cap(int cap) { return under_host_sanitizer() ? std::min(cap, 80) : cap; }
 
   static constexpr SolveMode kModes[] = {SolveMode::sync, SolveMode::async, SolveMode::graph};
 

@@ -280,11 +280,7 @@ void Tracker::run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const
                             std::string_view what, std::source_location loc,
                             const std::function<void()>& enqueue) {
   const auto serial = sink.serial();
-  if (untracked_captures_.empty() || untracked_captures_.back().first != serial) {
-    const bool known = std::any_of(untracked_captures_.begin(), untracked_captures_.end(),
-                                   [&](const auto& c) { return c.first == serial; });
-    if (!known) untracked_captures_.emplace_back(serial, ctx.weak_from_this());
-  }
+  note_untracked_capture(ctx, serial);
   for (const auto& a : accesses) {
     Object& obj = object(a.id, loc);
     (void)bounds(obj, a, loc);
@@ -294,6 +290,39 @@ void Tracker::run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const
   }
   ctx.note_capture_uses(accesses);
   enqueue();
+}
+
+void Tracker::note_untracked_capture(ContextImpl& ctx, std::uint64_t serial) {
+  if (!untracked_captures_.empty() && untracked_captures_.back().first == serial) return;
+  const bool known = std::any_of(untracked_captures_.begin(), untracked_captures_.end(),
+                                 [&](const auto& c) { return c.first == serial; });
+  if (!known) untracked_captures_.emplace_back(serial, ctx.weak_from_this());
+}
+
+std::uint64_t Tracker::run_expected(ContextImpl& ctx, std::string_view what,
+                                    std::source_location loc, const SimpleOp& simple) {
+  if (debug_) return 0;  // the debug graph wants every operation's node
+  std::lock_guard lock(mutex_);
+  auto admit = [&](CaptureSink& sink, std::span<const Use> uses) {
+    // The recording resolved these addresses to these objects; while the objects are tracked
+    // (ids are never reused, registered regions never overlap) the addresses lie in them still,
+    // so resolving again would give the same uses. Memory outside sluice's (no use) is resolved
+    // as usual.
+    if (uses.empty()) return false;
+    for (const auto& a : uses) {
+      if (!objects_.contains(a.id)) return false;
+    }
+    const auto serial = sink.serial();
+    note_untracked_capture(ctx, serial);
+    for (const auto& a : uses) {
+      Object& obj = objects_.find(a.id)->second;
+      check_host_conflict(obj, a.id, a, ctx, what, loc);
+      obj.untracked_use = serial;
+      if (a.mode != Access::read) obj.untracked_write = serial;
+    }
+    return true;
+  };
+  return ctx.enqueue_expected(what, loc, simple, admit);
 }
 
 std::shared_ptr<ContextImpl> Tracker::untracked_user(const Object& obj, bool writes_only) const {

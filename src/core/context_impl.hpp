@@ -40,17 +40,20 @@ class CaptureSink {
   virtual void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) = 0;
   /// A replay's capture comparing with its previous recording (src/graph/capture_state.hpp):
   /// the uses of the node it expects next from ctx (its mutex held) if that is a copy or memset
-  /// with `simple`'s parameters, named `what`, after ctx's frontier; else null. Valid while the
-  /// capture's Replay holds the previous recording (the whole capture).
+  /// with `simple`'s parameters, named `what`, after ctx's frontier (`node` set to its index);
+  /// else null. Valid while the capture's Replay holds the previous recording (the whole
+  /// capture).
   [[nodiscard]] virtual const std::vector<Use>* expected_uses(const ContextImpl& /*ctx*/,
                                                               std::string_view /*what*/,
-                                                              const SimpleOp& /*simple*/) {
+                                                              const SimpleOp& /*simple*/,
+                                                              std::uint32_t& /*node*/) {
     return nullptr;
   }
-  /// As record_node, with the node's `uses` given (those expected_uses returned) instead of the
-  /// ones the tracker noted.
-  virtual void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
-                           std::span<const Use> uses) = 0;
+  /// Records operation `op` of ctx (its mutex held), `simple` with the `uses` expected_uses
+  /// returned for `node`: counted matched if that node is still the one expected next, else
+  /// recorded as record_node does.
+  virtual void record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                               std::uint32_t node, std::span<const Use> uses) = 0;
   /// An event marking ctx's current point in the capture.
   virtual std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) = 0;
   /// An event for exactly ctx's work up to operation `seq` (the tracker's marks): the node of
@@ -206,10 +209,11 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     if (!capture_ || !capture_uses_.empty() || !capture_->active() || !capture_->untracked()) {
       return 0;
     }
-    const auto* uses = capture_->expected_uses(*this, what, simple);
+    std::uint32_t node = 0;
+    const auto* uses = capture_->expected_uses(*this, what, simple, node);
     if (uses == nullptr || !admit(*capture_, std::span<const Use>(*uses))) return 0;
     auto op = next_op(what, loc);
-    capture_->record_node(*this, op, simple, *uses);
+    capture_->record_expected(*this, op, simple, node, *uses);
     return op.seq;
   }
 

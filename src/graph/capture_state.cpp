@@ -149,19 +149,30 @@ void CaptureState::record_node(ContextImpl& ctx, const OpInfo& op, const SimpleO
   append(ctx, op, params_of(simple), ctx.capture_uses());
 }
 
-void CaptureState::record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
-                               std::span<const Use> uses) {
+void CaptureState::record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                                   std::uint32_t node, std::span<const Use> uses) {
+  {
+    std::lock_guard lock(mutex_);
+    Member* m = member(ctx);
+    // expected_uses compared the rest under ctx's mutex, which the caller still holds.
+    if (m != nullptr && expected_ && matched_nodes_ == node && edges_match(*m, node)) {
+      advance(*m, op);
+      return;
+    }
+  }
   append(ctx, op, params_of(simple), uses);
 }
 
 const std::vector<Use>* CaptureState::expected_uses(const ContextImpl& ctx, std::string_view what,
-                                                    const SimpleOp& simple) {
+                                                    const SimpleOp& simple, std::uint32_t& node) {
   std::lock_guard lock(mutex_);
   if (!expected_) return nullptr;
   const Member* m = member(ctx);
   if (m == nullptr) return nullptr;
-  const auto* node = next_expected(*m, ctx, what, params_of(simple));
-  return node != nullptr ? &node->uses : nullptr;
+  const auto* want = next_expected(*m, ctx, what, params_of(simple));
+  if (want == nullptr) return nullptr;
+  node = matched_nodes_;
+  return &want->uses;
 }
 
 void CaptureState::reserve(std::size_t nodes) {
@@ -206,18 +217,30 @@ const ir::Node* CaptureState::next_expected(const Member& m, const ContextImpl& 
                                             std::string_view what, const ir::Params& params) const {
   const auto& prev = expected_->ir;
   const auto index = matched_nodes_;
-  if (index >= prev.nodes.size() || matched_edges_ + m.frontier.size() > prev.edges.size()) {
-    return nullptr;
-  }
+  if (index >= prev.nodes.size()) return nullptr;
   const auto& want = prev.nodes[index];
-  if (!same_simple_params(want.params, params) || want.name != what || want.context != ctx.name()) {
+  if (!same_simple_params(want.params, params) || want.name != what || want.context != ctx.name() ||
+      !edges_match(m, index)) {
     return nullptr;
-  }
-  // The edges the node would get (from ctx's frontier), in the order a recording adds them.
-  for (std::size_t k = 0; k < m.frontier.size(); ++k) {
-    if (prev.edges[matched_edges_ + k] != std::pair{m.frontier[k], index}) return nullptr;
   }
   return &want;
+}
+
+bool CaptureState::edges_match(const Member& m, std::uint32_t node) const {
+  // The edges the node would get (from ctx's frontier), in the order a recording adds them.
+  const auto& edges = expected_->ir.edges;
+  if (matched_edges_ + m.frontier.size() > edges.size()) return false;
+  for (std::size_t k = 0; k < m.frontier.size(); ++k) {
+    if (edges[matched_edges_ + k] != std::pair{m.frontier[k], node}) return false;
+  }
+  return true;
+}
+
+void CaptureState::advance(Member& m, const OpInfo& op) {
+  const auto index = matched_nodes_++;
+  matched_edges_ += m.frontier.size();
+  m.frontier.assign(1, index);
+  m.ops.emplace_back(op.seq, index);
 }
 
 bool CaptureState::match_next(Member& m, const ContextImpl& ctx, const OpInfo& op,
@@ -227,10 +250,7 @@ bool CaptureState::match_next(Member& m, const ContextImpl& ctx, const OpInfo& o
     diverge();
     return false;
   }
-  const auto index = matched_nodes_++;
-  matched_edges_ += m.frontier.size();
-  m.frontier.assign(1, index);
-  m.ops.emplace_back(op.seq, index);
+  advance(m, op);
   return true;
 }
 

@@ -42,10 +42,11 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   void record_op(ContextImpl& ctx, const OpInfo& op,
                  const std::function<void(Stream&, const OpInfo&)>& f) override;
   void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) override;
-  void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
-                   std::span<const Use> uses) override;
+  void record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                       std::uint32_t node, std::span<const Use> uses) override;
   [[nodiscard]] const std::vector<Use>* expected_uses(const ContextImpl& ctx, std::string_view what,
-                                                      const SimpleOp& simple) override;
+                                                      const SimpleOp& simple,
+                                                      std::uint32_t& node) override;
   /// Room for `nodes` nodes (a replay knows how many its body recorded last time).
   void reserve(std::size_t nodes);
   /// A replay's previous recording, which this capture compares each operation with as it is
@@ -103,6 +104,11 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   /// becomes the graph's (diverge) and false. mutex_ held.
   bool match_next(Member& m, const ContextImpl& ctx, const OpInfo& op, const ir::Params& params,
                   std::span<const Use> uses);
+  /// Whether the previous recording's edges into `node` are those from m's frontier, in the
+  /// order a recording adds them. mutex_ held.
+  [[nodiscard]] bool edges_match(const Member& m, std::uint32_t node) const;
+  /// Counts the next expected node matched by operation `op` of member m. mutex_ held.
+  void advance(Member& m, const OpInfo& op);
   /// Stops comparing: the previous recording's matched nodes and edges become the graph's.
   /// mutex_ held.
   void diverge();

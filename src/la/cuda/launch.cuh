@@ -12,11 +12,11 @@ namespace {
 // ---- launch shapes ------------------------------------------------------------------------------
 
 /// Blocks for `work` blocks' worth of work: no more than the device keeps resident for `kernel`
-/// (a reduction: nor than the partials buffer holds).
+/// on all but `spare` of its multiprocessors (a reduction: nor than the partials buffer holds).
 template <class Kernel>
 unsigned grid_for(Kernel* kernel, std::size_t work, int threads, bool reduction, CudaStream& s,
-                  const Scratch& sc, const OpInfo& op) {
-  std::size_t cap = static_cast<std::size_t>(sc.sms) *
+                  const Scratch& sc, const OpInfo& op, int spare = 0) {
+  std::size_t cap = static_cast<std::size_t>(std::max(1, sc.sms - std::max(0, spare))) *
                     resident_blocks(reinterpret_cast<const void*>(kernel), threads, s.device(), op);
   if (reduction) cap = std::min<std::size_t>(cap, kMaxBlocks);
   return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, cap));
@@ -41,6 +41,20 @@ unsigned tile_width(bool three, std::int64_t nx) {
     if ((nx + w - 1) / w * w < (nx + best - 1) / best * best) best = w;
   }
   return best;
+}
+
+/// Points of each plane per group of tiles (TileWalk): kTileGroupPoints, or
+/// SLUICE_CUDA_TILE_GROUP (a number of points; 0: no groups, every plane's tiles in one run, the
+/// order before groups), to measure the choice again.
+std::int64_t tile_group_points() {
+  static const std::int64_t points = [] {
+    const char* v = std::getenv("SLUICE_CUDA_TILE_GROUP");
+    if (v == nullptr || *v == '\0') return kTileGroupPoints;
+    char* end = nullptr;
+    const long long p = std::strtoll(v, &end, 10);
+    return *end == '\0' && p >= 0 ? static_cast<std::int64_t>(p) : kTileGroupPoints;
+  }();
+  return points;
 }
 
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
@@ -126,7 +140,11 @@ Tiles tiles_for(const LaStencil& st, const OpInfo& op, bool cg_direction = false
   }
   tiles.count = static_cast<unsigned>(count);
   tiles.by_tx = FastDiv(tiles.tx);
-  tiles.by_ty = FastDiv(tiles.ty);
+  // Groups of whole rows of tiles where tiles are 2D (flat tiles: any run of a plane's tiles).
+  const unsigned group = tile_group(tile_group_points(), st.nx, tiles.width * tiles.height,
+                                    tiles.depth == 1 ? tiles.tx : 1u);
+  tiles.walk = tile_walk(tiles.tx * tiles.ty,
+                         static_cast<unsigned>((st.nz + tiles.depth - 1) / tiles.depth), group);
   return tiles;
 }
 
@@ -201,14 +219,14 @@ std::size_t reduction_blocks(std::size_t n, const Scratch& sc) {
 /// step of cg_block_kernel (their sums must be the same, so sync mode takes the block kernel's
 /// shape wherever async mode uses it): what both keep resident at once.
 unsigned cg_direction_grid(const LaStencil& st, const Tiles& tiles, CudaStream& s,
-                           const Scratch& sc, const OpInfo& op) {
+                           const Scratch& sc, const OpInfo& op, int spare = 0) {
   return m::with_stencil_kind(st.kind, [&](auto k) {
     constexpr LaStencilKind kKind = decltype(k)::value;
     const unsigned own =
-        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op);
+        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op, spare);
     if (!cg_blocks_for(st.nx * st.ny * st.nz)) return own;
-    return std::min(
-        own, grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op));
+    return std::min(own, grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc,
+                                  op, spare));
   });
 }
 

@@ -50,7 +50,8 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   /// Room for `nodes` nodes (a replay knows how many its body recorded last time).
   void reserve(std::size_t nodes);
   /// A replay's previous recording, which this capture compares each operation with as it is
-  /// recorded (before start(); `previous` of one context, no external waits, no events): while
+  /// recorded (before the body records; `previous` of one context, no external waits, no
+  /// events): while
   /// every copy or memset equals the previous recording's node at its place, with the same
   /// edges, no node is built. The first difference, or anything else recorded (another kind of
   /// operation, a joining context, a wait outside the capture, an adopted object), copies the

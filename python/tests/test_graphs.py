@@ -89,6 +89,20 @@ def test_replay_reinstantiates_when_the_topology_changes(device):
     assert [e["kind"] for e in events] == ["instantiated", "reinstantiated"]
 
 
+def test_replay_of_an_unchanged_body_is_counted_unchanged(device):
+    ctx = sluice.Context(device)
+    replay = sluice.Replay()
+    x = sluice.zeros(8, ctx=ctx)
+    before = sluice.graph_stats()
+    for value in (3, 3, 4):
+        replay.run("k", lambda: sluice.memset(x, value, ctx=ctx), ctx=ctx)
+        np.testing.assert_array_equal(x.numpy().view(np.uint8), np.full(64, value, np.uint8))
+    after = sluice.graph_stats()
+    # The second run records what the first did (launched as it is); the third changes a value.
+    assert after["unchanged"] - before["unchanged"] == 1
+    assert after["updates"] - before["updates"] + after["eager_cheaper"] - before["eager_cheaper"] == 1
+
+
 def test_replay_runs_eagerly_past_the_capture_guard(device):
     ctx = sluice.Context(device)
     replay = sluice.Replay()

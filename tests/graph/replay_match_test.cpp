@@ -246,7 +246,7 @@ class ReplayMatchTest : public BackendTest {
 
 TEST_P(ReplayMatchTest, RandomMutationsMatchEagerIssueAndAreNeverCountedUnchanged) {
   const char* env = std::getenv("SLUICE_REPLAY_MATCH_PROGRAMS");
-  const int programs = env != nullptr ? std::atoi(env) : under_host_sanitizer() ? 3 : 8;
+  const int programs = env != nullptr ? std::atoi(env) : under_host_sanitizer() ? 4 : 16;
   constexpr int kRuns = 14;
   std::uint64_t total_unchanged = 0;
   for (int p = 1; p <= programs; ++p) {

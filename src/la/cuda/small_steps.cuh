@@ -74,6 +74,9 @@ __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, un
     return;
   }
   unsigned b = T;
+  // Rolled loops: at the small kernels' sizes (at most 256 step blocks) a thread takes one step
+  // block here, and unrolled copies would only grow the code.
+#pragma unroll 1
   for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
     double v[4][NS];
     for (int u = 0; u < 4; ++u) {
@@ -83,18 +86,17 @@ __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, un
       for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
     }
   }
+#pragma unroll 1
   for (; b < blocks; b += kStepThreads) {
     for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
   }
 }
 
-/// A step's NS sums over its `blocks` step blocks, then its solver logic, in one warp and with no
-/// block barrier: every warp forms the step's total itself (combine_partials and block_combine
-/// over 256 threads, the same additions in the same order, so the same bits in every warp) and
-/// its lane 0 runs the logic on the warp's own copy of the state `st`. The lanes play the 256
-/// threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round: the
-/// other 7 warps' sums would be +0.0, and are added (x + 0.0 is not x for x = -0.0).
-/// Returns false once the solve stopped (the same in every warp).
+/// A step's NS sums over its `blocks` step blocks as la_kernels.cu's combine_partials and
+/// block_combine form them over 256 threads, in one warp (valid in lane 0): its lanes play the
+/// 256 threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round,
+/// and the other 7 warps' sums (+0.0) are not added: block_combine's total is 0.0 + the first
+/// warp's sum, never -0.0, and x + 0.0 is x for every other x.
 template <int NS>
 struct WarpTotal {
   double v[NS];
@@ -106,6 +108,7 @@ __device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned 
   double(&v)[NS] = out.v;
   for (int k = 0; k < NS; ++k) v[k] = 0;
   const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll 1
   for (int w = 0; w < kStepWarps; ++w) {
     double part[NS];
     thread_part<NS>(S, blocks, static_cast<unsigned>(w * 32 + lane), part);
@@ -115,28 +118,54 @@ __device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned 
 }
 
 template <int NS>
-__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
-                                   int lane) {
-  double v[NS];
+__device__ inline void warp_total(const double* S, unsigned blocks, int lane, double (&v)[NS]) {
   if (blocks <= 32) {
     double part[NS];
     thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
     warp_sums(part);
-    for (int k = 0; k < NS; ++k) {
-      v[k] = 0.0 + part[k];
-      for (int w = 1; w < kStepWarps; ++w) v[k] = v[k] + 0.0;
-    }
+    for (int k = 0; k < NS; ++k) v[k] = 0.0 + part[k];
   } else {
     // More than 32 step blocks (above 8192 points): out of line, its registers not the kernel's.
     const WarpTotal<NS> wide = warp_total_wide<NS>(S, blocks);
     for (int k = 0; k < NS; ++k) v[k] = wide.v[k];
   }
-  if (lane == 0) {  // v: block_combine's total in lane 0
+}
+
+/// The step's total (warp_total) and its solver logic in one warp and with no block barrier:
+/// every warp forms the total itself (the same additions in the same order, so the same bits in
+/// every warp) and its lane 0 runs the logic on the warp's own copy of the state `st`.
+/// Returns false once the solve stopped (the same in every warp).
+template <int NS>
+__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
+                                   int lane) {
+  double v[NS];
+  warp_total<NS>(S, blocks, lane, v);
+  if (lane == 0) {
     double total[m::kMaxSums] = {0, 0, 0};
     for (int k = 0; k < NS; ++k) total[k] = v[k];
     logic::finalize(fin, st, total);
   }
   __syncwarp();
+  return st.stop == 0;
+}
+
+/// The step's total and its solver logic once per block: warp 0 forms the total (warp_total)
+/// and its lane 0 runs the logic on the block's state `st` (shared memory); a block barrier then
+/// hands the state to every thread. Returns false once the solve stopped (the same in every
+/// thread, and in every block of a cluster, whose blocks all hold every unit's sums).
+template <int NS>
+__device__ inline bool finish_block(const double* S, unsigned blocks, LaFinalize fin,
+                                    LaKspState& st, int t) {
+  if (t < 32) {
+    double v[NS];
+    warp_total<NS>(S, blocks, t, v);
+    if (t == 0) {
+      double total[m::kMaxSums] = {0, 0, 0};
+      for (int k = 0; k < NS; ++k) total[k] = v[k];
+      logic::finalize(fin, st, total);
+    }
+  }
+  __syncthreads();
   return st.stop == 0;
 }
 

@@ -349,23 +349,22 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   clock.mark(kLoad);
   // Per iteration two step ends, each followed by the logic in warp 0 and a block barrier, and
   // one block barrier between forming the direction and reading it.
-  int cur = 0;                // the buffer that holds the direction before this iteration's update
-  const double* newest = P0;  // the buffer of the last direction formed
+  // Iteration `it` reads the direction before from P0 if `it` is even (else P1) and forms the
+  // new one into the other buffer.
   for (int it = 0; iterate && it < sa.a.iterations; ++it) {
     const double b = st.b;
-    const double* const Po = cur == 0 ? P0 : P1;
-    double* const Pn = cur == 0 ? P1 : P0;
+    const double* const Po = it % 2 == 0 ? P0 : P1;
+    double* const Pn = it % 2 == 0 ? P1 : P0;
     // (P) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element)
     // into the other buffer, from the r the owners pushed and the direction before.
     for (int j = lo + t; j < hi; j += threads) Pn[j - lo] = xs * R[j - lo] + b * Po[j - lo];
-    newest = Pn;
     last = it;
     __syncthreads();
     clock.mark(kForm);
     // (D) w = A p and the terms of p'w, two units at a time (lane T % 32 of each one's step
-    // block warp), their shuffle trees interleaved: one tree's latency for both. The two units
-    // run through one copy of the code (a rolled loop): the kernel's code is what each
-    // iteration fetches again.
+    // block warp), their sums reduced together (warp_sums_spread: unit u + lane / 16's total
+    // in each lane). The two units run through one copy of the code (a rolled loop): the
+    // kernel's code is what each iteration fetches again.
     const auto in = [&](int j) { return Pn[j - lo]; };
     for (unsigned u = d0; u < d1; u += 2) {
       double acc[2] = {0, 0};
@@ -403,12 +402,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
           acc[1] = sum;
         }
       }
-      warp_sums(acc);
-      for (int h = 0; h < 2; ++h) {
-        const double sum = __shfl_sync(0xffffffffu, acc[h], 0);
-        if (u + h < d1 && lane < blocks) {
-          in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u + h] = sum;
-        }
+      const double total = warp_sums_spread(acc);
+      const unsigned uh = u + static_cast<unsigned>(spread_sum_of(lane, 2));
+      // Each of the 16 lanes holding a unit's total publishes it to one block (at most 16).
+      if (uh < d1 && lane % 16 < blocks) {
+        in_block(Sd, blocks, rank, static_cast<unsigned>(lane % 16))[uh] = total;
       }
     }
     clock.mark(kDirection);
@@ -437,16 +435,16 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         }
       }
     }
-    // The units' 2 x UPW shuffle trees interleaved (a unit past u1 sums zeros, unpublished).
-    warp_sums(acc);
-    for (int k = 0; k < UPW; ++k) {
-      const unsigned u = u0 + static_cast<unsigned>(k);
-      const double s0 = __shfl_sync(0xffffffffu, acc[2 * k], 0);
-      const double s1 = __shfl_sync(0xffffffffu, acc[2 * k + 1], 0);
-      if (u < u1 && lane < blocks) {
-        double* to = in_block(Su, blocks, rank, static_cast<unsigned>(lane));
-        to[2 * u] = s0;
-        to[2 * u + 1] = s1;
+    // The units' 2 x UPW sums reduced together (warp_sums_spread: unit u0 + sum / 2's sum
+    // sum % 2 in the lanes that hold sum `sum`; a unit past u1 sums zeros, unpublished), each
+    // total published by one of its lanes to each block.
+    const double total = warp_sums_spread(acc);
+    constexpr int kLanesPerSum = 32 / (2 * UPW);
+    const int sum = spread_sum_of(lane, 2 * UPW);
+    if (u0 + static_cast<unsigned>(sum / 2) < u1) {
+      for (int to = lane % kLanesPerSum; to < blocks; to += kLanesPerSum) {
+        in_block(Su, blocks, rank, static_cast<unsigned>(to))[2 * u0 + sum] = total;
+        if constexpr (kLanesPerSum >= kMaxCluster) break;  // one block per lane
       }
     }
     clock.mark(kUpdate);
@@ -455,7 +453,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     const bool more = finish_block<2>(Su, g.chunks, LaFinalize::cg_iter, st, t);
     clock.mark(kUpdFinish);
     if (!more) break;
-    cur = 1 - cur;
   }
 
   // What the steps launched one by one leave in memory that is read again: x, r, the last
@@ -469,7 +466,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         f.x[j] = x[k];
         f.r[j] = R[j - lo];
         if (p_out != nullptr) {
-          p_out[j] = newest[j - lo];
+          p_out[j] = (last % 2 == 0 ? P1 : P0)[j - lo];
           mv.y[j] = W[j - lo];
         }
       }

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "la/cuda/small_geometry.hpp"
+#include "la/cuda/warp_spread.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/backend.hpp"
@@ -50,6 +51,30 @@ __device__ __forceinline__ void warp_sums(double (&v)[N]) {
     for (int k = 0; k < N; ++k) other[k] = __shfl_down_sync(0xffffffffu, v[k], off);
     for (int k = 0; k < N; ++k) v[k] = v[k] + other[k];
   }
+}
+
+/// warp_sums' N totals (N a power of 2 up to 16), spread over the lanes in fewer shuffles
+/// (warp_spread.hpp): returns the total of sum spread_sum_of(lane, N), in every lane. Every lane
+/// takes part.
+template <int C>
+__device__ __forceinline__ void spread_rounds(double* v, unsigned lane, int off) {
+  if constexpr (C > 1) {
+    const bool upper = (lane & static_cast<unsigned>(off)) != 0;
+    double give[C / 2], got[C / 2];
+    spread_give<C>(v, upper, give);
+    for (int j = 0; j < C / 2; ++j) got[j] = __shfl_xor_sync(0xffffffffu, give[j], off);
+    spread_keep<C>(v, upper, got);
+    spread_rounds<C / 2>(v, lane, off / 2);
+  } else {
+    for (; off > 0; off /= 2) v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], off);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ double warp_sums_spread(double (&v)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16);
+  spread_rounds<N>(v, threadIdx.x % 32, 16);
+  return v[0];
 }
 
 /// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,

@@ -81,13 +81,16 @@ __device__ __forceinline__ double warp_sums_spread(double (&v)[N]) {
 /// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
 /// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
 template <int NS>
+__device__ __forceinline__ double step_partial(const double* S, unsigned v, int k) {
+  double s = 0;
+  for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
+  return s;
+}
+
+template <int NS>
 __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
                                             double (&part)[NS]) {
-  const auto partial = [&](unsigned v, int k) {
-    double s = 0;
-    for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
-    return s;
-  };
+  const auto partial = [&](unsigned v, int k) { return step_partial<NS>(S, v, k); };
   for (int k = 0; k < NS; ++k) part[k] = 0;
   if (NS == 1 && blocks <= 4 * kStepThreads) {
     double v[4];
@@ -145,8 +148,11 @@ __device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned 
 template <int NS>
 __device__ inline void warp_total(const double* S, unsigned blocks, int lane, double (&v)[NS]) {
   if (blocks <= 32) {
+    // thread_part of lane T: step block T's partial, then +0.0 terms (the other step blocks
+    // lie past `blocks`); a partial (0 + ...) is never -0.0, so those additions change nothing.
     double part[NS];
-    thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
+    const auto T = static_cast<unsigned>(lane);
+    for (int k = 0; k < NS; ++k) part[k] = T < blocks ? step_partial<NS>(S, T, k) : 0.0;
     warp_sums(part);
     for (int k = 0; k < NS; ++k) v[k] = 0.0 + part[k];
   } else {

@@ -427,6 +427,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         x[k] = next.x;
         R[j - lo] = next.r;
         if constexpr (kCluster) {
+#pragma unroll 1
           for (int to = 0; to < blocks; ++to) {
             if (to != static_cast<int>(rank) && l.lo[to] <= j && j < l.hi[to]) {
               in_block(R, blocks, rank, static_cast<unsigned>(to))[j - l.lo[to]] = next.r;
@@ -442,6 +443,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     constexpr int kLanesPerSum = 32 / (2 * UPW);
     const int sum = spread_sum_of(lane, 2 * UPW);
     if (u0 + static_cast<unsigned>(sum / 2) < u1) {
+#pragma unroll 1
       for (int to = lane % kLanesPerSum; to < blocks; to += kLanesPerSum) {
         in_block(Su, blocks, rank, static_cast<unsigned>(to))[2 * u0 + sum] = total;
         if constexpr (kLanesPerSum >= kMaxCluster) break;  // one block per lane

@@ -82,13 +82,14 @@ namespace cgs = cooperative_groups;
 using namespace small_steps;  // NOLINT: the shared pieces of the small kernels
 
 constexpr int kMaxThreads = 1024;  // threads of a block here
-// Update units a warp keeps in registers (x, r and p for each): 4 in one block, 2 in a cluster,
-// whose code holds more (4 spills 48 to 84 bytes at the 64 registers of 1024 threads).
+// Update units a warp keeps in registers (x for each): 4 in one block, 2 in a cluster, whose code
+// holds more (4 spilled 48 to 84 bytes at the 64 registers of 1024 threads).
 constexpr int kMaxUnitsPerWarp = 4;
 constexpr int kMaxClusterUnitsPerWarp = 2;
-// Points a block of the cluster takes by the size rule (auto): at about 64 bytes of shared
-// memory traffic per point and iteration, 1024 points keep one multiprocessor's shared memory
-// busy for about 0.3 us per iteration, the order of a step end.
+// Points a block of the cluster takes by the size rule (auto): at about 100 bytes of shared
+// memory traffic per point and iteration (5-point: the direction formed and read by the product,
+// w, the update), 1024 points keep one multiprocessor's shared memory busy for about 0.5 us per
+// iteration, the order of a step end.
 constexpr int kPointsPerBlock = 1024;
 // At most this many points: 16 blocks of 1024 threads with 2 update units per warp.
 constexpr std::int64_t kMaxRows = 32768;
@@ -96,7 +97,9 @@ constexpr std::int64_t kMaxRows = 32768;
 // the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beats
 // the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²); at 64 x 64 it
 // is 1.7x slower (0.23 against 0.137 ms: its per-warp logic after the update sums takes 5.3 us an
-// iteration). Asking for a shape still takes it at any size up to kMaxRows.
+// iteration). Since then the logic runs once per block and an iteration shuffles a fifth as
+// much: not measured yet, the rule stays until it is. Asking for a shape still takes it at any
+// size up to kMaxRows.
 constexpr std::int64_t kAutoMaxRows = 1024;
 // Tiles of the direction product whose first points a block keeps in shared memory.
 constexpr unsigned kMaxTiles = 256;

@@ -2,6 +2,7 @@
 // two events on its stream and writes the JSON trace event format, one row per context, waits
 // between contexts as flow arrows.
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -194,8 +195,12 @@ TraceState& trace_state() {
 }  // namespace
 
 void trace_from_environment() {
-  const char* path = std::getenv("SLUICE_TRACE");
-  if (path == nullptr || *path == '\0') return;
+  const char* env = std::getenv("SLUICE_TRACE");
+  if (env == nullptr || *env == '\0') return;
+  // "%p" becomes the process id: every process of an mpirun job writes a file of its own.
+  std::string path = env;
+  if (const auto at = path.find("%p"); at != std::string::npos)
+    path.replace(at, 2, std::to_string(static_cast<long>(getpid())));
   trace::start(path);
   std::atexit([] {
     try {

@@ -146,8 +146,10 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   const auto P = A.plane;
   const int nsums = la_math::matvec_sums(m.epilogue);
   LaKernels& k = la_kernels(ctx, loc);
-  auto pass = [&](std::int64_t first, std::int64_t count, bool open_lo, bool open_hi, int part) {
+  auto pass = [&](std::int64_t first, std::int64_t count, bool open_lo, bool open_hi, int part,
+                  int spare_sms = 0) {
     LaMatvecArgs p = m;
+    p.spare_sms = spare_sms;  // the boundary passes run after the exchange: every multiprocessor
     LaStencil s = base;
     (three ? s.nz : s.ny) = count;
     s.open_lo = open_lo;
@@ -176,10 +178,13 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
                   [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
   };
   if (!A.split) {
-    pass(0, b.planes, b.lo >= 0, b.hi >= 0, 0);
+    pass(0, b.planes, b.lo >= 0, b.hi >= 0, 0);  // after the exchange
     return nsums > 0 ? 1 : 0;
   }
-  pass(1, b.planes - 2, true, true, 0);  // no ghost: overlaps the exchange
+  // No ghost: overlaps the exchange, leaving free the multiprocessors the caller asks for (where
+  // the host issues each product as it goes, a grid on all of them starts before the exchange's
+  // kernels, which then wait for its end: docs/dist.md).
+  pass(1, b.planes - 2, true, true, 0, b.lo >= 0 || b.hi >= 0 ? m.spare_sms : 0);
   pass(0, 1, b.lo >= 0, true, 1);
   pass(b.planes - 1, 1, true, b.hi >= 0, 2);
   return nsums > 0 ? kParts : 0;

@@ -325,6 +325,7 @@ void mult(const Mat& A, const Vec& x, Vec& y, std::source_location loc) {
     LaMatvecArgs m;
     m.x = xl.data();
     m.epilogue = LaEpilogue::store;
+    m.spare_sms = st.engine->exchange_sms();  // issued as the host goes: overlap the exchange
     sluice::detail::AccessList acc;
     m.y = acc.write(yl.buffer(), yl.elements()) + yl.offset();
     detail::product(impl, l, ctx, m, {&xl, nullptr, nullptr}, acc, nullptr, "dist::mult", loc);

@@ -180,6 +180,10 @@ struct LaMatvecArgs {
   const double* z = nullptr;
   LaScalar a;
   LaSums sums;
+  /// Multiprocessors a stencil product's grid leaves free, for communication that runs beside
+  /// it on another stream (the dist layer's ghost exchange): a grid that fills every
+  /// multiprocessor keeps the exchange's kernels from starting until it ends.
+  std::int32_t spare_sms = 0;
 };
 
 /// Fused element-wise steps of the solvers, each one pass over the vectors named (B: `pc`).

@@ -142,6 +142,10 @@ class DistEngine {
   [[nodiscard]] virtual std::size_t fused_gather_capacity() const noexcept { return 0; }
   /// How the small reductions run: "peer", or the engine's name where they are its allgather.
   [[nodiscard]] virtual std::string_view reduce_path() const noexcept { return name(); }
+  /// Multiprocessors of the device an exchange's kernels need while a product runs beside it:
+  /// the product that overlaps an exchange leaves them free (LaMatvecArgs::spare_sms). 0 where
+  /// the exchange takes none (host engines).
+  [[nodiscard]] virtual int exchange_sms() const noexcept { return 0; }
   /// An allgather of `count` doubles per rank into `recv` (in rank order) and, if `fin` is set,
   /// the finalize on what it gathered (`fin->gathered` is ignored: `recv` is read), as one
   /// operation on `stream`: the same bits as `allgather` then `DistKernels::finalize`. Only

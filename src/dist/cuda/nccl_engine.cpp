@@ -41,6 +41,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -69,6 +70,9 @@ namespace {
 
 using sluice::detail::cuda::CudaStream;
 using sluice::detail::cuda::DeviceGuard;
+
+/// Multiprocessors a product overlapping a ghost exchange leaves to NCCL's kernels by default.
+constexpr int kExchangeSms = 16;
 
 ncclDataType_t nccl_type(DistType t) {
   switch (t) {
@@ -271,6 +275,17 @@ class NcclEngine final : public DistEngine {
   std::string_view name() const noexcept override { return "nccl"; }
 
   std::size_t fused_gather_capacity() const noexcept override { return peer_ ? kPeerCapacity : 0; }
+
+  /// NCCL's send/receive kernels run a block per channel; SLUICE_DIST_EXCHANGE_SMS overrides the
+  /// count left to them (0: products take every multiprocessor, as before).
+  int exchange_sms() const noexcept override {
+    static const int sms = [] {
+      const char* v = std::getenv("SLUICE_DIST_EXCHANGE_SMS");
+      if (v == nullptr || *v == '\0') return kExchangeSms;
+      return std::clamp(std::atoi(v), 0, 64);
+    }();
+    return sms;
+  }
 
   std::string_view reduce_path() const noexcept override { return peer_ ? "peer" : "nccl"; }
 

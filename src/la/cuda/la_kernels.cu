@@ -92,8 +92,9 @@ class CudaLaKernels final : public LaKernels {
         };
         with_kernel([&](auto* kernel) {
           const unsigned grid =
-              cg_direction ? cg_direction_grid(args.A.stencil, tiles, s, sc, op)
-                           : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op);
+              cg_direction
+                  ? cg_direction_grid(args.A.stencil, tiles, s, sc, op, args.spare_sms)
+                  : grid_for(kernel, tiles.count, kStencilThreads, sums, s, sc, op, args.spare_sms);
           launch(kernel, grid, dim3(tiles.width, kStencilThreads / tiles.width), stream_, op, args,
                  red, tiles);
         });

@@ -12,11 +12,11 @@ namespace {
 // ---- launch shapes ------------------------------------------------------------------------------
 
 /// Blocks for `work` blocks' worth of work: no more than the device keeps resident for `kernel`
-/// (a reduction: nor than the partials buffer holds).
+/// on all but `spare` of its multiprocessors (a reduction: nor than the partials buffer holds).
 template <class Kernel>
 unsigned grid_for(Kernel* kernel, std::size_t work, int threads, bool reduction, CudaStream& s,
-                  const Scratch& sc, const OpInfo& op) {
-  std::size_t cap = static_cast<std::size_t>(sc.sms) *
+                  const Scratch& sc, const OpInfo& op, int spare = 0) {
+  std::size_t cap = static_cast<std::size_t>(std::max(1, sc.sms - std::max(0, spare))) *
                     resident_blocks(reinterpret_cast<const void*>(kernel), threads, s.device(), op);
   if (reduction) cap = std::min<std::size_t>(cap, kMaxBlocks);
   return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, cap));
@@ -201,14 +201,14 @@ std::size_t reduction_blocks(std::size_t n, const Scratch& sc) {
 /// step of cg_block_kernel (their sums must be the same, so sync mode takes the block kernel's
 /// shape wherever async mode uses it): what both keep resident at once.
 unsigned cg_direction_grid(const LaStencil& st, const Tiles& tiles, CudaStream& s,
-                           const Scratch& sc, const OpInfo& op) {
+                           const Scratch& sc, const OpInfo& op, int spare = 0) {
   return m::with_stencil_kind(st.kind, [&](auto k) {
     constexpr LaStencilKind kKind = decltype(k)::value;
     const unsigned own =
-        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op);
+        grid_for(cg_direction_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op, spare);
     if (!cg_blocks_for(st.nx * st.ny * st.nz)) return own;
-    return std::min(
-        own, grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc, op));
+    return std::min(own, grid_for(cg_block_kernel<kKind>, tiles.count, kStencilThreads, true, s, sc,
+                                  op, spare));
   });
 }
 

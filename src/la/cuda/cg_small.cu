@@ -439,9 +439,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         }
       }
     }
-    // The units' 2 x UPW sums reduced together (warp_sums_spread: unit u0 + sum / 2's sum
-    // sum % 2 in the lanes that hold sum `sum`; a unit past u1 sums zeros, unpublished), each
-    // total published by one of its lanes to each block.
+    // The units' 2 x UPW sums reduced together (warp_sums_spread): a lane holds the total of sum
+    // spread_sum_of(lane, 2 UPW) = 2 k + i, unit u0 + k's sum i (a unit past u1 sums zeros,
+    // unpublished), and each block gets it from one of the lanes that hold it.
     const double total = warp_sums_spread(acc);
     constexpr int kLanesPerSum = 32 / (2 * UPW);
     const int sum = spread_sum_of(lane, 2 * UPW);

@@ -174,7 +174,11 @@ TEST_P(MatTest, StencilsMatchTheirAssembledCsr) {
                         // where they could go wrong.
                         {Stencil::d2p5, 40, 5000, 1},
                         {Stencil::d3p7, 200, 150, 23},
-                        {Stencil::d3p7, 70, 9, 40}};
+                        {Stencil::d3p7, 70, 9, 40},
+                        // A plane of more tiles than a GPU's group of tiles (135 tiles of
+                        // 32 x 16 against 130, src/la/cuda/tile_walk.hpp): tiles taken group by
+                        // group through the planes, the last group narrower.
+                        {Stencil::d3p7, 130, 420, 3}};
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> dist(-1, 1);
   for (const auto& g : grids) {

@@ -124,8 +124,10 @@ __global__ void __launch_bounds__(kBlock, kFusedMinBlocks)
   }
 }
 
-/// A stencil product's tiles: width x height points of `depth` z planes each, numbered x
-/// fastest, then y, then z. A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: the
+/// A stencil product's tiles: width x height points of `depth` z planes each; a layer holds the
+/// tx x ty tiles of one plane (or two), numbered x fastest, then y. A block takes tiles
+/// blockIdx.x, blockIdx.x + gridDim.x, ... in the order of `walk` (TileWalk: layer by layer, or
+/// on large planes a group of a layer's tiles through every layer before the next group): the
 /// blocks resident at one time work on neighbouring tiles, so a point's y and z neighbours, read
 /// by several tiles, come from L1 or L2 and every point is read from memory about once. A thread
 /// takes kRowsPerThread points of its tile: along y (depth 1) or along z (depth kRowsPerThread,
@@ -138,17 +140,19 @@ struct Tiles {
   unsigned depth = 1;       // z planes: 1 or kRowsPerThread (flat)
   unsigned tx = 1, ty = 1;  // tiles along x (flat: per plane) and y
   unsigned count = 1;       // tx * ty * (nz / depth, rounded up), below 2^31
-  FastDiv by_tx, by_ty;     // division by tx and by ty
+  FastDiv by_tx;            // division by tx
   FastDiv by_nx;            // flat: division by the stencil's nx
+  TileWalk walk;            // the order of the tiles
 
   /// Tile t's first point: x (flat: the offset in the plane), y and the plane.
   struct Origin {
     unsigned x, y, z;
   };
   __device__ Origin origin(unsigned t) const {
-    const unsigned rest = by_tx(t);
-    const unsigned z = by_ty(rest);
-    return {(t - rest * tx) * width, (rest - z * ty) * height, z * depth};
+    unsigned q = 0, l = 0;
+    walk.place(t, q, l);
+    const unsigned y = by_tx(q);
+    return {(q - y * tx) * width, y * height, l * depth};
   }
   /// The index of the point a thread takes r-th in the tile at `o` (an nx x ny x nz grid), or
   /// `none` past the grid's end. I: the index type (32-bit where the grid allows).

@@ -158,7 +158,11 @@ class CudaLaKernels final : public LaKernels {
                 : grid_for(fused_kernel<LaFusedOp::cg_init>, reduction_blocks(args.init.n, sc),
                            kBlock, true, s, sc, op);
         // Small problems: one block or cluster with the vectors on chip (cg_small.cu).
-        if (cg_small_block(args, small_steps(shape, init_grid), s.device(), st, op)) return;
+        // (It reproduces the plain order of the tiles: never grouped at its sizes by default.)
+        if (!shape.tiles.walk.grouped() &&
+            cg_small_block(args, small_steps(shape, init_grid), s.device(), st, op)) {
+          return;
+        }
         if (args.initial != nullptr) {  // the set-up first, as set_state and fused issue it
           launch(set_state_kernel, 1, 32, st, op, *args.initial, args.direction.sums.state);
           launch(fused_kernel<LaFusedOp::cg_init>, init_grid, kBlock, st, op, args.init,
@@ -209,7 +213,8 @@ class CudaLaKernels final : public LaKernels {
         steps.dx_blocks = grid_for(fused_kernel<LaFusedOp::tf_dx>, reduction_blocks(args.dx.n, sc),
                                    kBlock, true, s, sc, op);
         steps.chunks = blocks_of(args.dx.n);
-        small = tiles.depth == 1 && tf_small_block(args, steps, s.device(), st, op);
+        small = tiles.depth == 1 && !tiles.walk.grouped() &&
+                tf_small_block(args, steps, s.device(), st, op);
       });
     }
     if (!small) LaKernels::tf_block(stream, args, op);

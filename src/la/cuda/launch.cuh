@@ -43,6 +43,20 @@ unsigned tile_width(bool three, std::int64_t nx) {
   return best;
 }
 
+/// Points of each plane per group of tiles (TileWalk): kTileGroupPoints, or
+/// SLUICE_CUDA_TILE_GROUP (a number of points; 0: no groups, every plane's tiles in one run, the
+/// order before groups), to measure the choice again.
+std::int64_t tile_group_points() {
+  static const std::int64_t points = [] {
+    const char* v = std::getenv("SLUICE_CUDA_TILE_GROUP");
+    if (v == nullptr || *v == '\0') return kTileGroupPoints;
+    char* end = nullptr;
+    const long long p = std::strtoll(v, &end, 10);
+    return *end == '\0' && p >= 0 ? static_cast<std::int64_t>(p) : kTileGroupPoints;
+  }();
+  return points;
+}
+
 /// Calls `fn(kernel)` with the stencil kernel for product `a`: its kind, with or without its
 /// sum, and its input's form.
 template <class Fn>
@@ -126,7 +140,11 @@ Tiles tiles_for(const LaStencil& st, const OpInfo& op, bool cg_direction = false
   }
   tiles.count = static_cast<unsigned>(count);
   tiles.by_tx = FastDiv(tiles.tx);
-  tiles.by_ty = FastDiv(tiles.ty);
+  // Groups of whole rows of tiles where tiles are 2D (flat tiles: any run of a plane's tiles).
+  const unsigned group = tile_group(tile_group_points(), st.nx, tiles.width * tiles.height,
+                                    tiles.depth == 1 ? tiles.tx : 1u);
+  tiles.walk = tile_walk(tiles.tx * tiles.ty,
+                         static_cast<unsigned>((st.nz + tiles.depth - 1) / tiles.depth), group);
   return tiles;
 }
 

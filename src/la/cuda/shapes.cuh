@@ -31,6 +31,7 @@
 #include "la/cuda/fast_div.hpp"
 #include "la/cuda/la_kernels.hpp"
 #include "la/cuda/tf_small.hpp"
+#include "la/cuda/tile_walk.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/error.hpp"

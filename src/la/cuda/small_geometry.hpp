@@ -55,7 +55,8 @@ SLUICE_HD unsigned update_unit(const Geometry& g, int j) {
   return (g.chunks - 1 - u / kStepThreads) * kStepWarps + (u % kStepThreads) / 32;
 }
 
-/// Tile t's first point (la_kernels.cu's Tiles::origin).
+/// Tile t's first point (la_kernels.cu's Tiles::origin in the plain order: the small kernels
+/// never take a grouped walk, see tile_walk.hpp).
 struct Origin {
   unsigned x, y, z;
 };

@@ -77,9 +77,6 @@ __device__ __forceinline__ double warp_sums_spread(double (&v)[N]) {
   return v[0];
 }
 
-/// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
-/// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
-/// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
 /// Step block v's partial of sum k as its block_combine forms it: 0, then its 8 warps' unit sums
 /// in order (unit u's sum k at S[u * NS + k]).
 template <int NS>
@@ -89,6 +86,8 @@ __device__ __forceinline__ double step_partial(const double* S, unsigned v, int 
   return s;
 }
 
+/// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
+/// from the units' sums of `blocks` step blocks (step_partial).
 template <int NS>
 __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
                                             double (&part)[NS]) {

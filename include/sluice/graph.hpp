@@ -409,7 +409,7 @@ struct Stats {
   std::uint64_t captures = 0;
   std::uint64_t instantiations = 0;
   std::uint64_t launches = 0;
-  std::uint64_t updates = 0;           ///< whole-exec updates (replay hits)
+  std::uint64_t updates = 0;           ///< whole-exec updates (replays whose parameters changed)
   std::uint64_t reinstantiations = 0;  ///< replays whose topology changed
   std::uint64_t eager_fallbacks = 0;   ///< replays run eagerly after a capture-guard error
   /// Replays run eagerly because issuing their body so cost less host time than their recent
@@ -420,6 +420,9 @@ struct Stats {
   /// nodes made of them. SLUICE_GRAPH_COALESCE=0 turns batching off.
   std::uint64_t coalesced_nodes = 0;
   std::uint64_t batched_nodes = 0;
+  /// Replays whose body recorded, operation by operation, exactly what their executable holds:
+  /// launched as it is, without a comparison after the capture or an update.
+  std::uint64_t unchanged = 0;
 };
 [[nodiscard]] Stats stats();
 }  // namespace graph

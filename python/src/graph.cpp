@@ -532,6 +532,7 @@ void bind_graph(py::module_& m) {
     d["eager_cheaper"] = s.eager_cheaper;
     d["coalesced_nodes"] = s.coalesced_nodes;
     d["batched_nodes"] = s.batched_nodes;
+    d["unchanged"] = s.unchanged;
     return d;
   });
 }

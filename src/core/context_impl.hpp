@@ -38,6 +38,22 @@ class CaptureSink {
   /// Records operation `op` of `ctx` (its mutex held), a copy or memset that ctx's stream said
   /// its backend's graphs run as a node of that kind, as such a node.
   virtual void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) = 0;
+  /// A replay's capture comparing with its previous recording (src/graph/capture_state.hpp):
+  /// the uses of the node it expects next from ctx (its mutex held) if that is a copy or memset
+  /// with `simple`'s parameters, named `what`, after ctx's frontier (`node` set to its index);
+  /// else null. Valid while the capture's Replay holds the previous recording (the whole
+  /// capture).
+  [[nodiscard]] virtual const std::vector<Use>* expected_uses(const ContextImpl& /*ctx*/,
+                                                              std::string_view /*what*/,
+                                                              const SimpleOp& /*simple*/,
+                                                              std::uint32_t& /*node*/) {
+    return nullptr;
+  }
+  /// Records operation `op` of ctx (its mutex held), `simple` with the `uses` expected_uses
+  /// returned for `node`: counted matched if that node is still the one expected next, else
+  /// recorded as record_node does.
+  virtual void record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                               std::uint32_t node, std::span<const Use> uses) = 0;
   /// An event marking ctx's current point in the capture.
   virtual std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) = 0;
   /// An event for exactly ctx's work up to operation `seq` (the tracker's marks): the node of
@@ -181,6 +197,26 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
     return enqueue_eager(what, loc, std::forward<F>(f));
   }
 
+  /// The copy or memset `simple` recorded by a replay's capture that expects exactly it next
+  /// (CaptureSink::expected_uses), if `admit(sink, uses)` accepts the expected node's uses (the
+  /// tracker's checks, run with its lock held by the caller): no access list, no node built.
+  /// Returns the operation's number, or 0 if it was not recorded (the caller issues it as usual).
+  template <class Admit>
+  std::uint64_t enqueue_expected(std::string_view what, std::source_location loc,
+                                 const SimpleOp& simple, Admit&& admit) {
+    std::lock_guard lock(mutex_);
+    // Uses noted by an open mark (Tracker::begin) belong to this node too: record it as usual.
+    if (!capture_ || !capture_uses_.empty() || !capture_->active() || !capture_->untracked()) {
+      return 0;
+    }
+    std::uint32_t node = 0;
+    const auto* uses = capture_->expected_uses(*this, what, simple, node);
+    if (uses == nullptr || !admit(*capture_, std::span<const Use>(*uses))) return 0;
+    auto op = next_op(what, loc);
+    capture_->record_expected(*this, op, simple, node, *uses);
+    return op.seq;
+  }
+
   /// As `enqueue`, but never recorded by a capture (allocations: their memory must exist now).
   template <class F>
   std::uint64_t enqueue_eager(std::string_view what, std::source_location loc, F&& f) {
@@ -240,6 +276,14 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// True while this context's work is recorded by a capture.
   [[nodiscard]] bool capturing() const noexcept {
     return capturing_.load(std::memory_order_acquire);
+  }
+  /// True while a replay's capture of this context compares each operation with its previous
+  /// recording (a hint: enqueue_expected checks under the locks). Set by the capture.
+  [[nodiscard]] bool capture_expects() const noexcept {
+    return capture_expects_.load(std::memory_order_relaxed);
+  }
+  void set_capture_expects(bool on) noexcept {
+    capture_expects_.store(on, std::memory_order_relaxed);
   }
   /// Whether any context of the process is capturing (cheap: one load), so that paths with
   /// nothing to do outside a capture, such as a buffer's release, skip their capture checks.
@@ -376,6 +420,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   /// capturing_, keeping the process-wide count of any_capturing(); mutex_ held.
   void set_capturing(bool on) noexcept;
   std::atomic<bool> capturing_{false};
+  std::atomic<bool> capture_expects_{false};
   std::shared_ptr<CaptureSink> capture_;
   std::vector<Use> capture_uses_;
   // Extensions of this context's backend, by slot (accessed through std::atomic_ref).

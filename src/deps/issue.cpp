@@ -19,4 +19,9 @@ void issue_tracked_raw(ContextImpl& ctx, const AccessList& accesses, std::string
   Tracker::instance().run(ctx, accesses, what, where, [&call] { call.f(call.state); });
 }
 
+std::uint64_t issue_expected(ContextImpl& ctx, std::string_view what, std::source_location where,
+                             const SimpleOp& simple) {
+  return Tracker::instance().run_expected(ctx, what, where, simple);
+}
+
 }  // namespace sluice::detail

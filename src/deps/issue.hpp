@@ -24,6 +24,13 @@ namespace sluice::detail {
 void issue_tracked_raw(ContextImpl& ctx, const AccessList& accesses, std::string_view what,
                        std::source_location where, void (*enqueue)(void*), void* state);
 
+/// A copy or memset `simple` issued on a capturing ctx: when a replay's capture expects exactly
+/// it next (the node its previous recording has there), records it with that node's uses,
+/// checked by the tracker, without an access list. Returns the operation's number, or 0 when
+/// the caller must issue it as usual (issue_tracked with its accesses).
+[[nodiscard]] std::uint64_t issue_expected(ContextImpl& ctx, std::string_view what,
+                                           std::source_location where, const SimpleOp& simple);
+
 /// Issues `work(Stream&, const OpInfo&)` as one operation `what` of ctx, ordered by `accesses`.
 /// Returns the operation's number.
 template <class Work>

@@ -4,6 +4,7 @@
 #include "deps/tracker.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <iterator>
 #include <string>
@@ -280,11 +281,7 @@ void Tracker::run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const
                             std::string_view what, std::source_location loc,
                             const std::function<void()>& enqueue) {
   const auto serial = sink.serial();
-  if (untracked_captures_.empty() || untracked_captures_.back().first != serial) {
-    const bool known = std::any_of(untracked_captures_.begin(), untracked_captures_.end(),
-                                   [&](const auto& c) { return c.first == serial; });
-    if (!known) untracked_captures_.emplace_back(serial, ctx.weak_from_this());
-  }
+  note_untracked_capture(ctx, serial);
   for (const auto& a : accesses) {
     Object& obj = object(a.id, loc);
     (void)bounds(obj, a, loc);
@@ -294,6 +291,86 @@ void Tracker::run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const
   }
   ctx.note_capture_uses(accesses);
   enqueue();
+}
+
+void Tracker::note_untracked_capture(ContextImpl& ctx, std::uint64_t serial) {
+  if (!untracked_captures_.empty() && untracked_captures_.back().first == serial) return;
+  const bool known = std::any_of(untracked_captures_.begin(), untracked_captures_.end(),
+                                 [&](const auto& c) { return c.first == serial; });
+  if (!known) untracked_captures_.emplace_back(serial, ctx.weak_from_this());
+}
+
+std::uint64_t Tracker::run_expected(ContextImpl& ctx, std::string_view what,
+                                    std::source_location loc, const SimpleOp& simple) {
+  if (debug_) return 0;  // the debug graph wants every operation's node
+  std::lock_guard lock(mutex_);
+  auto admit = [&](CaptureSink& sink, std::span<const Use> uses) {
+    // The recording resolved these same addresses to the objects of `uses`. While those are
+    // tracked (ids are never reused, registered regions never overlap), resolving again finds
+    // them: the accesses the copy or memset declares must be `uses` exactly, by AccessList's
+    // merge rule (no other noted use, such as an intent's, came with them). Memory outside
+    // sluice's (no use) is resolved as usual.
+    std::array<Object*, 2> objs{};  // a copy or memset has one or two uses
+    if (uses.empty() || uses.size() > objs.size()) return false;
+    for (std::size_t k = 0; k < uses.size(); ++k) {
+      auto it = objects_.find(uses[k].id);
+      if (it == objects_.end()) return false;
+      objs[k] = &it->second;
+    }
+    // Where each address lies: the use whose object holds its bytes, and the offset there.
+    auto holder = [&](const void* p, std::size_t& offset) -> std::size_t {
+      const auto a = reinterpret_cast<std::uintptr_t>(p);
+      for (std::size_t k = 0; k < uses.size(); ++k) {
+        const Object& o = *objs[k];
+        if (o.base != 0 && a >= o.base && a - o.base <= o.size &&
+            simple.bytes <= o.size - (a - o.base)) {
+          offset = a - o.base;
+          return k;
+        }
+      }
+      return uses.size();
+    };
+    auto same = [](const Use& u, ObjectId id, Access mode, std::size_t lo, std::size_t hi) {
+      return u.id == id && u.mode == mode && u.range.offset == lo && u.range.size == hi - lo;
+    };
+    std::size_t dst_off = 0;
+    const auto d = holder(simple.dst, dst_off);
+    if (d == uses.size()) return false;
+    const ObjectId dst_id = uses[d].id;
+    if (simple.kind == SimpleOp::Kind::memset) {
+      if (uses.size() != 1 ||
+          !same(uses[0], dst_id, Access::write, dst_off, dst_off + simple.bytes)) {
+        return false;
+      }
+    } else {
+      std::size_t src_off = 0;
+      const auto s = holder(simple.src, src_off);
+      if (s == uses.size()) return false;
+      const ObjectId src_id = uses[s].id;
+      const auto dlo = dst_off, dhi = dst_off + simple.bytes;
+      const auto slo = src_off, shi = src_off + simple.bytes;
+      // AccessList's rule for a write and a read: one read_write access where they overlap.
+      if (dst_id == src_id && accesses_join(dlo, dhi, slo, shi, false)) {
+        if (uses.size() != 1 ||
+            !same(uses[0], dst_id, Access::read_write, std::min(dlo, slo), std::max(dhi, shi))) {
+          return false;
+        }
+      } else if (uses.size() != 2 || !same(uses[0], dst_id, Access::write, dlo, dhi) ||
+                 !same(uses[1], src_id, Access::read, slo, shi)) {
+        return false;
+      }
+    }
+    const auto serial = sink.serial();
+    note_untracked_capture(ctx, serial);
+    for (std::size_t k = 0; k < uses.size(); ++k) {
+      const auto& a = uses[k];
+      check_host_conflict(*objs[k], a.id, a, ctx, what, loc);
+      objs[k]->untracked_use = serial;
+      if (a.mode != Access::read) objs[k]->untracked_write = serial;
+    }
+    return true;
+  };
+  return ctx.enqueue_expected(what, loc, simple, admit);
 }
 
 std::shared_ptr<ContextImpl> Tracker::untracked_user(const Object& obj, bool writes_only) const {

@@ -71,6 +71,15 @@ class Tracker {
   void run(ContextImpl& ctx, const AccessList& accesses, std::string_view what,
            std::source_location loc, const std::function<void()>& enqueue);
 
+  /// For a copy or memset `simple` issued on ctx while a replay's untracked capture expects
+  /// exactly it next (CaptureSink::expected_uses): checks the uses of the recorded node (every
+  /// object still tracked, so the addresses lie in the same memory; no host accessor) and notes
+  /// them as run_untracked does, without resolving the addresses or building an access list,
+  /// and records it. Returns its operation number, 0 if not recorded so (the caller issues it as
+  /// usual).
+  std::uint64_t run_expected(ContextImpl& ctx, std::string_view what, std::source_location loc,
+                             const SimpleOp& simple);
+
   /// Throws Error(invalid_argument) if any object of `accesses` is no longer tracked (destroyed).
   void require_tracked(std::span<const Use> accesses, std::source_location loc);
 
@@ -155,6 +164,8 @@ class Tracker {
   void run_untracked(ContextImpl& ctx, CaptureSink& sink, std::span<const Use> accesses,
                      std::string_view what, std::source_location loc,
                      const std::function<void()>& enqueue);
+  /// Remembers that untracked capture `serial` records ctx's work (for the guards below).
+  void note_untracked_capture(ContextImpl& ctx, std::uint64_t serial);
   /// The context of the active untracked capture that used `obj` (wrote it, if `writes_only`),
   /// or null.
   std::shared_ptr<ContextImpl> untracked_user(const Object& obj, bool writes_only) const;

@@ -91,18 +91,29 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   }
   const auto start = Clock::now();
   std::shared_ptr<detail::GraphData> graph;
+  bool unchanged = false;
   try {
     Capture cap(ctx, key, loc);
+    const auto state = cap.state_;
     if (found != impl_->cache.end() && found->second.exec) {
-      const auto& last = *found->second.exec->graph();
-      cap.state_->reserve(last.ir.nodes.size());
+      const auto& exec = *found->second.exec;
+      const auto& last = exec.graph();
       // A body that recorded on ctx alone last time is recorded without the tracker's marks:
       // the launch below orders the whole replay by the union of its accesses. A context that
-      // joins makes the rest of the capture tracked again.
-      if (last.single_context) cap.state_->set_untracked();
+      // joins makes the rest of the capture tracked again. Each operation is compared with
+      // the last recording as it is recorded; if all of it matched, the capture hands that
+      // recording back and the executable is launched as it is.
+      if (last->single_context) state->set_untracked();
+      if (last->single_context && exec.device() == ctx.device() && last->external_waits.empty() &&
+          !last->has_events()) {
+        state->expect(last);
+      } else {
+        state->reserve(last->ir.nodes.size());
+      }
     }
     body();
     graph = cap.end(loc).data();
+    unchanged = state->matched_previous();
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_state) throw;
     // The capture guard (or an unjoined context): run the region as ordinary work instead.
@@ -113,7 +124,11 @@ void Replay::run(const Context& ctx, const std::string& key, const std::function
   }
   auto& entry = impl_->cache[key];
   bool instantiated = true;
-  if (!entry.exec) {
+  if (unchanged) {
+    // The body recorded exactly the executable's graph: nothing to compare or update.
+    detail::graph_stats().unchanged.fetch_add(1, std::memory_order_relaxed);
+    instantiated = false;
+  } else if (!entry.exec) {
     entry.exec = std::make_unique<detail::GraphExecImpl>(std::move(graph), ctx.device(), loc);
     impl_->report(ReplayEvent::Kind::instantiated, key, "first run");
   } else {

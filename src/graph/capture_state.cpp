@@ -1,6 +1,7 @@
 #include "graph/capture_state.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "deps/tracker.hpp"
 #include "graph/graph_stats.hpp"
@@ -77,7 +78,6 @@ CaptureState::CaptureState(std::shared_ptr<ContextImpl> origin, std::string name
       graph_(std::make_shared<GraphData>()) {
   graph_->ir.name = name_;
   end_->description = where();
-  graph_->ir.nodes.reserve(32);  // a capture rarely records fewer; moving nodes as it grows costs
 }
 
 std::string CaptureState::where() const {
@@ -133,17 +133,46 @@ void CaptureState::record_op(ContextImpl& ctx, const OpInfo& op,
     return;  // nothing to run (e.g. an empty operation)
   }
   node.where = op.where;
-  append(ctx, op, std::move(node));
+  append(ctx, op, std::move(node), ctx.capture_uses());
 }
+
+namespace {
+ir::Params params_of(const SimpleOp& simple) {
+  if (simple.kind == SimpleOp::Kind::copy) return ir::Copy{simple.dst, simple.src, simple.bytes};
+  return ir::Memset{simple.dst, simple.value, simple.bytes};
+}
+}  // namespace
 
 void CaptureState::record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) {
   // A copy or memset the backend's graph runs as such: a node of its own, without recording on
   // the stream, compared parameter by parameter when a replay updates the executable.
-  if (simple.kind == SimpleOp::Kind::copy) {
-    append(ctx, op, ir::Copy{simple.dst, simple.src, simple.bytes});
-  } else {
-    append(ctx, op, ir::Memset{simple.dst, simple.value, simple.bytes});
+  append(ctx, op, params_of(simple), ctx.capture_uses());
+}
+
+void CaptureState::record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                                   std::uint32_t node, std::span<const Use> uses) {
+  {
+    std::lock_guard lock(mutex_);
+    Member* m = member(ctx);
+    // expected_uses compared the rest under ctx's mutex, which the caller still holds.
+    if (m != nullptr && expected_ && matched_nodes_ == node && edges_match(*m, node)) {
+      advance(*m, op);
+      return;
+    }
   }
+  append(ctx, op, params_of(simple), uses);
+}
+
+const std::vector<Use>* CaptureState::expected_uses(const ContextImpl& ctx, std::string_view what,
+                                                    const SimpleOp& simple, std::uint32_t& node) {
+  std::lock_guard lock(mutex_);
+  if (!expected_) return nullptr;
+  const Member* m = member(ctx);
+  if (m == nullptr) return nullptr;
+  const auto* want = next_expected(*m, ctx, what, params_of(simple));
+  if (want == nullptr) return nullptr;
+  node = matched_nodes_;
+  return &want->uses;
 }
 
 void CaptureState::reserve(std::size_t nodes) {
@@ -153,20 +182,108 @@ void CaptureState::reserve(std::size_t nodes) {
   if (!members_.empty()) members_.front().ops.reserve(nodes);
 }
 
-void CaptureState::append(ContextImpl& ctx, const OpInfo& op, ir::Params params) {
-  const auto uses = ctx.capture_uses();
-  ir::Node node;
+void CaptureState::expect(std::shared_ptr<GraphData> previous) {
+  std::lock_guard lock(mutex_);
+  if (!members_.empty()) members_.front().ops.reserve(previous->ir.nodes.size());
+  expected_ = std::move(previous);
+  origin_->set_capture_expects(true);
+}
+
+namespace {
+/// Whether a copy or memset recorded now has the parameters of `before`'s. Other kinds never
+/// do: a captured operation's recording is new each time.
+bool same_simple_params(const ir::Params& before, const ir::Params& now) {
+  if (const auto* a = std::get_if<ir::Memset>(&before)) {
+    const auto* b = std::get_if<ir::Memset>(&now);
+    return b != nullptr && a->dst == b->dst && a->value == b->value && a->bytes == b->bytes;
+  }
+  if (const auto* a = std::get_if<ir::Copy>(&before)) {
+    const auto* b = std::get_if<ir::Copy>(&now);
+    return b != nullptr && a->dst == b->dst && a->src == b->src && a->bytes == b->bytes;
+  }
+  return false;
+}
+
+bool same_uses(std::span<const Use> now, const std::vector<Use>& before) {
+  return std::equal(now.begin(), now.end(), before.begin(), before.end(),
+                    [](const Use& x, const Use& y) {
+                      return x.id == y.id && x.mode == y.mode && x.range.offset == y.range.offset &&
+                             x.range.size == y.range.size;
+                    });
+}
+}  // namespace
+
+const ir::Node* CaptureState::next_expected(const Member& m, const ContextImpl& ctx,
+                                            std::string_view what, const ir::Params& params) const {
+  const auto& prev = expected_->ir;
+  const auto index = matched_nodes_;
+  if (index >= prev.nodes.size()) return nullptr;
+  const auto& want = prev.nodes[index];
+  if (!same_simple_params(want.params, params) || want.name != what || want.context != ctx.name() ||
+      !edges_match(m, index)) {
+    return nullptr;
+  }
+  return &want;
+}
+
+bool CaptureState::edges_match(const Member& m, std::uint32_t node) const {
+  // The edges the node would get (from ctx's frontier), in the order a recording adds them.
+  const auto& edges = expected_->ir.edges;
+  if (matched_edges_ + m.frontier.size() > edges.size()) return false;
+  for (std::size_t k = 0; k < m.frontier.size(); ++k) {
+    if (edges[matched_edges_ + k] != std::pair{m.frontier[k], node}) return false;
+  }
+  return true;
+}
+
+void CaptureState::advance(Member& m, const OpInfo& op) {
+  const auto index = matched_nodes_++;
+  matched_edges_ += m.frontier.size();
+  m.frontier.assign(1, index);
+  m.ops.emplace_back(op.seq, index);
+}
+
+bool CaptureState::match_next(Member& m, const ContextImpl& ctx, const OpInfo& op,
+                              const ir::Params& params, std::span<const Use> uses) {
+  const auto* want = next_expected(m, ctx, op.what, params);
+  if (want == nullptr || !same_uses(uses, want->uses)) {
+    diverge();
+    return false;
+  }
+  advance(m, op);
+  return true;
+}
+
+void CaptureState::diverge() {
+  if (!expected_) return;
+  const auto& prev = expected_->ir;
+  auto& g = graph_->ir;
+  g.nodes.reserve(std::max<std::size_t>(prev.nodes.size(), 32));
+  g.edges.reserve(prev.edges.size());
+  g.nodes.assign(prev.nodes.begin(), prev.nodes.begin() + matched_nodes_);
+  g.edges.assign(prev.edges.begin(),
+                 prev.edges.begin() + static_cast<std::ptrdiff_t>(matched_edges_));
+  previous_ = std::move(expected_);  // uses handed out by expected_uses point into it
+  origin_->set_capture_expects(false);
+}
+
+void CaptureState::append(ContextImpl& ctx, const OpInfo& op, ir::Params params,
+                          std::span<const Use> uses) {
+  std::lock_guard lock(mutex_);
+  Member* m = member(ctx);
+  if (m == nullptr || (expected_ && match_next(*m, ctx, op, params, uses))) {
+    ctx.clear_capture_uses();
+    return;  // (no member cannot happen: only members record)
+  }
+  auto& nodes = graph_->ir.nodes;
+  if (nodes.capacity() == 0) nodes.reserve(32);  // moving nodes as the list grows costs
+  const auto index = static_cast<std::uint32_t>(nodes.size());
+  auto& node = nodes.emplace_back();
   node.params = std::move(params);
   node.name = std::string(op.what);
   node.context = ctx.name();
-  node.uses.reserve(uses.size());
-  for (const auto& u : uses) node.uses.push_back({u.id, u.mode, u.range});
+  node.uses.assign(uses.begin(), uses.end());
   ctx.clear_capture_uses();
-  std::lock_guard lock(mutex_);
-  Member* m = member(ctx);
-  if (m == nullptr) return;  // cannot happen: only members record
-  const auto index = static_cast<std::uint32_t>(graph_->ir.nodes.size());
-  graph_->ir.nodes.push_back(std::move(node));
   for (auto p : m->frontier) graph_->ir.edges.emplace_back(p, index);
   m->frontier.assign(1, index);
   m->ops.emplace_back(op.seq, index);
@@ -219,6 +336,7 @@ bool CaptureState::wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& even
   if (ce == nullptr) {
     // A point outside the capture: launches of the graph wait for it too.
     std::lock_guard lock(mutex_);
+    diverge();  // the previous recording's launches waited for other points
     auto& ext = graph_->external_waits;
     if (std::find(ext.begin(), ext.end(), event) == ext.end()) ext.push_back(event);
     return false;
@@ -240,6 +358,7 @@ bool CaptureState::wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& even
     auto base = ctx.record(false, loc);
     {
       std::lock_guard lock(mutex_);
+      diverge();  // the previous recording was of one context
       members_.push_back({ctx.weak_from_this(), &ctx, ctx.name(), {}, std::move(base)});
     }
     ctx.begin_capture(shared_from_this(), loc);
@@ -294,11 +413,13 @@ void CaptureState::refuse_host_wait(const EventImpl& event, std::string_view wha
 
 void CaptureState::adopt(std::shared_ptr<void> keeper) {
   std::lock_guard lock(mutex_);
+  diverge();  // the new graph keeps it
   graph_->ir.keep_alive.push_back(std::move(keeper));
 }
 
 void CaptureState::discard() noexcept {
   active_.store(false, std::memory_order_release);
+  origin_->set_capture_expects(false);
   // Contexts drop this sink on their next operation (a lock of theirs may be held here); the
   // Capture's end or destructor releases them at once.
 }
@@ -311,6 +432,7 @@ void CaptureState::release_members() noexcept {
       if (auto c = m.ctx.lock()) live.push_back(std::move(c));
     }
   }
+  origin_->set_capture_expects(false);
   for (auto& c : live) c->end_capture(this);
   // The tracker's marks of captured work stand for this point from now on (issue order after
   // the capture is then what it would be had the captured work run). A capture that handed out
@@ -362,6 +484,12 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
   active_.store(false, std::memory_order_release);
   std::string unjoined;
   std::unique_lock lock(mutex_);
+  if (expected_) {
+    const auto& prev = expected_->ir;
+    matched_previous_ = matched_nodes_ == prev.nodes.size() &&
+                        matched_edges_ == prev.edges.size() && members_.size() == 1;
+    if (!matched_previous_) diverge();  // fewer operations than last time
+  }
   if (members_.size() > 1) {
     // Every node a member ended on must lead into the origin's last nodes (a capture of one
     // context, the common case of a replay, has nothing to check).
@@ -391,6 +519,7 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
     }
   }
   graph_->single_context = members_.size() == 1;
+  auto result = matched_previous_ ? std::move(expected_) : graph_;
   lock.unlock();  // release_members takes it
   release_members();
   if (!unjoined.empty()) {
@@ -401,7 +530,7 @@ std::shared_ptr<GraphData> CaptureState::finish(std::source_location loc) {
                     "for it. The capture was discarded",
                 loc);
   }
-  return graph_;
+  return result;
 }
 
 }  // namespace sluice::detail

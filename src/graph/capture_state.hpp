@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,23 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   void record_op(ContextImpl& ctx, const OpInfo& op,
                  const std::function<void(Stream&, const OpInfo&)>& f) override;
   void record_node(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple) override;
+  void record_expected(ContextImpl& ctx, const OpInfo& op, const SimpleOp& simple,
+                       std::uint32_t node, std::span<const Use> uses) override;
+  [[nodiscard]] const std::vector<Use>* expected_uses(const ContextImpl& ctx, std::string_view what,
+                                                      const SimpleOp& simple,
+                                                      std::uint32_t& node) override;
   /// Room for `nodes` nodes (a replay knows how many its body recorded last time).
   void reserve(std::size_t nodes);
+  /// A replay's previous recording, which this capture compares each operation with as it is
+  /// recorded (before the body records; `previous` of one context, no external waits, no
+  /// events): while
+  /// every copy or memset equals the previous recording's node at its place, with the same
+  /// edges, no node is built. The first difference, or anything else recorded (another kind of
+  /// operation, a joining context, a wait outside the capture, an adopted object), copies the
+  /// matched prefix into the new graph and records on as without it.
+  void expect(std::shared_ptr<GraphData> previous);
+  /// After finish(): whether it returned the previous recording itself (everything matched).
+  [[nodiscard]] bool matched_previous() const noexcept { return matched_previous_; }
   std::shared_ptr<EventImpl> record(ContextImpl& ctx, std::source_location loc) override;
   std::shared_ptr<EventImpl> record_at(ContextImpl& ctx, std::uint64_t seq) override;
   bool wait(ContextImpl& ctx, const std::shared_ptr<EventImpl>& event,
@@ -76,8 +92,27 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
     std::vector<std::pair<std::uint64_t, std::uint32_t>> ops = {};  // (operation number, node)
   };
   Member* member(const ContextImpl& ctx);  // mutex_ held
-  /// Appends `node` after ctx's frontier (which it becomes).
-  void append(ContextImpl& ctx, const OpInfo& op, ir::Params params);
+  /// Appends a node for operation `op` of ctx with `params` and `uses` after ctx's frontier
+  /// (which it becomes), or, while expect()ing, counts it matched.
+  void append(ContextImpl& ctx, const OpInfo& op, ir::Params params, std::span<const Use> uses);
+  /// While expect()ing: whether an operation named `what` with `params` from member m (of ctx)
+  /// equals the previous recording's next node, edges included (uses not compared). mutex_ held.
+  [[nodiscard]] const ir::Node* next_expected(const Member& m, const ContextImpl& ctx,
+                                              std::string_view what,
+                                              const ir::Params& params) const;
+  /// While expect()ing: true (and ctx's frontier moved) if operation `op` with `params` and
+  /// `uses` equals the previous recording's next node and its edges; else the matched prefix
+  /// becomes the graph's (diverge) and false. mutex_ held.
+  bool match_next(Member& m, const ContextImpl& ctx, const OpInfo& op, const ir::Params& params,
+                  std::span<const Use> uses);
+  /// Whether the previous recording's edges into `node` are those from m's frontier, in the
+  /// order a recording adds them. mutex_ held.
+  [[nodiscard]] bool edges_match(const Member& m, std::uint32_t node) const;
+  /// Counts the next expected node matched by operation `op` of member m. mutex_ held.
+  void advance(Member& m, const OpInfo& op);
+  /// Stops comparing: the previous recording's matched nodes and edges become the graph's.
+  /// mutex_ held.
+  void diverge();
   [[nodiscard]] std::string where() const;
 
   std::shared_ptr<ContextImpl> origin_;
@@ -90,6 +125,13 @@ class CaptureState final : public CaptureSink, public std::enable_shared_from_th
   std::atomic<std::uint32_t> points_made_{0};
   std::mutex mutex_;
   std::shared_ptr<GraphData> graph_;
+  // While comparing with a replay's previous recording (expect): it, and how many of its nodes
+  // and edges this capture recorded again so far (graph_ holds none of them until diverge()).
+  std::shared_ptr<GraphData> expected_;
+  std::shared_ptr<GraphData> previous_;  // expected_ once diverged
+  std::uint32_t matched_nodes_ = 0;
+  std::size_t matched_edges_ = 0;
+  bool matched_previous_ = false;
   std::vector<Member> members_;
   std::shared_ptr<CaptureEnd> end_ = std::make_shared<CaptureEnd>();
 };

@@ -542,7 +542,8 @@ graph::Stats graph::stats() {
   auto& c = detail::graph_stats();
   return {c.captures.load(),      c.instantiations.load(),   c.launches.load(),
           c.updates.load(),       c.reinstantiations.load(), c.eager_fallbacks.load(),
-          c.eager_cheaper.load(), c.coalesced_nodes.load(),  c.batched_nodes.load()};
+          c.eager_cheaper.load(), c.coalesced_nodes.load(),  c.batched_nodes.load(),
+          c.unchanged.load()};
 }
 
 }  // namespace sluice

@@ -16,6 +16,7 @@ struct GraphCounters {
   std::atomic<std::uint64_t> eager_cheaper{0};
   std::atomic<std::uint64_t> coalesced_nodes{0};
   std::atomic<std::uint64_t> batched_nodes{0};
+  std::atomic<std::uint64_t> unchanged{0};
 };
 GraphCounters& graph_stats();
 

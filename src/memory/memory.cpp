@@ -141,9 +141,11 @@ void copy_bytes(const Context& ctx, void* dst, const void* src, std::size_t byte
   if (dst == nullptr || src == nullptr) {
     throw Error(Errc::invalid_argument, "copy: null pointer with a non-empty size", loc);
   }
-  if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   auto& c = ctx.impl();
   SimpleOp simple{SimpleOp::Kind::copy, dst, src, bytes, 0};
+  // A replay recording the copy it recorded last time: its checks passed then, on this memory.
+  if (c.capture_expects() && issue_expected(c, "copy", loc, simple) != 0) return;
+  if (ctx.device().backend == "host") check_host_reachable(ctx, dst, src, loc);
   AccessList accesses;
   if (c.capturing()) {
     // A graph replays the copy later: pageable memory would be read or written at launch time
@@ -172,6 +174,7 @@ void memset_bytes(const Context& ctx, void* dst, int value, std::size_t bytes,
   if (dst == nullptr) throw Error(Errc::invalid_argument, "memset: null pointer", loc);
   auto& c = ctx.impl();
   SimpleOp simple{SimpleOp::Kind::memset, dst, nullptr, bytes, value};
+  if (c.capture_expects() && issue_expected(c, "memset", loc, simple) != 0) return;
   AccessList accesses;
   if (c.capturing()) {
     const auto m = Tracker::instance().find_memory(dst);

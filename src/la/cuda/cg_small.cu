@@ -15,10 +15,10 @@
 // its points' terms in its kernel's order, each of its 8 warps sums the threads' values by the
 // same shuffle tree, thread 0 adds the 8 warps' sums in order from 0, and the step's total is
 // la_kernels.cu's combine_partials over the step blocks' partials (its 256 threads played by the
-// lanes of every warp here: small_steps.cuh's finish_warp), then block_combine. A warp of this
-// kernel plays one warp of one
-// step block at a time (a "unit": step block v, warp w), so its lanes are that warp's lanes and
-// the shuffle tree is the same instruction sequence. Built with --fmad=false like la_kernels.cu.
+// lanes of warp 0: small_steps.cuh's finish_block), then block_combine. A warp of this kernel
+// plays one warp of one step block at a time (a "unit": step block v, warp w), so its lanes are
+// that warp's lanes and the shuffle tree is the same instruction sequence. Built with
+// --fmad=false like la_kernels.cu.
 //
 // The units are split over the cluster's warps in order (first_of): a block's direction units are
 // neighbouring tiles and its update units neighbouring chunks, so what a block reads of p lies in
@@ -26,16 +26,19 @@
 // Tiles count from the start of the vectors and chunks from the end, so the update units go to
 // the blocks in reverse order (upd_part): block b's tiles and elements then lie together and its
 // window is about n / blocks elements plus the reach, not the whole vector (32^3 fits).
-// Per iteration, two step ends and no other barrier: (D) every block forms p = xs r + b p on its
-// window into the direction's other buffer (from its r, which the owners pushed to it, and the
-// direction before), while the direction units compute w = A p forming each point's p where they
-// read it (the same expression, so the same bits), store each w to its owner's shared memory and
-// publish each unit's sum to every block; a step end (block or cluster barrier); every warp adds
-// the sums and runs the solver logic (cg_dpi) on its own copy of the state (the same arithmetic
-// in every warp, so the same decisions; no barrier after it); (U) the update units run x += a p,
-// r -= a w with the norm and z'r, push the new r to the blocks whose windows hold it and publish
-// their sums; a step end; cg_iter in every warp. Before: p formed in a phase of its own behind a
-// block barrier, and each step's logic in thread 0 behind another (5 barriers an iteration).
+// Per iteration: (P) every block forms p = xs r + b p on its window into the direction's other
+// buffer (from its r, which the owners pushed to it, and the direction before), and a block
+// barrier; (D) the direction units compute w = A p reading that p, store each w to its owner's
+// shared memory and publish each unit's sum to every block; a step end (block or cluster
+// barrier); warp 0 of every block adds the sums and its lane 0 runs the solver logic (cg_dpi)
+// on the block's state in shared memory, and a block barrier hands `a` to the block (every
+// block computes the same bits: its copy of the sums is the same); (U) the update units run
+// x += a p, r -= a w with the norm and z'r, push the new r to the blocks whose windows hold it
+// and publish their sums; a step end; cg_iter in warp 0 and a block barrier.
+// The version before ran the logic in every warp on a copy of the state per warp, with no block
+// barrier after it, and formed each point's p where the product read it (10 shared loads per
+// point of a 5-point product instead of 5): on an H100 its phase after the update's sums took
+// 5.4 us per iteration in every warp (docs/bench/issue26.md).
 // SLUICE_CUDA_CG_SMALL_PROFILE=FILE takes the kernel with its phase clock (Phase) and appends
 // each launch's breakdown to FILE (bench/cuda/small_cg.cpp prints it).
 // A solve's first block may carry its set-up (LaCgBlockArgs::initial, from a zero guess): the
@@ -79,22 +82,27 @@ namespace cgs = cooperative_groups;
 using namespace small_steps;  // NOLINT: the shared pieces of the small kernels
 
 constexpr int kMaxThreads = 1024;  // threads of a block here
-// Update units a warp keeps in registers (x, r and p for each): 4 in one block, 2 in a cluster,
-// whose code holds more (4 spills 48 to 84 bytes at the 64 registers of 1024 threads).
+// Update units a warp keeps in registers (x for each): 4 in one block, 2 in a cluster, whose code
+// holds more (4 spilled 48 to 84 bytes at the 64 registers of 1024 threads).
 constexpr int kMaxUnitsPerWarp = 4;
 constexpr int kMaxClusterUnitsPerWarp = 2;
-// Points a block of the cluster takes by the size rule (auto): at about 64 bytes of shared
-// memory traffic per point and iteration, 1024 points keep one multiprocessor's shared memory
-// busy for about 0.3 us per iteration, the order of a step end.
+// Points a block of the cluster takes by the size rule (auto): at about 100 bytes of shared
+// memory traffic per point and iteration (5-point: the direction formed and read by the product,
+// w, the update), 1024 points keep one multiprocessor's shared memory busy for about 0.5 us per
+// iteration, the order of a step end.
 constexpr int kPointsPerBlock = 1024;
 // At most this many points: 16 blocks of 1024 threads with 2 update units per warp.
 constexpr std::int64_t kMaxRows = 32768;
 // Where the size rule (auto) takes the kernel at all, as measured on an H100 (2026-11-26, after
-// the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beats
-// the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²); at 64 x 64 it
-// is 1.7x slower (0.23 against 0.137 ms: its per-warp logic after the update sums takes 5.3 us an
-// iteration). Asking for a shape still takes it at any size up to kMaxRows.
+// the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beat
+// the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²), but at 64 x 64
+// it was 1.7x slower. Since the logic runs once per block (2026-11-27, H100), the 2D 5-point
+// solves of 1089 to 4096 points take 0.110-0.128 ms in the clusters the rule picks (2 up to 2048
+// points, 4 above) against 0.139-0.141 for the default path: the rule goes to 4096 points there.
+// The other stencils keep 1024 until they are measured at those sizes. Asking for a shape still
+// takes it at any size up to kMaxRows.
 constexpr std::int64_t kAutoMaxRows = 1024;
+constexpr std::int64_t kAutoMaxRows2d5 = 4096;
 // Tiles of the direction product whose first points a block keeps in shared memory.
 constexpr unsigned kMaxTiles = 256;
 
@@ -140,19 +148,20 @@ __device__ __forceinline__ void step_end(int blocks) {
 /// over the iterations. Only the kProf instantiation keeps them (the normal one has no trace).
 enum Phase : int {
   kLoad,       // the state, the vectors and the set-up, before the first iteration
-  kDirection,  // p on the window, w = A p with p'w's unit sums published
+  kForm,       // p on the window, and the block barrier after it
+  kDirection,  // w = A p with p'w's unit sums published
   kDirEnd,     // the step end after it (block or cluster barrier): waiting for the slowest
-  kDirFinish,  // p'w's total and cg_dpi, in every warp
+  kDirFinish,  // p'w's total and cg_dpi in warp 0, and the block barrier after them
   kUpdate,     // x += a p, r -= a w with the norm's and z'r's unit sums published
   kUpdEnd,     // the step end after it
-  kUpdFinish,  // the two totals and cg_iter, in every warp
+  kUpdFinish,  // the two totals and cg_iter in warp 0, and the block barrier after them
   kTail,       // what the steps leave in memory, the last step end and the state's store
   kPhases
 };
 
-constexpr const char* kPhaseNames[kPhases] = {"load (once)",    "direction",  "step end",
-                                              "finish cg_dpi",  "update",     "step end",
-                                              "finish cg_iter", "tail (once)"};
+constexpr const char* kPhaseNames[kPhases] = {"load (once)", "form p",         "direction",
+                                              "step end",    "finish cg_dpi",  "update",
+                                              "step end",    "finish cg_iter", "tail (once)"};
 
 constexpr int kMaxWarps = kMaxThreads / 32;
 
@@ -222,9 +231,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     cg_small_kernel(const __grid_constant__ SmallArgs sa) {
   stream_order_prologue();
   extern __shared__ double smem[];
-  // Each warp's own copy of the state: every warp runs the solver logic itself (finish_warp),
-  // so no block barrier follows it.
-  __shared__ unsigned long long warp_words[kMaxWarps][kWords];
+  // The block's copy of the state: warp 0's lane 0 runs the solver logic on it (finish_block)
+  // and a block barrier hands it to the other warps.
+  __shared__ unsigned long long words[kWords];
   __shared__ Origin origins[kMaxTiles];  // each tile's first point, formed once
   const Geometry& g = sa.g;
   const Layout& l = sa.l;
@@ -254,23 +263,19 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   double* const Su = Sd + g.dir_units;
 
   // The state: its initial value with the set-up (the value travelled with the launch), else
-  // where the solve left it; a copy per warp.
+  // where the solve left it; one copy per block, complete after the step end below.
   const auto* from = sa.setup ? reinterpret_cast<const unsigned long long*>(&sa.start)
                               : reinterpret_cast<const unsigned long long*>(mv.sums.state);
-  unsigned long long* const words = warp_words[wt];
-  for (int k = lane; k < kWords; k += 32) words[k] = from[k];
-  __syncwarp();
-  LaKspState& st = *reinterpret_cast<LaKspState*>(words);
-  if (st.stop != 0) {  // every warp read the same state: none reaches a barrier
+  // A block past the stop: every thread reads that, so none reaches a barrier.
+  if (reinterpret_cast<const LaKspState*>(from)->stop != 0) {
     if (rank == 0 && wt == 0) {
-      store_state(sa.a.mirror, words, lane, 32);
+      store_state(sa.a.mirror, from, lane, 32);
       if (lane == 0 && sa.a.running != nullptr) *sa.a.running = 0;
     }
     return;
   }
-  __syncwarp();  // the warp read stop before its lane 0 changes the state
-  // Warp 0 of block 0 alone writes the history.
-  if (lane == 0 && (rank != 0 || wt != 0)) st.hist_cap = 0;
+  for (int k = t; k < kWords; k += threads) words[k] = from[k];
+  LaKspState& st = *reinterpret_cast<LaKspState*>(words);
 
   // The warp's units among the cluster's warps, and the block's own update units. Update units
   // count chunks from the end of the vectors, tiles from the start: block `rank` takes the
@@ -311,8 +316,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   for (unsigned k = static_cast<unsigned>(t); k < g.tiles; k += static_cast<unsigned>(threads)) {
     origins[k] = tile_origin(g, k);
   }
-  // Every block of the cluster runs before any reaches into another's shared memory.
+  // Every block of the cluster runs before any reaches into another's shared memory (and the
+  // block's state is complete). Block 0 alone writes the history.
   step_end(blocks);
+  if (t == 0 && rank != 0) st.hist_cap = 0;
 
   const LaStencil& s = mv.A.stencil;
   const double xs = mv.x_scale, rc = mv.right.c, pc = f.pc.c;
@@ -342,34 +349,39 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       }
     }
     step_end(blocks);
-    iterate = finish_warp<2>(Su, g.chunks, LaFinalize::cg_init, st, lane);
+    iterate = finish_block<2>(Su, g.chunks, LaFinalize::cg_init, st, t);
   }
   clock.mark(kLoad);
-  // Two step ends per iteration, nothing else: the new direction is formed where it is read
-  // (each point's p = xs r + b p from the r and the p before, both in shared memory, as the
-  // direction product's input forms it), and stored into the other buffer for the next
-  // iteration; every warp runs the logic after a step end itself.
-  int cur = 0;                // the buffer that holds the direction before this iteration's update
-  const double* newest = P0;  // the buffer of the last direction formed
+  // Per iteration two step ends, each followed by the logic in warp 0 and a block barrier, and
+  // one block barrier between forming the direction and reading it.
+  // Iteration `it` reads the direction before from P0 if `it` is even (else P1) and forms the
+  // new one into the other buffer.
   for (int it = 0; iterate && it < sa.a.iterations; ++it) {
     const double b = st.b;
-    const double* const Po = cur == 0 ? P0 : P1;
-    double* const Pn = cur == 0 ? P1 : P0;
-    // (D) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element),
-    // into the other buffer.
+    const double* const Po = it % 2 == 0 ? P0 : P1;
+    double* const Pn = it % 2 == 0 ? P1 : P0;
+    // (P) p = xs r + b p on the window (cg_direction_tiles' input, formed once per element)
+    // into the other buffer, from the r the owners pushed and the direction before.
     for (int j = lo + t; j < hi; j += threads) Pn[j - lo] = xs * R[j - lo] + b * Po[j - lo];
-    newest = Pn;
     last = it;
-    // w = A p and the terms of p'w, two units at a time (lane T % 32 of each one's step block
-    // warp), their shuffle trees interleaved: one tree's latency for both.
-    const auto in = [&](int j) { return xs * R[j - lo] + b * Po[j - lo]; };
+    __syncthreads();
+    clock.mark(kForm);
+    // (D) w = A p and the terms of p'w, two units at a time (lane T % 32 of each one's step
+    // block warp), their sums reduced together (warp_sums_spread: unit u + lane / 16's total
+    // in each lane). The two units run through one copy of the code (a rolled loop): the
+    // kernel's code is what each iteration fetches again.
+    const auto in = [&](int j) { return Pn[j - lo]; };
     for (unsigned u = d0; u < d1; u += 2) {
       double acc[2] = {0, 0};
-      for (int h = 0; h < 2; ++h) {
+      const int units = d1 - u < 2 ? 1 : 2;  // the same in every lane
+#pragma unroll 1
+      for (int h = 0; h < units; ++h) {
         const unsigned uh = u + static_cast<unsigned>(h);
-        if (uh >= d1) break;  // the same in every lane
         const Origin o = origins[uh / kStepWarps];
         const int T = static_cast<int>(uh % kStepWarps) * 32 + lane;
+        double sum = 0;
+        // The 27-point rows one after another: both rows' 54 loads in flight spilled registers.
+#pragma unroll(K == LaStencilKind::d3p27 ? 1 : kRows)
         for (int row = 0; row < kRows; ++row) {
           const Point q = tile_point(g, o, T, row);
           if (q.i < 0) continue;
@@ -387,21 +399,25 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
           } else {
             W[q.i - lo] = w;
           }
-          acc[h] += w * c;
+          sum += w * c;
+        }
+        if (h == 0) {
+          acc[0] = sum;
+        } else {
+          acc[1] = sum;
         }
       }
-      warp_sums(acc);
-      for (int h = 0; h < 2; ++h) {
-        const double sum = __shfl_sync(0xffffffffu, acc[h], 0);
-        if (u + h < d1 && lane < blocks) {
-          in_block(Sd, blocks, rank, static_cast<unsigned>(lane))[u + h] = sum;
-        }
+      const double total = warp_sums_spread(acc);
+      const unsigned uh = u + static_cast<unsigned>(spread_sum_of(lane, 2));
+      // Each of the 16 lanes holding a unit's total publishes it to one block (at most 16).
+      if (uh < d1 && lane % 16 < blocks) {
+        in_block(Sd, blocks, rank, static_cast<unsigned>(lane % 16))[uh] = total;
       }
     }
     clock.mark(kDirection);
     step_end(blocks);
     clock.mark(kDirEnd);
-    const bool go = finish_warp<1>(Sd, g.tiles, LaFinalize::cg_dpi, st, lane);
+    const bool go = finish_block<1>(Sd, g.tiles, LaFinalize::cg_dpi, st, t);
     clock.mark(kDirFinish);
     if (!go) break;
     // (U) x += a p, r -= a w, with the norm's and z'r's terms (fused_elem<cg_update>); the new
@@ -416,6 +432,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         x[k] = next.x;
         R[j - lo] = next.r;
         if constexpr (kCluster) {
+#pragma unroll 1
           for (int to = 0; to < blocks; ++to) {
             if (to != static_cast<int>(rank) && l.lo[to] <= j && j < l.hi[to]) {
               in_block(R, blocks, rank, static_cast<unsigned>(to))[j - l.lo[to]] = next.r;
@@ -424,25 +441,25 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         }
       }
     }
-    // The units' 2 x UPW shuffle trees interleaved (a unit past u1 sums zeros, unpublished).
-    warp_sums(acc);
-    for (int k = 0; k < UPW; ++k) {
-      const unsigned u = u0 + static_cast<unsigned>(k);
-      const double s0 = __shfl_sync(0xffffffffu, acc[2 * k], 0);
-      const double s1 = __shfl_sync(0xffffffffu, acc[2 * k + 1], 0);
-      if (u < u1 && lane < blocks) {
-        double* to = in_block(Su, blocks, rank, static_cast<unsigned>(lane));
-        to[2 * u] = s0;
-        to[2 * u + 1] = s1;
+    // The units' 2 x UPW sums reduced together (warp_sums_spread): a lane holds the total of sum
+    // spread_sum_of(lane, 2 UPW) = 2 k + i, unit u0 + k's sum i (a unit past u1 sums zeros,
+    // unpublished), and each block gets it from one of the lanes that hold it.
+    const double total = warp_sums_spread(acc);
+    constexpr int kLanesPerSum = 32 / (2 * UPW);
+    const int sum = spread_sum_of(lane, 2 * UPW);
+    if (u0 + static_cast<unsigned>(sum / 2) < u1) {
+#pragma unroll 1
+      for (int to = lane % kLanesPerSum; to < blocks; to += kLanesPerSum) {
+        in_block(Su, blocks, rank, static_cast<unsigned>(to))[2 * u0 + sum] = total;
+        if constexpr (kLanesPerSum >= kMaxCluster) break;  // one block per lane
       }
     }
     clock.mark(kUpdate);
     step_end(blocks);
     clock.mark(kUpdEnd);
-    const bool more = finish_warp<2>(Su, g.chunks, LaFinalize::cg_iter, st, lane);
+    const bool more = finish_block<2>(Su, g.chunks, LaFinalize::cg_iter, st, t);
     clock.mark(kUpdFinish);
     if (!more) break;
-    cur = 1 - cur;
   }
 
   // What the steps launched one by one leave in memory that is read again: x, r, the last
@@ -456,7 +473,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         f.x[j] = x[k];
         f.r[j] = R[j - lo];
         if (p_out != nullptr) {
-          p_out[j] = newest[j - lo];
+          p_out[j] = (last % 2 == 0 ? P1 : P0)[j - lo];
           mv.y[j] = W[j - lo];
         }
       }
@@ -684,7 +701,8 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
   if (rows > kMaxRows) {
     return no(std::to_string(rows) + " points, more than " + std::to_string(kMaxRows));
   }
-  if (mode.blocks == 0 && !mode.require && rows > kAutoMaxRows) return false;  // the size rule
+  const std::int64_t auto_max = s.kind == LaStencilKind::d2p5 ? kAutoMaxRows2d5 : kAutoMaxRows;
+  if (mode.blocks == 0 && !mode.require && rows > auto_max) return false;  // the size rule
   if (steps.dir_blocks != steps.tiles || steps.upd_blocks != steps.chunks) {
     return no("the steps' blocks take more than one tile or chunk each");
   }

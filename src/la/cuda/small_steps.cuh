@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "la/cuda/small_geometry.hpp"
+#include "la/cuda/warp_spread.hpp"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
 #include "sluice/backend.hpp"
@@ -52,17 +53,45 @@ __device__ __forceinline__ void warp_sums(double (&v)[N]) {
   }
 }
 
+/// warp_sums' N totals (N a power of 2 up to 16), spread over the lanes in fewer shuffles
+/// (warp_spread.hpp): returns the total of sum spread_sum_of(lane, N), in every lane. Every lane
+/// takes part.
+template <int C>
+__device__ __forceinline__ void spread_rounds(double* v, unsigned lane, int off) {
+  if constexpr (C > 1) {
+    const bool upper = (lane & static_cast<unsigned>(off)) != 0;
+    double give[C / 2], got[C / 2];
+    spread_give<C>(v, upper, give);
+    for (int j = 0; j < C / 2; ++j) got[j] = __shfl_xor_sync(0xffffffffu, give[j], off);
+    spread_keep<C>(v, upper, got);
+    spread_rounds<C / 2>(v, lane, off / 2);
+  } else {
+    for (; off > 0; off /= 2) v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], off);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ double warp_sums_spread(double (&v)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16);
+  spread_rounds<N>(v, threadIdx.x % 32, 16);
+  return v[0];
+}
+
+/// Step block v's partial of sum k as its block_combine forms it: 0, then its 8 warps' unit sums
+/// in order (unit u's sum k at S[u * NS + k]).
+template <int NS>
+__device__ __forceinline__ double step_partial(const double* S, unsigned v, int k) {
+  double s = 0;
+  for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
+  return s;
+}
+
 /// Thread T's part of each of the NS sums in la_kernels.cu's combine_partials over 256 threads,
-/// from the units' sums `S` (unit u's sum k at S[u * NS + k]) of `blocks` step blocks, each step
-/// block's partial formed as its block_combine forms it (0, then its 8 warps' sums in order).
+/// from the units' sums of `blocks` step blocks (step_partial).
 template <int NS>
 __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, unsigned T,
                                             double (&part)[NS]) {
-  const auto partial = [&](unsigned v, int k) {
-    double s = 0;
-    for (int w = 0; w < kStepWarps; ++w) s = s + S[(v * kStepWarps + w) * NS + k];
-    return s;
-  };
+  const auto partial = [&](unsigned v, int k) { return step_partial<NS>(S, v, k); };
   for (int k = 0; k < NS; ++k) part[k] = 0;
   if (NS == 1 && blocks <= 4 * kStepThreads) {
     double v[4];
@@ -74,6 +103,9 @@ __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, un
     return;
   }
   unsigned b = T;
+  // Rolled loops: at the small kernels' sizes (at most 256 step blocks) a thread takes one step
+  // block here, and unrolled copies would only grow the code.
+#pragma unroll 1
   for (; b + 3 * kStepThreads < blocks; b += 4 * kStepThreads) {
     double v[4][NS];
     for (int u = 0; u < 4; ++u) {
@@ -83,18 +115,17 @@ __device__ __forceinline__ void thread_part(const double* S, unsigned blocks, un
       for (int k = 0; k < NS; ++k) part[k] = part[k] + v[u][k];
     }
   }
+#pragma unroll 1
   for (; b < blocks; b += kStepThreads) {
     for (int k = 0; k < NS; ++k) part[k] = part[k] + partial(b, k);
   }
 }
 
-/// A step's NS sums over its `blocks` step blocks, then its solver logic, in one warp and with no
-/// block barrier: every warp forms the step's total itself (combine_partials and block_combine
-/// over 256 threads, the same additions in the same order, so the same bits in every warp) and
-/// its lane 0 runs the logic on the warp's own copy of the state `st`. The lanes play the 256
-/// threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round: the
-/// other 7 warps' sums would be +0.0, and are added (x + 0.0 is not x for x = -0.0).
-/// Returns false once the solve stopped (the same in every warp).
+/// A step's NS sums over its `blocks` step blocks as la_kernels.cu's combine_partials and
+/// block_combine form them over 256 threads, in one warp (valid in lane 0): its lanes play the
+/// 256 threads in 8 rounds of 32; where at most 32 step blocks hold every partial, one round,
+/// and the other 7 warps' sums (+0.0) are not added: block_combine's total is 0.0 + the first
+/// warp's sum, never -0.0, and x + 0.0 is x for every other x.
 template <int NS>
 struct WarpTotal {
   double v[NS];
@@ -106,6 +137,7 @@ __device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned 
   double(&v)[NS] = out.v;
   for (int k = 0; k < NS; ++k) v[k] = 0;
   const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll 1
   for (int w = 0; w < kStepWarps; ++w) {
     double part[NS];
     thread_part<NS>(S, blocks, static_cast<unsigned>(w * 32 + lane), part);
@@ -115,28 +147,57 @@ __device__ __noinline__ WarpTotal<NS> warp_total_wide(const double* S, unsigned 
 }
 
 template <int NS>
-__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
-                                   int lane) {
-  double v[NS];
+__device__ inline void warp_total(const double* S, unsigned blocks, int lane, double (&v)[NS]) {
   if (blocks <= 32) {
+    // thread_part of lane T: step block T's partial, then +0.0 terms (the other step blocks
+    // lie past `blocks`); a partial (0 + ...) is never -0.0, so those additions change nothing.
     double part[NS];
-    thread_part<NS>(S, blocks, static_cast<unsigned>(lane), part);
+    const auto T = static_cast<unsigned>(lane);
+    for (int k = 0; k < NS; ++k) part[k] = T < blocks ? step_partial<NS>(S, T, k) : 0.0;
     warp_sums(part);
-    for (int k = 0; k < NS; ++k) {
-      v[k] = 0.0 + part[k];
-      for (int w = 1; w < kStepWarps; ++w) v[k] = v[k] + 0.0;
-    }
+    for (int k = 0; k < NS; ++k) v[k] = 0.0 + part[k];
   } else {
     // More than 32 step blocks (above 8192 points): out of line, its registers not the kernel's.
     const WarpTotal<NS> wide = warp_total_wide<NS>(S, blocks);
     for (int k = 0; k < NS; ++k) v[k] = wide.v[k];
   }
-  if (lane == 0) {  // v: block_combine's total in lane 0
+}
+
+/// The step's total (warp_total) and its solver logic in one warp and with no block barrier:
+/// every warp forms the total itself (the same additions in the same order, so the same bits in
+/// every warp) and its lane 0 runs the logic on the warp's own copy of the state `st`.
+/// Returns false once the solve stopped (the same in every warp).
+template <int NS>
+__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
+                                   int lane) {
+  double v[NS];
+  warp_total<NS>(S, blocks, lane, v);
+  if (lane == 0) {
     double total[m::kMaxSums] = {0, 0, 0};
     for (int k = 0; k < NS; ++k) total[k] = v[k];
     logic::finalize(fin, st, total);
   }
   __syncwarp();
+  return st.stop == 0;
+}
+
+/// The step's total and its solver logic once per block: warp 0 forms the total (warp_total)
+/// and its lane 0 runs the logic on the block's state `st` (shared memory); a block barrier then
+/// hands the state to every thread. Returns false once the solve stopped (the same in every
+/// thread, and in every block of a cluster, whose blocks all hold every unit's sums).
+template <int NS>
+__device__ inline bool finish_block(const double* S, unsigned blocks, LaFinalize fin,
+                                    LaKspState& st, int t) {
+  if (t < 32) {
+    double v[NS];
+    warp_total<NS>(S, blocks, t, v);
+    if (t == 0) {
+      double total[m::kMaxSums] = {0, 0, 0};
+      for (int k = 0; k < NS; ++k) total[k] = v[k];
+      logic::finalize(fin, st, total);
+    }
+  }
+  __syncthreads();
   return st.stop == 0;
 }
 

@@ -160,6 +160,11 @@ struct CommOptions {
   /// rank's GPU reaches every other's memory), `peer` (refused with the reason where the GPUs
   /// cannot), `engine` (NCCL's or MPI's allgather). Every process asks for the same.
   ReducePath reductions = ReducePath::automatic;
+  /// How the exchanges run (sluice/ext/dist.hpp's ExchangePath): `automatic`
+  /// (SLUICE_DIST_EXCHANGE_PATH=peer|nccl|auto, by default the peer path where every rank's GPU
+  /// reaches every other's memory), `peer` (refused with the reason where the GPUs cannot),
+  /// `engine` (NCCL's or MPI's point-to-point calls). Every process asks for the same.
+  ExchangePath exchanges = ExchangePath::automatic;
 };
 
 /// One rank of this process: where its communication is issued.
@@ -323,6 +328,9 @@ class Comm {
   /// How the distributed solvers' small reductions run: "peer" (one kernel per rank, stores
   /// into the peers' memory) or the engine's name (its allgather and a finalize kernel).
   [[nodiscard]] std::string_view reductions() const;
+  /// How the exchanges run: "peer" (copy engines into the peers' inboxes, no multiprocessor
+  /// taken; larger messages still take the engine's path) or the engine's name.
+  [[nodiscard]] std::string_view exchanges() const;
   [[nodiscard]] const std::string& name() const;
 
   /// Runs `fn(rank)` for every local rank, each on a thread of its own when there are several

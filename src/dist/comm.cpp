@@ -163,7 +163,8 @@ namespace {
 /// What each process tells the others when a communicator is made.
 struct Announcement {
   std::int32_t ranks = 0;
-  std::int32_t reduce = 0;  // ReducePath
+  std::int32_t reduce = 0;    // ReducePath
+  std::int32_t exchange = 0;  // ExchangePath
   char backend[24] = {};
 };
 
@@ -192,6 +193,34 @@ ReducePath reduce_path(ReducePath asked, std::source_location loc) {
   throw Error(Errc::invalid_argument,
               "dist::Comm: SLUICE_DIST_REDUCE is '" + std::string(s) +
                   "'; it is peer, nccl (the engine's collectives; also 'engine') or auto",
+              loc);
+}
+
+const char* exchange_name(ExchangePath x) {
+  switch (x) {
+    case ExchangePath::automatic:
+      return "auto";
+    case ExchangePath::peer:
+      return "peer";
+    case ExchangePath::engine:
+      return "nccl";
+  }
+  return "auto";
+}
+
+/// CommOptions::exchanges, or where it is automatic SLUICE_DIST_EXCHANGE_PATH (peer, nccl or
+/// engine, auto).
+ExchangePath exchange_path(ExchangePath asked, std::source_location loc) {
+  if (asked != ExchangePath::automatic) return asked;
+  const char* v = std::getenv("SLUICE_DIST_EXCHANGE_PATH");
+  if (v == nullptr || *v == '\0') return asked;
+  const std::string_view s(v);
+  if (s == "auto") return ExchangePath::automatic;
+  if (s == "peer") return ExchangePath::peer;
+  if (s == "nccl" || s == "engine") return ExchangePath::engine;
+  throw Error(Errc::invalid_argument,
+              "dist::Comm: SLUICE_DIST_EXCHANGE_PATH is '" + std::string(s) +
+                  "'; it is peer, nccl (the engine's point-to-point calls; also 'engine') or auto",
               loc);
 }
 
@@ -228,6 +257,8 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   mine.ranks = static_cast<std::int32_t>(o.contexts.size());
   const ReducePath reduce = reduce_path(o.reductions, loc);
   mine.reduce = static_cast<std::int32_t>(reduce);
+  const ExchangePath exchange = exchange_path(o.exchanges, loc);
+  mine.exchange = static_cast<std::int32_t>(exchange);
   std::strncpy(mine.backend, backend.c_str(), sizeof mine.backend - 1);
   const int nprocs = st->procs->size();
   std::vector<Announcement> all(static_cast<std::size_t>(nprocs));
@@ -250,6 +281,16 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
                       std::to_string(st->procs->rank()) + " for " + reduce_name(reduce) +
                       " (CommOptions::reductions, SLUICE_DIST_REDUCE); every process must ask "
                       "for the same",
+                  loc);
+    }
+    if (a.exchange != mine.exchange) {
+      throw Error(Errc::invalid_argument,
+                  "dist::Comm: process " + std::to_string(q) + " asks for " +
+                      exchange_name(static_cast<ExchangePath>(a.exchange)) +
+                      " exchanges and process " + std::to_string(st->procs->rank()) + " for " +
+                      exchange_name(exchange) +
+                      " (CommOptions::exchanges, SLUICE_DIST_EXCHANGE_PATH); every process must "
+                      "ask for the same",
                   loc);
     }
     st->map.offset.push_back(total);
@@ -284,6 +325,7 @@ std::shared_ptr<CommState> make_state(std::shared_ptr<p::ProcComm> procs, CommOp
   config.name = st->name;
   config.max_local = st->map.max_local;
   config.reduce = reduce;
+  config.exchange = exchange;
   // An engine id (NCCL's) is made on process 0 and sent to all.
   std::uint64_t id_bytes = 0;
   if (st->procs->rank() == 0) {
@@ -344,6 +386,9 @@ std::string_view Comm::engine() const {
 }
 std::string_view Comm::reductions() const {
   return state_->engine->reduce_path();
+}
+std::string_view Comm::exchanges() const {
+  return state_->engine->exchange_path();
 }
 const std::string& Comm::name() const {
   return state_->name;

@@ -257,7 +257,11 @@ la::KspResult Ksp::solve(const Vec& b, Vec& x, std::source_location loc) {
   // wait for its end; leaving them multiprocessors pays there (2 and 4 H200s: sync 0.75 -> 0.82,
   // graph 0.75 -> 0.85 weak efficiency with 16), while in async mode, whose host runs ahead, the
   // kernels are queued in time and the product only loses bandwidth (0.93 -> 0.89).
-  const int spare = options_.mode == la::SolveMode::async ? 0 : st.engine->exchange_sms();
+  // Graph mode across ranks captures its blocks of iterations, whose exchanges may take another
+  // path than the host-issued ones (the peer path's epochs are the host's: NCCL in a graph).
+  const int spare = options_.mode == la::SolveMode::async
+                        ? 0
+                        : st.engine->exchange_sms(options_.mode == la::SolveMode::graph);
   // Each local rank's loop waits on the host for its reductions (and so for the other ranks):
   // one thread per local rank.
   st.each(

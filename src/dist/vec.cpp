@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/context_impl.hpp"
 #include "dist/comm_state.hpp"
 #include "dist/mat_impl.hpp"
 #include "sluice/error.hpp"
@@ -325,7 +326,8 @@ void mult(const Mat& A, const Vec& x, Vec& y, std::source_location loc) {
     LaMatvecArgs m;
     m.x = xl.data();
     m.epilogue = LaEpilogue::store;
-    m.spare_sms = st.engine->exchange_sms();  // issued as the host goes: overlap the exchange
+    // Issued as the host goes: overlap the exchange.
+    m.spare_sms = st.engine->exchange_sms(ctx.impl().capturing());
     sluice::detail::AccessList acc;
     m.y = acc.write(yl.buffer(), yl.elements()) + yl.offset();
     detail::product(impl, l, ctx, m, {&xl, nullptr, nullptr}, acc, nullptr, "dist::mult", loc);

@@ -100,6 +100,16 @@ struct DistSignature {
 /// `CommOptions::reductions`; where it is `automatic`, SLUICE_DIST_REDUCE=peer|nccl|auto decides.
 enum class ReducePath : std::uint8_t { automatic, peer, engine };
 
+/// How a communicator moves the ghost exchanges of the distributed products and the point-to-point
+/// exchanges (cuda): `peer` by the copy engines into an inbox on the receiver's device, with
+/// stream memory operations on flags in host memory shared by the node's processes (no
+/// multiprocessor taken, where every rank's GPU reaches every other's), `engine` through the
+/// engine's point-to-point calls (NCCL's kernels), `automatic` the peer path where it is possible.
+/// Messages larger than the inbox's slot (SLUICE_DIST_PEER_INBOX), to the rank itself, or issued
+/// while a graph is captured take the engine's path. `CommOptions::exchanges`; where it is
+/// `automatic`, SLUICE_DIST_EXCHANGE_PATH=peer|nccl|auto decides.
+enum class ExchangePath : std::uint8_t { automatic, peer, engine };
+
 struct DistFinalizeArgs;
 
 /// A communicator's ranks of one process, as a backend drives them. Every call enqueues rank
@@ -142,10 +152,16 @@ class DistEngine {
   [[nodiscard]] virtual std::size_t fused_gather_capacity() const noexcept { return 0; }
   /// How the small reductions run: "peer", or the engine's name where they are its allgather.
   [[nodiscard]] virtual std::string_view reduce_path() const noexcept { return name(); }
+  /// How the exchanges run: "peer" (copy engines, ExchangePath::peer), or the engine's name.
+  [[nodiscard]] virtual std::string_view exchange_path() const noexcept { return name(); }
   /// Multiprocessors of the device an exchange's kernels need while a product runs beside it:
   /// the product that overlaps an exchange leaves them free (LaMatvecArgs::spare_sms). 0 where
-  /// the exchange takes none (host engines).
-  [[nodiscard]] virtual int exchange_sms() const noexcept { return 0; }
+  /// the exchange takes none (host engines, the peer path). `captured`: for an exchange issued
+  /// while a graph is captured (which may take another path).
+  [[nodiscard]] virtual int exchange_sms(bool captured) const noexcept {
+    (void)captured;
+    return 0;
+  }
   /// An allgather of `count` doubles per rank into `recv` (in rank order) and, if `fin` is set,
   /// the finalize on what it gathered (`fin->gathered` is ignored: `recv` is read), as one
   /// operation on `stream`: the same bits as `allgather` then `DistKernels::finalize`. Only
@@ -169,6 +185,8 @@ struct DistEngineConfig {
   std::shared_ptr<const void> transport;
   /// Where the solvers' small reductions run (every process passes the same).
   ReducePath reduce = ReducePath::automatic;
+  /// How the exchanges run (every process passes the same).
+  ExchangePath exchange = ExchangePath::automatic;
 };
 
 /// Where a distributed solver step's sums are combined: the partial sums of every rank, in rank

@@ -37,6 +37,13 @@
 // NCCL: peer_reduce.cpp's fused gather (one kernel per rank, stores into the peers' memory) runs
 // them (fused_gather_capacity, gather_finalize); the watchdog also reports a gather that gave
 // up for its deadline and, on any failure, makes the gathers in flight leave.
+//
+// There too, the exchanges need no NCCL kernel: peer_exchange.cpp moves each message that fits
+// an inbox slot by the copy engines (routed per peer and direction in exchange_parts, alike on
+// both sides as both pass the same sizes); the rest, and every exchange issued while a graph is
+// captured, goes through NCCL in the same operation. The watchdog reports a peer exchange's wait
+// past its deadline and, on any failure, releases every such wait (and keeps them released
+// until the destructor has synchronized the contexts).
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -61,6 +68,7 @@
 #include "core/context_impl.hpp"
 #include "dist/cuda/dist_kernels.hpp"
 #include "dist/cuda/nccl_engine.hpp"
+#include "dist/cuda/peer_exchange.hpp"
 #include "dist/cuda/peer_reduce.hpp"
 #include "dist/process.hpp"
 #include "sluice/error.hpp"
@@ -179,6 +187,7 @@ class NcclEngine final : public DistEngine {
     // Before NCCL: a failure here (peer reductions asked for and impossible) leaves nothing to
     // destroy, and every process decides alike.
     peer_ = PeerReduce::make(config);
+    peerx_ = PeerExchange::make(config);
     std::vector<ncclResult_t> results(comms_.size(), ncclSuccess);
     std::vector<std::string> errors(comms_.size());
     {
@@ -233,32 +242,28 @@ class NcclEngine final : public DistEngine {
   }
 
   ~NcclEngine() override {
-    stop_.store(true);
-    watchdog_.join();
     // Destroyed while an exception leaves this rank's program (or after the process failed): the
     // other ranks may be waiting in a collective or a peer gather for this one, so the finalize
     // below (collective) would wait for them and this process would send its failure notice only
     // after their deadline. Abort instead: local, and it ends this rank's own kernels in flight.
-    if ((std::uncaught_exceptions() > 0 || process_failure().has_value()) && !aborted_.load()) {
-      aborted_.store(true, std::memory_order_release);
-      if (peer_) peer_->abort();
-      for (ncclComm_t c : comms_) {
-        if (c != nullptr) ncclCommAbort(c);
-      }
-    }
+    if (std::uncaught_exceptions() > 0 || process_failure().has_value()) abort_all();
     // Whatever is queued on the contexts first: NCCL frees buffers its kernels may still use.
+    // The watchdog still runs: it fails and aborts on a failure met here, and keeps the peer
+    // exchanges' waits released after an abort.
     for (auto& c : contexts_) {
       try {
         c.synchronize();
       } catch (...) {
       }
     }
+    stop_.store(true);
+    watchdog_.join();
     for (std::size_t l = 0; l < checkers_.size(); ++l) {
       DeviceGuard guard(contexts_[l].device().index, std::nothrow);
       cudaFree(checkers_[l]->device);
       cudaFreeHost(checkers_[l]->host);
     }
-    if (aborted_.load()) return;  // the watchdog aborted (and so freed) them
+    if (aborted_.load()) return;  // abort_all freed them
     // A thread per rank, as at the set-up: a finalize may wait for the other ranks'.
     std::vector<std::thread> done;
     for (std::size_t l = 0; l < comms_.size(); ++l) {
@@ -277,8 +282,10 @@ class NcclEngine final : public DistEngine {
   std::size_t fused_gather_capacity() const noexcept override { return peer_ ? kPeerCapacity : 0; }
 
   /// NCCL's send/receive kernels run a block per channel; SLUICE_DIST_EXCHANGE_SMS overrides the
-  /// count left to them (0: products take every multiprocessor, as before).
-  int exchange_sms() const noexcept override {
+  /// count left to them (0: products take every multiprocessor, as before). The peer path takes
+  /// none (a message larger than its slot then meets a product that holds every multiprocessor).
+  int exchange_sms(bool captured) const noexcept override {
+    if (peerx_ && !captured) return 0;
     static const int sms = [] {
       const char* v = std::getenv("SLUICE_DIST_EXCHANGE_SMS");
       if (v == nullptr || *v == '\0') return kExchangeSms;
@@ -288,6 +295,8 @@ class NcclEngine final : public DistEngine {
   }
 
   std::string_view reduce_path() const noexcept override { return peer_ ? "peer" : "nccl"; }
+
+  std::string_view exchange_path() const noexcept override { return peerx_ ? "peer" : "nccl"; }
 
   void gather_finalize(Stream& stream, int local, const double* send, double* recv,
                        std::size_t count, const DistFinalizeArgs* fin,
@@ -344,30 +353,83 @@ class NcclEngine final : public DistEngine {
     exchange_parts(stream, local, {&part, 1}, type, info);
   }
 
+  /// Each peer's messages in both directions go through the peer path where it is on, the
+  /// stream is not capturing and their bytes fit a slot (both sides see the same sizes, so both
+  /// route alike), the rest through one NCCL group; see peer_exchange.cpp for the order.
   void exchange_parts(Stream& stream, int local, std::span<const DistExchangePart> parts,
                       DistType type, const OpInfo& info) override {
     const std::size_t elem = dist_type_size(type);
     run_on(stream, info, [&](cudaStream_t s) {
       ncclComm_t c = comm(local);
-      check_nccl(ncclGroupStart(), "ncclGroupStart", c, info.where);
-      ncclResult_t r = ncclSuccess;
+      const int me = ranks_[static_cast<std::size_t>(local)];
+      // Per peer: its messages' bytes each way, and whether they take the peer path.
+      std::vector<std::size_t> out(static_cast<std::size_t>(size_), 0),
+          in(static_cast<std::size_t>(size_), 0);
       for (const auto& p : parts) {
-        for (const auto& m : p.recvs) {
-          if (m.count == 0 || r != ncclSuccess) continue;
-          r = ncclRecv(static_cast<std::byte*>(p.recv) + m.offset * elem, m.count, nccl_type(type),
-                       m.peer, c, s);
+        for (const auto& m : p.sends) out.at(static_cast<std::size_t>(m.peer)) += m.count * elem;
+        for (const auto& m : p.recvs) in.at(static_cast<std::size_t>(m.peer)) += m.count * elem;
+      }
+      bool peer_path = peerx_ != nullptr;
+      if (peer_path) {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        cuda::check(cudaStreamIsCapturing(s, &capture), "cudaStreamIsCapturing", info.where);
+        peer_path = capture == cudaStreamCaptureStatusNone;
+      }
+      auto by_peer = [&](const std::vector<std::size_t>& bytes, int q) {
+        const auto b = bytes[static_cast<std::size_t>(q)];
+        return peer_path && q != me && b > 0 && b <= peerx_->slot_bytes();
+      };
+      std::vector<PeerExchange::Piece> pieces;
+      auto pieces_of = [&](int q, bool sending) {
+        pieces.clear();
+        for (const auto& p : parts) {
+          for (const auto& m : sending ? p.sends : p.recvs) {
+            if (m.peer != q || m.count == 0) continue;
+            auto* base = static_cast<std::byte*>(sending ? const_cast<void*>(p.send) : p.recv);
+            pieces.push_back({base + m.offset * elem, m.count * elem});
+          }
+        }
+        return std::span<const PeerExchange::Piece>(pieces);
+      };
+      bool any_peer = false, any_nccl = false;
+      for (int q = 0; q < size_; ++q) {
+        const bool o = out[static_cast<std::size_t>(q)] > 0,
+                   i = in[static_cast<std::size_t>(q)] > 0;
+        any_peer = any_peer || by_peer(out, q) || by_peer(in, q);
+        any_nccl = any_nccl || (o && !by_peer(out, q)) || (i && !by_peer(in, q));
+      }
+      if (any_peer) {
+        peerx_->begin(s, local);
+        for (int q = 0; q < size_; ++q) {
+          if (by_peer(out, q)) peerx_->send(s, local, q, pieces_of(q, true));
         }
       }
-      for (const auto& p : parts) {
-        for (const auto& m : p.sends) {
-          if (m.count == 0 || r != ncclSuccess) continue;
-          r = ncclSend(static_cast<const std::byte*>(p.send) + m.offset * elem, m.count,
-                       nccl_type(type), m.peer, c, s);
+      if (any_nccl) {
+        check_nccl(ncclGroupStart(), "ncclGroupStart", c, info.where);
+        ncclResult_t r = ncclSuccess;
+        for (const auto& p : parts) {
+          for (const auto& m : p.recvs) {
+            if (m.count == 0 || r != ncclSuccess || by_peer(in, m.peer)) continue;
+            r = ncclRecv(static_cast<std::byte*>(p.recv) + m.offset * elem, m.count,
+                         nccl_type(type), m.peer, c, s);
+          }
+        }
+        for (const auto& p : parts) {
+          for (const auto& m : p.sends) {
+            if (m.count == 0 || r != ncclSuccess || by_peer(out, m.peer)) continue;
+            r = ncclSend(static_cast<const std::byte*>(p.send) + m.offset * elem, m.count,
+                         nccl_type(type), m.peer, c, s);
+          }
+        }
+        const ncclResult_t end = ncclGroupEnd();
+        check_nccl(r, "ncclSend/ncclRecv", c, info.where);
+        check_nccl(end, "ncclGroupEnd", c, info.where);
+      }
+      if (any_peer) {
+        for (int q = 0; q < size_; ++q) {
+          if (by_peer(in, q)) peerx_->recv(s, local, q, pieces_of(q, false));
         }
       }
-      const ncclResult_t end = ncclGroupEnd();
-      check_nccl(r, "ncclSend/ncclRecv", c, info.where);
-      check_nccl(end, "ncclGroupEnd", c, info.where);
     });
   }
 
@@ -508,9 +570,17 @@ class NcclEngine final : public DistEngine {
   void watch() {
     while (!stop_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (aborted_.load(std::memory_order_acquire)) {
+        // A live peer's late flag write may hold a released wait again.
+        if (peerx_) peerx_->hold_released();
+        continue;
+      }
       poll_failure_notices();
       if (peer_) {
         if (auto why = peer_->failure()) fail_process(*why, true);
+      }
+      if (peerx_) {
+        if (auto why = peerx_->failure()) fail_process(*why, true);
       }
       bool failed = process_failure().has_value();
       for (ncclComm_t c : comms_) {
@@ -521,24 +591,30 @@ class NcclEngine final : public DistEngine {
           failed = true;
         }
       }
-      if (failed) {
-        // The aborted kernels end without an error of the stream's: the contexts carry the
-        // failure, so that their next synchronize reports it. Recorded before the kernels are
-        // let go, so that no synchronize sees them end without it.
-        const std::string why =
-            "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
-        for (auto& c : contexts_) {
-          auto& impl = c.impl();
-          impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
-        }
-        // NCCL allows an abort from another thread while a call hangs on the communicator.
-        aborted_.store(true, std::memory_order_release);
-        if (peer_) peer_->abort();  // the fused gathers in flight leave
-        for (ncclComm_t c : comms_) {
-          if (c != nullptr) ncclCommAbort(c);
-        }
-        return;
+      if (!failed) continue;
+      // The aborted kernels end without an error of the stream's: the contexts carry the
+      // failure, so that their next synchronize reports it. Recorded before the kernels are
+      // let go, so that no synchronize sees them end without it.
+      const std::string why =
+          "dist: NCCL communication aborted: " + process_failure().value_or("an NCCL error");
+      for (auto& c : contexts_) {
+        auto& impl = c.impl();
+        impl.failures()->fail(OpInfo{impl.issued(), "dist communication (NCCL)", {}}, why);
       }
+      abort_all();
+    }
+  }
+
+  /// Ends every communication of this engine's ranks in flight or to come, once (the watchdog or
+  /// the destructor): later calls throw (comm), the fused gathers and the peer exchanges' waits
+  /// leave, and the NCCL communicators are aborted (NCCL allows that from another thread while
+  /// a call hangs on one).
+  void abort_all() noexcept {
+    if (aborted_.exchange(true, std::memory_order_acq_rel)) return;
+    if (peer_) peer_->abort();
+    if (peerx_) peerx_->abort();
+    for (ncclComm_t c : comms_) {
+      if (c != nullptr) ncclCommAbort(c);
     }
   }
 
@@ -547,7 +623,8 @@ class NcclEngine final : public DistEngine {
   int size_ = 1;
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<Checker>> checkers_;
-  std::unique_ptr<PeerReduce> peer_;  // null: the small reductions go through NCCL
+  std::unique_ptr<PeerReduce> peer_;     // null: the small reductions go through NCCL
+  std::unique_ptr<PeerExchange> peerx_;  // null: the exchanges go through NCCL
   std::atomic<bool> stop_{false};
   std::atomic<bool> aborted_{false};
   std::thread watchdog_;

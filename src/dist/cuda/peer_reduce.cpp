@@ -38,6 +38,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "dist/cuda/peer_common.hpp"
 #include "dist/placement.hpp"
 #include "dist/process.hpp"
 #include "sluice/error.hpp"
@@ -54,27 +55,6 @@ struct Record {
   char node[64] = {};
   cudaIpcMemHandle_t handle{};
 };
-
-/// Empty, or why `err` of `what` on cuda:`device` stops the peer path (the error cleared).
-std::string why(cudaError_t err, const char* what, int device) {
-  if (err == cudaSuccess) return {};
-  cuda::clear_error();
-  return std::string(what) + " on cuda:" + std::to_string(device) +
-         " failed: " + cuda::describe(err);
-}
-
-/// Process p's reason (empty: none) from the concatenation of every process's text.
-std::vector<std::string> gather_reasons(const ProcComm& procs, const std::string& mine) {
-  const auto bytes = procs.allgatherv(std::as_bytes(std::span(mine.data(), mine.size() + 1)));
-  std::vector<std::string> out;
-  const char* p = reinterpret_cast<const char*>(bytes.data());
-  const char* end = p + bytes.size();
-  while (p < end) {
-    out.emplace_back(p);
-    p += out.back().size() + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -97,7 +77,7 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
   if (auto e = cudaHostAlloc(reinterpret_cast<void**>(&pr->abort_), sizeof(std::int32_t),
                              cudaHostAllocMapped | cudaHostAllocPortable);
       e != cudaSuccess) {
-    reason = why(e, "cudaHostAlloc (peer reductions)", config.contexts.front().device().index);
+    reason = peer_why(e, "cudaHostAlloc (peer reductions)", config.contexts.front().device().index);
     pr->abort_ = nullptr;
   } else {
     *pr->abort_ = 0;
@@ -115,42 +95,44 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
     if (!reason.empty()) continue;
     DeviceGuard guard(loc.device);
     void* status = nullptr;
-    if (reason = why(cudaMalloc(reinterpret_cast<void**>(&loc.mailbox), bytes),
-                     "cudaMalloc (peer mailbox)", loc.device);
+    if (reason = peer_why(cudaMalloc(reinterpret_cast<void**>(&loc.mailbox), bytes),
+                          "cudaMalloc (peer mailbox)", loc.device);
         !reason.empty()) {
       loc.mailbox = nullptr;
-    } else if (reason = why(cudaStreamCreateWithFlags(&loc.setup, cudaStreamNonBlocking),
-                            "cudaStreamCreate (peer set-up)", loc.device);
+    } else if (reason = peer_why(cudaStreamCreateWithFlags(&loc.setup, cudaStreamNonBlocking),
+                                 "cudaStreamCreate (peer set-up)", loc.device);
                !reason.empty()) {
       loc.setup = nullptr;
-    } else if (reason = why(cudaMemsetAsync(loc.mailbox, 0, bytes, loc.setup),
-                            "cudaMemset (peer mailbox)", loc.device);
+    } else if (reason = peer_why(cudaMemsetAsync(loc.mailbox, 0, bytes, loc.setup),
+                                 "cudaMemset (peer mailbox)", loc.device);
                !reason.empty()) {
-    } else if (reason = why(cudaIpcGetMemHandle(&r.handle, loc.mailbox),
-                            "cudaIpcGetMemHandle (peer mailbox)", loc.device);
+    } else if (reason = peer_why(cudaIpcGetMemHandle(&r.handle, loc.mailbox),
+                                 "cudaIpcGetMemHandle (peer mailbox)", loc.device);
                !reason.empty()) {
-    } else if (reason = why(cudaMalloc(reinterpret_cast<void**>(&loc.epoch), sizeof(std::uint64_t)),
+    } else if (reason =
+                   peer_why(cudaMalloc(reinterpret_cast<void**>(&loc.epoch), sizeof(std::uint64_t)),
                             "cudaMalloc (peer epoch)", loc.device);
                !reason.empty()) {
       loc.epoch = nullptr;
-    } else if (reason = why(cudaMemsetAsync(loc.epoch, 0, sizeof(std::uint64_t), loc.setup),
-                            "cudaMemset (peer epoch)", loc.device);
+    } else if (reason = peer_why(cudaMemsetAsync(loc.epoch, 0, sizeof(std::uint64_t), loc.setup),
+                                 "cudaMemset (peer epoch)", loc.device);
                !reason.empty()) {
-    } else if (reason = why(cudaMalloc(reinterpret_cast<void**>(&loc.table),
-                                       sizeof(char*) * static_cast<std::size_t>(config.size)),
-                            "cudaMalloc (peer table)", loc.device);
+    } else if (reason = peer_why(cudaMalloc(reinterpret_cast<void**>(&loc.table),
+                                            sizeof(char*) * static_cast<std::size_t>(config.size)),
+                                 "cudaMalloc (peer table)", loc.device);
                !reason.empty()) {
       loc.table = nullptr;
-    } else if (reason = why(cudaHostAlloc(&status, sizeof(PeerStatus),
-                                          cudaHostAllocMapped | cudaHostAllocPortable),
-                            "cudaHostAlloc (peer status)", loc.device);
+    } else if (reason = peer_why(cudaHostAlloc(&status, sizeof(PeerStatus),
+                                               cudaHostAllocMapped | cudaHostAllocPortable),
+                                 "cudaHostAlloc (peer status)", loc.device);
                !reason.empty()) {
     } else {
       loc.status = new (status) PeerStatus{};
     }
     // A stream of its own: a device-wide synchronize could wait for another communicator's
     // collective, whose peers may be making this one.
-    if (reason.empty()) reason = why(cudaStreamSynchronize(loc.setup), "peer set-up", loc.device);
+    if (reason.empty())
+      reason = peer_why(cudaStreamSynchronize(loc.setup), "peer set-up", loc.device);
   }
 
   // Every rank's mailbox and node, in rank order (ranks are numbered process by process).
@@ -185,7 +167,7 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
         if (e == cudaErrorPeerAccessAlreadyEnabled) {
           cuda::clear_error();
         } else {
-          reason = why(e, "cudaDeviceEnablePeerAccess", loc.device);
+          reason = peer_why(e, "cudaDeviceEnablePeerAccess", loc.device);
         }
         continue;
       }
@@ -197,8 +179,8 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
       void* mapped = nullptr;
       const cudaError_t e = cudaIpcOpenMemHandle(&mapped, r.handle, cudaIpcMemLazyEnablePeerAccess);
       if (e != cudaSuccess) {
-        reason = why(e, "cudaIpcOpenMemHandle", loc.device) + " (rank " + std::to_string(loc.rank) +
-                 " opening rank " + std::to_string(q) +
+        reason = peer_why(e, "cudaIpcOpenMemHandle", loc.device) + " (rank " +
+                 std::to_string(loc.rank) + " opening rank " + std::to_string(q) +
                  "'s memory, on cuda:" + std::to_string(r.device) + " of its process)";
         continue;
       }
@@ -206,11 +188,12 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
       table[static_cast<std::size_t>(q)] = static_cast<char*>(mapped);
     }
     if (reason.empty()) {
-      reason = why(cudaMemcpyAsync(loc.table, table.data(), table.size() * sizeof(char*),
-                                   cudaMemcpyHostToDevice, loc.setup),
-                   "cudaMemcpy (peer table)", loc.device);
+      reason = peer_why(cudaMemcpyAsync(loc.table, table.data(), table.size() * sizeof(char*),
+                                        cudaMemcpyHostToDevice, loc.setup),
+                        "cudaMemcpy (peer table)", loc.device);
     }
-    if (reason.empty()) reason = why(cudaStreamSynchronize(loc.setup), "peer set-up", loc.device);
+    if (reason.empty())
+      reason = peer_why(cudaStreamSynchronize(loc.setup), "peer set-up", loc.device);
   }
 
   for (auto& loc : pr->locals_) {

@@ -249,6 +249,35 @@ TEST(DistComm, ReductionPathsOnTheHostAreTheEngines) {
   }
 }
 
+TEST(DistComm, ExchangePathsOnTheHostAreTheEngines) {
+  // The peer exchange path is the cuda engine's (copy engines); the host's engine exchanges as
+  // before, whatever is asked for.
+  for (ExchangePath path : {ExchangePath::automatic, ExchangePath::peer, ExchangePath::engine}) {
+    Comm c(CommOptions{.contexts = {Context(Device{"host", 0}), Context(Device{"host", 0})},
+                       .name = "exchange paths",
+                       .exchanges = path});
+    EXPECT_EQ(c.exchanges(), c.engine());
+    EXPECT_EQ(c.state()->engine->exchange_sms(false), 0);
+  }
+  // A misspelt SLUICE_DIST_EXCHANGE_PATH is refused on every process alike, naming the values.
+  const char* was = std::getenv("SLUICE_DIST_EXCHANGE_PATH");
+  const std::string saved = was != nullptr ? was : "";
+  setenv("SLUICE_DIST_EXCHANGE_PATH", "pier", 1);
+  try {
+    Comm c = host_comm(1, "misspelt exchanges");
+    ADD_FAILURE() << "SLUICE_DIST_EXCHANGE_PATH=pier was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SLUICE_DIST_EXCHANGE_PATH is 'pier'; it is peer, nccl"),
+              std::string::npos)
+        << e.what();
+  }
+  if (was != nullptr) {
+    setenv("SLUICE_DIST_EXCHANGE_PATH", saved.c_str(), 1);
+  } else {
+    unsetenv("SLUICE_DIST_EXCHANGE_PATH");
+  }
+}
+
 TEST(DistComm, MisuseIsRefusedAtTheCall) {
   Comm c = host_comm(1);
   const Context& ctx = c.context();

@@ -10,6 +10,10 @@
 //   dist_fail peer_timeout  (cuda; SLUICE_DIST_TIMEOUT=2) process 1 sleeps 8 s before its peer
 //                        gather: process 0's gives up at its deadline and fails (mpirun
 //                        ends process 1, still asleep)
+//   dist_fail exchange_peer     (cuda) process 1 throws before a peer exchange; process 0's
+//                        stream waits for its messages
+//   dist_fail exchange_timeout  (cuda; SLUICE_DIST_TIMEOUT=2) process 1 sleeps 8 s before its
+//                        peer exchange: process 0's wait passes its deadline and it fails
 //
 // A second argument names the backend of the processes' ranks (default host; cuda on a GPU
 // machine: scripts/gpu-dist).
@@ -67,8 +71,30 @@ void peer_gather(const dist::Comm& world) {
   ctx.synchronize();
 }
 
+/// One exchange of 4 doubles with the other process on the peer path (copy engines).
+void peer_exchange(const dist::Comm& world) {
+  const sluice::Context& ctx = world.context();
+  sluice::DeviceBuffer<double> buf(ctx, 8);
+  sluice::memset(ctx, buf, 0);
+  const int peer = world.rank() == 0 ? 1 : 0;
+  const sluice::DistSegment s{peer, 0, 4}, r{peer, 4, 4};
+  world.local().exchange(buf, {&s, 1}, buf, {&r, 1}, ctx);
+  ctx.synchronize();
+}
+
 int run(const std::string& mode, const std::string& backend) {
   if (mode == "local") return run_local();
+  if (mode == "exchange_peer" || mode == "exchange_timeout") {
+    dist::Comm world(
+        dist::CommOptions{.backend = backend, .exchanges = sluice::ExchangePath::peer});
+    if (world.rank() == 1) {
+      if (mode == "exchange_peer")
+        throw std::runtime_error("process 1 gave up before its peer exchange");
+      std::this_thread::sleep_for(std::chrono::seconds(8));
+    }
+    peer_exchange(world);
+    return 0;
+  }
   if (mode == "peer" || mode == "peer_timeout") {
     dist::Comm world(dist::CommOptions{.backend = backend, .reductions = sluice::ReducePath::peer});
     if (world.rank() == 1) {

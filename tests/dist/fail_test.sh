@@ -40,6 +40,12 @@ case $mode in
     # Process 1 stands for a rank that hangs: it is still asleep when process 0 fails, and
     # mpirun ends it then, so only process 0 can say why.
     expect "process 0 failed: .*rank 0 waited .* for rank 1's partial sums" ;;
+  exchange_peer)
+    expect "process 1 failed: process 1 gave up before its peer exchange"
+    expect "process 0 failed: .*process 1 failed: process 1 gave up before its peer exchange" ;;
+  exchange_timeout)
+    # As peer_timeout: process 1 is still asleep when process 0 fails.
+    expect "process 0 failed: .*rank 0 waited .* in a peer exchange for rank 1's messages" ;;
   local)
     expect "rank 0 failed: .*rank 1 called allreduce of 5 elements where rank 0 called allreduce of 4"
     expect "rank 1 failed: .*rank 1 called allreduce of 5 elements where rank 0 called allreduce of 4" ;;

@@ -28,14 +28,14 @@ namespace {
 
 /// A communicator over every process, each with `local` ranks on GPUs of its own: process p of
 /// the node drives cuda:(p * local) ... cuda:(p * local + local - 1).
-Comm gpu_comm(int local) {
+Comm gpu_comm(int local, ExchangePath exchanges = ExchangePath::automatic) {
   std::vector<Context> ctxs;
   const int first = Environment::node_process_rank() * local;
   for (int i = 0; i < local; ++i) {
     ctxs.emplace_back(ContextOptions{.device = Device{"cuda", first + i},
                                      .name = "gpu rank context " + std::to_string(i)});
   }
-  return Comm(CommOptions{.contexts = ctxs, .name = "gpu"});
+  return Comm(CommOptions{.contexts = ctxs, .name = "gpu", .exchanges = exchanges});
 }
 
 TEST(DistGpu, RanksSharingAGpuAreRefusedBeforeNccl) {
@@ -151,8 +151,13 @@ TEST(DistGpu, RandomCollectivesAndExchangesAmongWorkOnSeveralStreams) {
   if (Environment::process_count() < 2) GTEST_SKIP() << "runs under mpirun -np 2: a GPU each";
   // One rank per process: NCCL needs a thread per GPU a process drives, and this test issues
   // every local rank's part from one thread.
-  Comm c = gpu_comm(1);
-  for (unsigned seed : {11u, 12u, 13u}) test::random_interleaving(c, seed);
+  // The exchanges on each path: the copy engines' (peer) and NCCL's.
+  for (ExchangePath path : {ExchangePath::peer, ExchangePath::engine}) {
+    Comm c = gpu_comm(1, path);
+    SCOPED_TRACE(std::string(c.exchanges()) + " exchanges");
+    EXPECT_EQ(c.exchanges(), path == ExchangePath::peer ? "peer" : "nccl");
+    for (unsigned seed : {11u, 12u, 13u}) test::random_interleaving(c, seed);
+  }
 }
 
 /// Distributed CG and TFQMR on the GPUs against la on the host (one context, the whole grid).

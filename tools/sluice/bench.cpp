@@ -619,6 +619,10 @@ Command add_bench_command(CLI::App& parent) {
                   "Scaling: where the solvers' small reductions run, comma-separated (peer, nccl, "
                   "auto; SLUICE_DIST_REDUCE): each a solver of its own (cg/peer, cg/nccl)")
       ->delimiter(',');
+  app->add_option("--dist-exchange", sc.exchange_paths,
+                  "Scaling: how the exchanges run, comma-separated (peer, nccl, auto; "
+                  "SLUICE_DIST_EXCHANGE_PATH): each a solver of its own (cg/xpeer, cg/xnccl)")
+      ->delimiter(',');
   app->add_flag("--stepwise", sc.stepwise,
                 "Scaling: one rank solves through the distributed loop too (SLUICE_DIST_STEPWISE=1;"
                 " tells the loop's cost from communication's)");

@@ -86,23 +86,41 @@ int run_scaling(const ScalingOptions& o) {
       solvers.emplace_back(classic ? "cg" : "cg1", "--ksp cg --cg-variant " + v);
     }
   }
-  // Each reduction path (SLUICE_DIST_REDUCE) a solver of its own. One rank has no reductions
-  // across ranks: its run is made once and its rows serve every path.
-  std::vector<std::string> paths = o.reduce_paths;
+  // Each reduction path (SLUICE_DIST_REDUCE) and exchange path (SLUICE_DIST_EXCHANGE_PATH) a
+  // solver of its own, labelled cg/peer (reductions) and cg/xpeer (exchanges) where several are
+  // asked for. One rank has no reductions or exchanges across ranks: its run is made once and
+  // its rows serve every path.
+  std::vector<std::string> paths = o.reduce_paths, xpaths = o.exchange_paths;
   if (paths.empty()) paths.emplace_back();
+  if (xpaths.empty()) xpaths.emplace_back();
   for (const auto& p : paths) {
     if (!p.empty() && p != "peer" && p != "nccl" && p != "auto") {
       throw Error(Errc::invalid_argument,
                   "sluice bench: --dist-reduce takes peer, nccl or auto, not '" + p + "'");
     }
   }
-  std::vector<std::tuple<std::string, std::string, std::string>> runs_of;  // label, args, path
+  for (const auto& p : xpaths) {
+    if (!p.empty() && p != "peer" && p != "nccl" && p != "auto") {
+      throw Error(Errc::invalid_argument,
+                  "sluice bench: --dist-exchange takes peer, nccl or auto, not '" + p + "'");
+    }
+  }
+  struct Run {
+    std::string label, args, reduce, exchange;
+  };
+  std::vector<Run> runs_of;
   for (const auto& [ksp, solver_args] : solvers) {
-    for (const auto& p : paths)
-      runs_of.emplace_back(paths.size() > 1 ? ksp + "/" + p : ksp, solver_args, p);
+    for (const auto& p : paths) {
+      for (const auto& x : xpaths) {
+        std::string label = ksp;
+        if (paths.size() > 1) label += "/" + p;
+        if (xpaths.size() > 1) label += "/x" + x;
+        runs_of.push_back({label, solver_args, p, x});
+      }
+    }
   }
   std::map<std::string, nlohmann::ordered_json> one_rank;  // solver args -> the 1-rank rows
-  for (const auto& [ksp, solver_args, path] : runs_of) {
+  for (const auto& [ksp, solver_args, path, xpath] : runs_of) {
     std::map<std::string, double> base;  // per mode: the first count's time (x ranks: strong)
     for (int r : o.ranks) {
       if (r == 1 && one_rank.contains(solver_args)) {
@@ -120,6 +138,7 @@ int run_scaling(const ScalingOptions& o) {
       for (auto v : grid) g += (g.empty() ? "" : ",") + std::to_string(v);
       std::string cmd = o.stepwise ? "SLUICE_DIST_STEPWISE=1 " : "";
       if (!path.empty()) cmd += "SLUICE_DIST_REDUCE=" + path + " ";
+      if (!xpath.empty()) cmd += "SLUICE_DIST_EXCHANGE_PATH=" + xpath + " ";
       if (o.launch == "mpirun") {
         cmd += std::string(SLUICE_MPIEXEC) + " -np " + std::to_string(r) +
                (geteuid() == 0 ? " --allow-run-as-root" : "") +
@@ -171,13 +190,15 @@ int run_scaling(const ScalingOptions& o) {
         row["speedup"] = o.kind == "weak" ? r * b / t : b / t;
         row["engine"] = j["engine"];
         row["reductions"] = j.value("reductions", std::string());
+        row["exchanges"] = j.value("exchanges", std::string());
         row["processes"] = j["processes"];
         row["device_name"] = j["device_name"];
         row["iterations"] = j["iterations"];
         row["stepwise"] = o.stepwise;
         if (!o.quiet) {
-          fmt::print(stderr, "  {}: {:.3f} ms, efficiency {:.3f}, {} reductions\n", mode, t * 1e3,
-                     row["efficiency"].get<double>(), row["reductions"].get<std::string>());
+          fmt::print(stderr, "  {}: {:.3f} ms, efficiency {:.3f}, {} reductions, {} exchanges\n",
+                     mode, t * 1e3, row["efficiency"].get<double>(),
+                     row["reductions"].get<std::string>(), row["exchanges"].get<std::string>());
         }
         if (r == 1) one_rank[solver_args].push_back(row);
         runs.push_back(std::move(row));

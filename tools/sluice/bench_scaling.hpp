@@ -28,6 +28,9 @@ struct ScalingOptions {
   /// Where the solvers' small reductions run (SLUICE_DIST_REDUCE: peer, nccl, auto), each a
   /// solver of its own labelled "<ksp>/<path>" where several are given; empty: the default.
   std::vector<std::string> reduce_paths;
+  /// Where the exchanges run (SLUICE_DIST_EXCHANGE_PATH: peer, nccl, auto), each a solver of
+  /// its own; empty: the environment's.
+  std::vector<std::string> exchange_paths;
 };
 
 /// Runs `sluice solve --json` for every rank count, solver and mode (through mpirun, or with

@@ -188,6 +188,7 @@ int run_dist_solve(const SolveOptions& o) {
       j["local_ranks"] = comm.local_size();
       j["engine"] = std::string(comm.engine());
       j["reductions"] = std::string(comm.reductions());
+      j["exchanges"] = std::string(comm.exchanges());
       j["devices_of_process_0"] = devices;
       j["device_name"] = device_info(comm.context().device()).name;
       j["rows"] = A.rows();
@@ -222,9 +223,9 @@ int run_dist_solve(const SolveOptions& o) {
     }
     fmt::print(
         "problem:    {} ({} rows, {} nonzeros) on {} ranks ({} processes, engine {}, {} "
-        "reductions; process 0 on {})\n",
+        "reductions, {} exchanges; process 0 on {})\n",
         problem.description, A.rows(), A.nnz(), comm.size(), comm.processes(), comm.engine(),
-        comm.reductions(), fmt::join(devices, ", "));
+        comm.reductions(), comm.exchanges(), fmt::join(devices, ", "));
     fmt::print(
         "solver:     {}{} with {} preconditioner, {} norm, {} mode\n", o.ksp,
         o.ksp == "cg" && o.cg_variant != "classic" ? " (" + o.cg_variant + ")" : std::string(),

@@ -148,8 +148,18 @@ std::unique_ptr<PeerExchange> PeerExchange::make(const DistEngineConfig& config)
   px->size_ = config.size;
   const double limit = timeout_seconds();
   px->timeout_ns_ = limit > 0 ? static_cast<std::int64_t>(std::ceil(limit * 1e9)) : 0;
-  // Process 0's slot size: routing must decide alike on every process.
-  std::uint64_t slot = procs.rank() == 0 ? slot_from_env() : 0;
+  // Process 0's slot size (routing must decide alike on every process); a process whose
+  // SLUICE_DIST_PEER_INBOX is wrong makes every process throw.
+  std::uint64_t slot = 0;
+  std::string bad;
+  try {
+    slot = slot_from_env();
+  } catch (const Error& e) {
+    bad = e.what();
+  }
+  for (const auto& b : gather_reasons(procs, bad)) {
+    if (!b.empty()) throw Error(Errc::invalid_argument, b);
+  }
   procs.broadcast(&slot, sizeof slot, 0);
   px->slot_ = static_cast<std::size_t>(slot);
   const std::string node = sluice::dist::detail::node_name();

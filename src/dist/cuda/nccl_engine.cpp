@@ -429,6 +429,7 @@ class NcclEngine final : public DistEngine {
         for (int q = 0; q < size_; ++q) {
           if (by_peer(in, q)) peerx_->recv(s, local, q, pieces_of(q, false));
         }
+        peerx_->end(local);
       }
     });
   }

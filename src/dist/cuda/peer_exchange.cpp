@@ -397,10 +397,7 @@ void PeerExchange::write(CUstream_st* stream, std::size_t flag, std::uint64_t va
 
 void PeerExchange::wait(CUstream_st* stream, Local& loc, std::size_t flag, std::uint64_t value,
                         int peer, bool ack) {
-  {
-    std::lock_guard lock(loc.mutex);
-    loc.pending.back().waits.push_back({host_flag(flag), value, peer, ack});
-  }
+  loc.building.waits.push_back({host_flag(flag), value, peer, ack});
   const CUresult r = mem_ops().wait(stream, reinterpret_cast<CUdeviceptr>(device_flag(flag)), value,
                                     CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS) {
@@ -412,11 +409,17 @@ void PeerExchange::wait(CUstream_st* stream, Local& loc, std::size_t flag, std::
 void PeerExchange::begin(CUstream_st* stream, int local) {
   Local& loc = *locals_.at(static_cast<std::size_t>(local));
   const std::uint64_t seq = ++loc.seq;
-  {
-    std::lock_guard lock(loc.mutex);
-    loc.pending.push_back({seq, {}});
-  }
+  loc.building = Pending{seq, {}};
   write(stream, flag_index(2, loc.rank, 0), seq);
+}
+
+void PeerExchange::end(int local) {
+  Local& loc = *locals_.at(static_cast<std::size_t>(local));
+  // The stream may have passed `reached = seq` already: the watchdog then finds this exchange
+  // at the front and checks its waits from then on.
+  std::lock_guard lock(loc.mutex);
+  loc.pending.push_back(std::move(loc.building));
+  loc.building = Pending{};
 }
 
 void PeerExchange::send(CUstream_st* stream, int local, int peer, std::span<const Piece> pieces) {
@@ -450,7 +453,7 @@ void PeerExchange::recv(CUstream_st* stream, int local, int peer, std::span<cons
 }
 
 std::optional<std::string> PeerExchange::failure() {
-  if (timeout_ns_ <= 0 || aborted_.load()) return std::nullopt;
+  if (aborted_.load()) return std::nullopt;
   const auto now = std::chrono::steady_clock::now();
   for (auto& lp : locals_) {
     Local& loc = *lp;
@@ -470,6 +473,7 @@ std::optional<std::string> PeerExchange::failure() {
         loc.pending.pop_front();
         continue;
       }
+      if (timeout_ns_ <= 0) break;  // no deadline: waits as long as it takes
       if (loc.watched != p.seq) {
         loc.watched = p.seq;
         loc.since = now;

@@ -47,11 +47,13 @@ class PeerExchange {
   };
   /// An exchange of local rank `local` on `stream` (of its device) that moves messages on this
   /// path: first `begin`, then its `send`s, then (after whatever other path it takes) its
-  /// `recv`s. Every message of one call goes to (comes from) rank `peer` and the call's bytes
-  /// fit a slot; the peer's matching exchange passes the same sizes.
+  /// `recv`s, then `end`. Every message of one call goes to (comes from) rank `peer` and the
+  /// call's bytes fit a slot; the peer's matching exchange passes the same sizes.
   void begin(CUstream_st* stream, int local);
   void send(CUstream_st* stream, int local, int peer, std::span<const Piece> pieces);
   void recv(CUstream_st* stream, int local, int peer, std::span<const Piece> pieces);
+  /// Hands the exchange's waits to the watchdog (its deadline).
+  void end(int local);
 
   /// The text of a wait for a peer that passed its deadline (SLUICE_DIST_TIMEOUT), if one did.
   /// Called by the engine's watchdog (one thread).
@@ -84,6 +86,7 @@ class PeerExchange {
     std::vector<void*> opened;                  // other processes' inboxes opened through CUDA IPC
     std::vector<std::uint64_t> sent, received;  // per peer: the exchanges that moved messages
     std::uint64_t seq = 0;
+    Pending building;  // the exchange being issued (the issuing thread's)
     std::mutex mutex;  // guards `pending` (the issuing thread and the watchdog)
     std::deque<Pending> pending;
     // The watchdog's: the exchange it saw the stream wait in, and since when.

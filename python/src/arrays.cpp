@@ -11,6 +11,7 @@
 
 #include "arrays.hpp"
 #include "interop.hpp"
+#include "producers.hpp"
 #include "releases.hpp"
 #include "sluice/memory.hpp"
 
@@ -605,11 +606,25 @@ Context import_context(const Device& device, const std::optional<Context>& ctx,
   return default_context(device);
 }
 
+/// `obj.__dlpack__(stream=-1)` (no ordering by the producer), or null (no error set) where the
+/// producer refused it as an argument error (then the caller takes the handshake).
+py::object call_dlpack_opt_out(const py::handle& obj) {
+  try {
+    return call_dlpack(obj, -1);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError) &&
+        !e.matches(PyExc_BufferError)) {
+      throw;
+    }
+  }
+  return {};
+}
+
 std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<Context>& ctx,
                                      bool sync, std::source_location loc) {
   py::object capsule;
   std::optional<Context> orderer;
-  bool producer_ordered = false;
+  interop::Producer producer;  // what the orderer waits for (nothing: ordered already, or not)
   if (PyCapsule_CheckExact(obj.ptr())) {
     capsule = py::reinterpret_borrow<py::object>(obj);
   } else {
@@ -619,15 +634,39 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
       if (r == nullptr) throw py::error_already_set();
       dev = device_pair(py::reinterpret_steal<py::object>(r));
     }
+    // The producer's current stream, where sluice knows how to find it (producers.hpp): looked
+    // up before __dlpack__, so that the point recorded there follows what the producer queued.
+    std::optional<interop::Producer> known;
+    if (sync) known = producers::current_stream(obj.ptr(), dev.first, dev.second);
+    if (known) {
+      capsule = dev.first == kDLCUDA ? call_dlpack_opt_out(obj) : call_dlpack(obj, std::nullopt);
+      if (!capsule) {
+        producers::refuse_opt_out(obj.ptr());
+        known.reset();
+      }
+    }
     if (dev.first == kDLCUDA) {
       orderer = import_context(Device{"cuda", dev.second}, ctx, loc);
-      const std::int64_t stream = sync ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(
-                                             orderer->native_handle()))
-                                       : -1;
-      capsule = call_dlpack(obj, stream);
-      producer_ordered = sync;
+      if (known) {
+        producer = *known;
+        producers::count(producers::Path::known_stream);
+      } else if (sync) {
+        // The protocol's handshake: the producer makes the orderer's stream wait for its work.
+        capsule = call_dlpack(obj, static_cast<std::int64_t>(
+                                       reinterpret_cast<std::uintptr_t>(orderer->native_handle())));
+        producers::count(producers::Path::handshake);
+      } else {
+        capsule = call_dlpack(obj, -1);
+      }
     } else {
-      capsule = call_dlpack(obj, std::nullopt);
+      if (!capsule) capsule = call_dlpack(obj, std::nullopt);
+      if (known) {
+        // Host memory that a producer's queue still writes (a registered source): any context
+        // may use host memory, so the orderer is the caller's.
+        orderer = context_or_current(ctx);
+        producer = *known;
+        producers::count(producers::Path::known_stream);
+      }
     }
   }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
@@ -683,8 +722,7 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
     throw;
   }
   if (orderer) {
-    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), std::nullopt, loc); });
-    (void)producer_ordered;
+    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), producer, loc); });
   }
   return a;
 }
@@ -738,7 +776,9 @@ std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Con
   a->offset = region.offset;
   a->keep = std::make_shared<Foreign>(a->device, region.id, region.registered_here,
                                       PyRef(py::reinterpret_borrow<py::object>(obj)), nullptr);
-  nogil([&] { interop::order_after_stream(orderer, a->id, a->range(), producer, loc); });
+  nogil([&] {
+    interop::order_after_stream(orderer, a->id, a->range(), {producer, std::nullopt}, loc);
+  });
   return a;
 }
 
@@ -1251,6 +1291,7 @@ void bind_arrays(py::module_& m) {
       "over the memory (no copy), and are tracked: the task starts after the work it conflicts "
       "with on any context, and later work that conflicts waits for it. The task takes the GIL "
       "while it runs; an exception it raises is reported, with its traceback, as WorkFailed.");
+  producers::bind(m);
 }
 
 }  // namespace sluice::python

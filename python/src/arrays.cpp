@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "arrays.hpp"
+#include "fastcall.hpp"
 #include "interop.hpp"
 #include "producers.hpp"
 #include "releases.hpp"
@@ -331,34 +332,37 @@ void capsule_destructor(PyObject* capsule) {
   }
 }
 
-py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self,
-                         const py::object& stream, const py::object& dl_device,
-                         const py::object& copy) {
+/// `a.__dlpack__(stream=..., dl_device=..., copy=...)` (each null where not given or None).
+py::object dlpack_export(const Array& a, PyObject* self, PyObject* stream, PyObject* dl_device,
+                         PyObject* copy) {
   const auto loc = caller();
   collect();
-  a->check_live(loc);
-  if (!copy.is_none() && copy.cast<bool>()) {
+  a.check_live(loc);
+  if (copy != nullptr && py::handle(copy).cast<bool>()) {
     throw py::buffer_error(
         "sluice exports its memory without a copy (__dlpack__(copy=True) is not supported): copy "
         "it first with sluice.copy, or let the consumer copy");
   }
-  const auto [dev_type, dev_id] = dlpack_device(*a);
-  if (!dl_device.is_none()) {
-    auto want = dl_device.cast<std::pair<int, int>>();
+  const auto [dev_type, dev_id] = dlpack_device(a);
+  if (dl_device != nullptr) {
+    auto want = py::handle(dl_device).cast<std::pair<int, int>>();
     if (want.first != dev_type || want.second != dev_id) {
       throw py::buffer_error("sluice: the array lives on DLPack device (" +
                              std::to_string(dev_type) + ", " + std::to_string(dev_id) +
                              "), not on the requested one; copy it there with sluice.copy");
     }
   }
+  std::int64_t s = 1;  // None: the legacy default stream
+  if (stream != nullptr) {
+    s = PyLong_AsLongLong(stream);
+    if (s == -1 && PyErr_Occurred()) throw py::error_already_set();
+  }
   std::optional<std::uintptr_t> consumer;
   std::optional<Context> consumer_ctx;
-  const bool no_sync = !stream.is_none() && stream.cast<std::int64_t>() == -1;
-  if (a->id != 0 && !no_sync) {
+  if (a.id != 0 && s != -1) {
     if (dev_type == kDLCPU) {
-      nogil([&] { interop::host_wait(a->id, a->range(), Access::read_write, loc); });
+      nogil([&] { interop::host_wait(a.id, a.range(), Access::read_write, loc); });
     } else {
-      const std::int64_t s = stream.is_none() ? 1 : stream.cast<std::int64_t>();
       if (s == 0) {
         throw py::buffer_error(
             "__dlpack__(stream=0) is ambiguous: pass 1 for the legacy default "
@@ -366,13 +370,13 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
       }
       consumer = static_cast<std::uintptr_t>(s);
       consumer_ctx = nogil([&] {
-        return interop::order_stream_after(a->device, a->id, a->range(), Access::read_write,
+        return interop::order_stream_after(a.device, a.id, a.range(), Access::read_write,
                                            *consumer, loc);
       });
     }
   }
   auto* e = new Exported;
-  const std::size_t ndim = a->shape.size();
+  const std::size_t ndim = a.shape.size();
   std::int64_t* dims = e->inline_dims;
   if (ndim > Exported::kInline) {
     e->heap_dims.resize(2 * ndim);
@@ -382,21 +386,21 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
   std::int64_t* strides = dims + ndim;
   std::int64_t stride = 1;
   for (std::size_t i = ndim; i-- > 0;) {
-    shape[i] = a->shape[i];
+    shape[i] = a.shape[i];
     strides[i] = stride;
-    stride *= a->shape[i];
+    stride *= a.shape[i];
   }
-  e->owner = PyRef(self);
-  e->device = a->device;
-  e->id = a->id;
-  e->range = a->range();
+  e->owner = PyRef(py::reinterpret_borrow<py::object>(self));
+  e->device = a.device;
+  e->id = a.id;
+  e->range = a.range();
   e->consumer = consumer;
   e->consumer_ctx = std::move(consumer_ctx);
   DLTensor& t = e->tensor.dl_tensor;
-  t.data = a->data;
+  t.data = a.data;
   t.device = {static_cast<DLDeviceType>(dev_type), dev_id};
-  t.ndim = static_cast<int>(a->shape.size());
-  t.dtype = dl_dtype(a->dtype);
+  t.ndim = static_cast<int>(ndim);
+  t.dtype = dl_dtype(a.dtype);
   t.shape = shape;
   t.strides = strides;
   t.byte_offset = 0;
@@ -408,6 +412,61 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::object>(capsule);
+}
+
+/// The receiving Array of a method called through vectorcall.
+const Array& self_array(PyObject* self) {
+  const Array* a = fastcall::instance_of<Array>(self);
+  if (a == nullptr) throw py::type_error("sluice: expected a sluice.Array");
+  return *a;
+}
+
+PyObject* array_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames) noexcept {
+  try {
+    static const char* const names[] = {"stream", "max_version", "dl_device", "copy"};
+    const fastcall::Args<4> in("__dlpack__", names, 0, args, nargs, kwnames);
+    // max_version is not consulted: a DLPack 0.x capsule ("dltensor") is what every consumer
+    // takes.
+    return dlpack_export(self_array(self), self, in.given(0), in.given(2), in.given(3))
+        .release()
+        .ptr();
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyObject* array_dlpack_device(PyObject* self, PyObject*) noexcept {
+  try {
+    const auto [type, id] = dlpack_device(self_array(self));
+    return Py_BuildValue("(ii)", type, id);
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyMethodDef g_dlpack_def{
+    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_dlpack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "A DLPack capsule of the memory, without a copy. On cuda, `stream` (a cudaStream_t as an int; "
+    "None or 1: the legacy default stream, 2: the per-thread one) is made to wait on the device "
+    "for sluice's pending work on the array; -1 skips that. On the host the call waits for that "
+    "work (only). When the consumer releases the capsule, sluice's later work on the array waits "
+    "for what it queued on `stream` until then."};
+PyMethodDef g_dlpack_device_def{
+    "__dlpack_device__", reinterpret_cast<PyCFunction>(array_dlpack_device), METH_NOARGS,
+    "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id) of the memory: (1, 0) "
+    "for host-accessible memory, (2, index) for cuda device memory."};
+
+/// Installs a vectorcall method on a pybind11 class.
+void add_method(const py::handle& cls, PyMethodDef* def) {
+  PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), def);
+  if (descr == nullptr || PyObject_SetAttrString(cls.ptr(), def->ml_name, descr) != 0) {
+    Py_XDECREF(descr);
+    throw py::error_already_set();
+  }
+  Py_DECREF(descr);
 }
 
 // ---- exports: the CUDA array interface ----------------------------------------------------------
@@ -782,6 +841,56 @@ std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Con
   return a;
 }
 
+PyObject* from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) noexcept {
+  try {
+    static const char* const names[] = {"obj", "ctx", "sync"};
+    const fastcall::Args<3> in("from_dlpack", names, 3, args, nargs, kwnames);
+    if (in.slot[0] == nullptr) throw py::type_error("from_dlpack() missing argument 'obj'");
+    std::optional<Context> ctx;
+    if (PyObject* c = in.given(1)) {
+      const Context* p = fastcall::instance_of<Context>(c);
+      if (p == nullptr) {
+        throw py::type_error("from_dlpack(): ctx must be a sluice.Context or None, not " +
+                             std::string(py::str(py::type::of(c))));
+      }
+      ctx = *p;
+    }
+    bool sync = true;
+    if (in.slot[2] != nullptr) {
+      const int truth = PyObject_IsTrue(in.slot[2]);
+      if (truth < 0) throw py::error_already_set();
+      sync = truth != 0;
+    }
+    const auto loc = caller();
+    collect();
+    return fastcall::wrap_exact(import_dlpack(in.slot[0], ctx, sync, loc)).release().ptr();
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyMethodDef g_from_dlpack_def{
+    "from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "from_dlpack(obj, ctx=None, sync=True)\n--\n\n"
+    "Imports an object exporting DLPack (or a DLPack capsule) without a copy. On cuda, sluice's "
+    "later work on the memory, on any context, follows the producer's pending work: for PyTorch "
+    "and CuPy sluice finds the producer's current stream itself, asks for no synchronization "
+    "(stream -1) and makes the stream of `ctx` (default: the current context if on that device, "
+    "else the device's default context) wait for it on the device; other producers make that "
+    "stream wait themselves (the protocol's stream handshake). sync=False asks the producer for "
+    "no ordering (stream -1): then nothing orders sluice after it."};
+
+/// Installs a vectorcall function in a module.
+void add_function(py::module_& m, PyMethodDef* def) {
+  PyObject* f = PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr());
+  if (f == nullptr || PyModule_AddObject(m.ptr(), def->ml_name, f) != 0) {
+    Py_XDECREF(f);
+    throw py::error_already_set();
+  }
+}
+
 std::shared_ptr<Array> import_buffer(const py::handle& obj, std::source_location loc) {
   // A memoryview holds the exporter's buffer for as long as we keep it.
   py::object mv;
@@ -975,6 +1084,9 @@ void bind_arrays(py::module_& m) {
       "the consumer's stream waits (on the device) for sluice's pending work on it; a host "
       "consumer waits on the host for that work only.");
   enable_buffer(array);
+  // The hand-off's calls, through vectorcall (fastcall.hpp).
+  add_method(array, &g_dlpack_def);
+  add_method(array, &g_dlpack_device_def);
   array.def_property_readonly("shape", [](const Array& a) { return shape_tuple(a.shape); })
       .def_property_readonly("dtype", [](const Array& a) { return a.dtype.name(); })
       .def_property_readonly("ndim", [](const Array& a) { return a.shape.size(); })
@@ -1008,22 +1120,6 @@ void bind_arrays(py::module_& m) {
              if (a.shape.empty()) throw py::type_error("len() of a 0-d array");
              return a.shape[0];
            })
-      .def(
-          "__dlpack__",
-          [](const py::object& self, const py::object& stream, const py::object& max_version,
-             const py::object& dl_device, const py::object& copy) {
-            (void)max_version;  // a DLPack 0.x capsule ("dltensor") is what every consumer takes
-            return dlpack_export(self.cast<std::shared_ptr<Array>>(), self, stream, dl_device,
-                                 copy);
-          },
-          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
-          "A DLPack capsule of the memory, without a copy. On cuda, `stream` (a cudaStream_t as "
-          "an int; None or 1: the legacy default stream, 2: the per-thread one) is made to wait "
-          "on the device for sluice's pending work on the array; -1 skips that. On the host the "
-          "call waits for that work (only). When the consumer releases the capsule, sluice's "
-          "later work on the array waits for what it queued on `stream` until then.")
-      .def("__dlpack_device__", [](const Array& a) { return dlpack_device(a); })
       .def_property_readonly(
           "__cuda_array_interface__",
           [](const std::shared_ptr<Array>& a) { return cuda_array_interface(a); },
@@ -1130,18 +1226,7 @@ void bind_arrays(py::module_& m) {
       "`obj` as a sluice Array without a copy: a sluice array as is; else an import through "
       "DLPack, the CUDA array interface or the buffer protocol. A device import is ordered "
       "after the producer's stream: sluice's next use of the memory waits for it.");
-  m.def(
-      "from_dlpack",
-      [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {
-        collect();
-        return import_dlpack(obj, ctx, sync, caller());
-      },
-      py::arg("obj"), py::arg("ctx") = py::none(), py::arg("sync") = true,
-      "Imports an object exporting DLPack (or a DLPack capsule) without a copy. On cuda, the "
-      "producer makes the stream of `ctx` (default: the current context if on that device, else "
-      "the device's default context) wait for its pending work, and sluice's later work on the "
-      "memory, on any context, follows. sync=False asks the producer for no ordering (stream "
-      "-1): then nothing orders sluice after it.");
+  add_function(m, &g_from_dlpack_def);
   m.def(
       "from_cuda_array_interface",
       [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {

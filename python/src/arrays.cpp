@@ -370,8 +370,8 @@ py::object dlpack_export(const Array& a, PyObject* self, PyObject* stream, PyObj
       }
       consumer = static_cast<std::uintptr_t>(s);
       consumer_ctx = nogil([&] {
-        return interop::order_stream_after(a.device, a.id, a.range(), Access::read_write,
-                                           *consumer, loc);
+        return interop::order_stream_after(a.device, a.id, a.range(), Access::read_write, *consumer,
+                                           loc);
       });
     }
   }

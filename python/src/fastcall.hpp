@@ -91,9 +91,9 @@ T* instance_of(PyObject* o) {
 /// A new Python object for `holder` of exactly class T (no look-up of its dynamic type).
 template <class T>
 py::object wrap_exact(const std::shared_ptr<T>& holder) {
-  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
-      holder.get(), py::return_value_policy::take_ownership, {}, type_of<T>(), nullptr, nullptr,
-      &holder));
+  return py::reinterpret_steal<py::object>(
+      py::detail::type_caster_generic::cast(holder.get(), py::return_value_policy::take_ownership,
+                                            {}, type_of<T>(), nullptr, nullptr, &holder));
 }
 
 }  // namespace sluice::python::fastcall

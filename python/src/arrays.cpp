@@ -679,6 +679,35 @@ py::object call_dlpack_opt_out(const py::handle& obj) {
   return {};
 }
 
+/// The capsule of an array of PyTorch or CuPy (producers::device_in_capsule), ordered after the
+/// producer's current stream: `__dlpack__(stream=-1)` first, the device read from the capsule
+/// (their `__dlpack_device__` is Python code that costs more than sluice's whole import), then
+/// that device's current stream. False, with nothing taken, where the library refused -1 or its
+/// stream was not found: the caller takes the general path.
+bool take_known(const py::handle& obj, const std::optional<Context>& ctx, std::source_location loc,
+                py::object& capsule, std::optional<Context>& orderer, interop::Producer& producer) {
+  py::object c = call_dlpack_opt_out(obj);
+  if (!c) {
+    producers::refuse_opt_out(obj.ptr());
+    return false;
+  }
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c.ptr(), "dltensor"));
+  if (m == nullptr) {
+    PyErr_Clear();
+    return false;  // not a capsule we take: the general path says so
+  }
+  const DLDevice d = m->dl_tensor.device;
+  if (d.device_type == kDLCUDA) {
+    auto known = producers::current_stream(obj.ptr(), kDLCUDA, d.device_id);
+    if (!known) return false;  // the unconsumed capsule hands the tensor back
+    orderer = import_context(Device{"cuda", d.device_id}, ctx, loc);
+    producer = *known;
+    producers::count(producers::Path::known_stream);
+  }  // their host memory is written synchronously: nothing to order
+  capsule = std::move(c);
+  return true;
+}
+
 std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<Context>& ctx,
                                      bool sync, std::source_location loc) {
   py::object capsule;
@@ -686,6 +715,9 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
   interop::Producer producer;  // what the orderer waits for (nothing: ordered already, or not)
   if (PyCapsule_CheckExact(obj.ptr())) {
     capsule = py::reinterpret_borrow<py::object>(obj);
+  } else if (sync && producers::device_in_capsule(obj.ptr()) &&
+             take_known(obj, ctx, loc, capsule, orderer, producer)) {
+    // PyTorch or CuPy, ordered after its stream.
   } else {
     std::pair<int, int> dev{kDLCPU, 0};
     if (auto device_fn = optional_attr(obj, names().dlpack_device)) {

@@ -203,6 +203,11 @@ std::optional<interop::Producer> current_stream(PyObject* obj, int device_type, 
   return std::nullopt;
 }
 
+bool device_in_capsule(PyObject* obj) {
+  const Kind k = source_of(Py_TYPE(obj)).kind;
+  return k == Kind::torch || k == Kind::cupy;
+}
+
 void refuse_opt_out(PyObject* obj) {
   Tables& t = tables();
   PyTypeObject* type = Py_TYPE(obj);

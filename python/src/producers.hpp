@@ -29,6 +29,10 @@ namespace sluice::python::producers {
 [[nodiscard]] std::optional<interop::Producer> current_stream(PyObject* obj, int device_type,
                                                               int device_id);
 
+/// True for the libraries whose DLPack device sluice reads from the capsule instead of asking
+/// `__dlpack_device__` (PyTorch, CuPy: their current stream needs only the device index).
+[[nodiscard]] bool device_in_capsule(PyObject* obj);
+
 /// `obj`'s type refused `__dlpack__(stream=-1)`: objects of that type take the handshake from now
 /// on.
 void refuse_opt_out(PyObject* obj);

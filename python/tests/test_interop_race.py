@@ -188,3 +188,44 @@ def test_a_source_that_returns_nonsense_is_an_error(queuelib):
     with pytest.raises(sluice.Error, match="a stream source returned <class 'str'>") as e:
         sluice.from_dlpack(QueueArray(np.arange(4.0), None))
     assert e.value.code == "invalid_argument"
+
+
+class TorchLike:
+    """A type of torch's package: sluice asks it for stream -1 and reads the device from the
+    capsule (on cuda it then records on torch's current stream; host memory needs nothing)."""
+
+    __module__ = "torch.sluice_test"
+    refuse_opt_out = False
+
+    def __init__(self, data):
+        self.data, self.requests, self.device_queries = data, [], 0
+
+    def __dlpack__(self, **kwargs):
+        self.requests.append(kwargs)
+        if self.refuse_opt_out and kwargs.get("stream") == -1:
+            raise BufferError("this producer does not take stream=-1")
+        return self.data.__dlpack__()
+
+    def __dlpack_device__(self):
+        self.device_queries += 1
+        return self.data.__dlpack_device__()
+
+
+class TorchLikeRefusingOptOut(TorchLike):
+    refuse_opt_out = True
+
+
+def test_a_torch_type_is_asked_for_no_handshake_and_no_device_query():
+    t = TorchLike(np.arange(4.0))
+    a = sluice.from_dlpack(t)
+    assert list(np.asarray(a)) == [0.0, 1.0, 2.0, 3.0]
+    assert t.requests == [{"stream": -1}] and t.device_queries == 0
+
+
+def test_a_producer_refusing_the_opt_out_falls_back_to_the_protocol_for_good():
+    t = TorchLikeRefusingOptOut(np.arange(3.0))
+    assert list(np.asarray(sluice.from_dlpack(t))) == [0.0, 1.0, 2.0]
+    assert t.requests == [{"stream": -1}, {}] and t.device_queries == 1
+    u = TorchLikeRefusingOptOut(np.arange(2.0))
+    assert list(np.asarray(sluice.from_dlpack(u))) == [0.0, 1.0]
+    assert u.requests == [{}], "the type is remembered"

@@ -43,7 +43,7 @@ def cuda_runtimes():
     paths = set()
     for line in open("/proc/self/maps"):
         p = line.split()[-1]
-        if re.search(r"libcudart|libsluice|_sluice\.|libstdc\+\+|libgcc_s|libcuda\.so", p):
+        if re.search(r"libcudart|libsluice|_sluice\.|libstdc\+\+|libgcc_s|libcuda\.so|malloc|libpython", p):
             paths.add(p)
     return sorted(paths)
 
@@ -185,7 +185,7 @@ def main():
               "env": {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "LD_", "SLUICE_"))}}
     try:
         out = subprocess.run(["ldd", args.sluice], capture_output=True, text=True).stdout
-        report["cli_libs"] = sorted(set(re.findall(r"(/\S*(?:libsluice|libcudart|libstdc\+\+)\S*)", out)))
+        report["cli_libs"] = sorted(set(re.findall(r"(/\S*(?:libsluice|libcudart|libstdc\+\+|malloc)\S*)", out)))
     except OSError as e:
         report["cli_libs"] = str(e)
     py = {

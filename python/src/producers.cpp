@@ -80,9 +80,8 @@ Source decide(PyTypeObject* type) {
 Source source_of(PyTypeObject* type) {
   Tables& t = tables();
   if (auto it = t.by_type.find(type); it != t.by_type.end()) return it->second;
-  const Source s = decide(type);
-  Py_INCREF(reinterpret_cast<PyObject*>(type));
-  t.by_type.emplace(type, s);
+  const Source s = decide(type);  // may run Python code (a metaclass's __getattr__)
+  if (t.by_type.emplace(type, s).second) Py_INCREF(reinterpret_cast<PyObject*>(type));
   return s;
 }
 

@@ -42,8 +42,9 @@ Tables& tables() {
 std::atomic<std::uint64_t> g_counts[2];
 
 void clear_types(Tables& t) {
-  for (auto& [type, source] : t.by_type) Py_DECREF(reinterpret_cast<PyObject*>(type));
-  t.by_type.clear();
+  std::unordered_map<PyTypeObject*, Source> old;
+  old.swap(t.by_type);  // a type's release may run Python code that imports again
+  for (auto& [type, source] : old) Py_DECREF(reinterpret_cast<PyObject*>(type));
 }
 
 /// The top-level package of `type`'s module ("torch" for torch.nn.parameter), or "".
@@ -227,12 +228,14 @@ void bind(py::module_& m) {
       "_stream_source",
       [](const std::string& module, const py::object& fn) {
         Tables& t = tables();
+        PyObject* old = nullptr;
         if (auto it = t.registered.find(module); it != t.registered.end()) {
-          Py_DECREF(it->second);
+          old = it->second;
           t.registered.erase(it);
         }
         if (!fn.is_none()) t.registered.emplace(module, fn.inc_ref().ptr());
-        clear_types(t);  // types decided before may belong to this module
+        clear_types(t);   // types decided before may belong to this module
+        Py_XDECREF(old);  // last: its release may run Python code that imports
       },
       py::arg("module"), py::arg("fn"),
       "Makes sluice find the current stream of the objects whose type (or a base) lives in "

@@ -239,8 +239,10 @@ def main():
     else:
         print("   C++ ERROR", [r.get("error", "")[-300:] for r in (*c20, *c120)])
     fresh = py.get("fresh", {})
-    if "device_flags" in fresh:
-        print(f"   device flags in Python: {fresh['device_flags']:#x} (0 auto, 1 spin, 2 yield, 4 blocking)")
+    for name, r in py.items():
+        if "device_flags" in r:
+            print(f"   {name}: device flags {r['device_flags']:#x} (0 auto, 1 spin, 2 yield, 4 blocking; "
+                  f"+8 map host), cudaSetDeviceFlags returned {r.get('set_flags_rc')} (None: not called)")
     print("6. other threads' CPU seconds during the 120-iteration solves (Python):",
           fresh.get("120", {}).get("other_threads_cpu_s"))
     if "cli" in rows and "fresh" in rows:

@@ -8,9 +8,10 @@
 //   follows S's work until then. For __cuda_array_interface__ (no consumer stream is named) a
 //   stream of the module does the waiting and is handed out. Never a host wait.
 // - Import from a stream P: the importing context marks a write of the bytes around one numbered
-//   operation that makes its stream wait for P's current work (or, for DLPack, after the
-//   producer made that stream wait itself); sluice's later work on the bytes, on any context,
-//   is ordered after that operation by the tracker.
+//   operation that makes its stream wait for P's current work (P known: the CUDA array
+//   interface's "stream", PyTorch's and CuPy's current stream, a registered producer's; for
+//   other DLPack producers, after the producer made that stream wait itself); sluice's later work
+//   on the bytes, on any context, is ordered after that operation by the tracker.
 // - On the host backend the consumer's "stream" is the host: export waits on the host for the
 //   pending work on those bytes only (writers; and readers too when the consumer may write).
 

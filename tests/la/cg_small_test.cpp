@@ -333,10 +333,18 @@ TEST_P(CgSmallTest, TfqmrEveryKernelShapeMatchesSync) {
       {.type = KspType::tfqmr, .rtol = 1e-12, .max_it = 5, .check_every = 8},
       {.type = KspType::tfqmr, .rtol = 1e-2, .check_every = 16}};
   ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "require");
-  for (const auto& s : shapes) {
+  // Under racecheck (scripts/gpu-perf26 sets SLUICE_UNDER_SANITIZER) every 2D 5-point shape
+  // (1, 2 and 4 units a warp) and the first of each other stencil, the fixed block only: the
+  // whole set runs past the step's limit there.
+  const char* tool = std::getenv("SLUICE_UNDER_SANITIZER");
+  const bool subset = tool != nullptr && std::string(tool) == "racecheck";
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    const auto& s = shapes[i];
+    if (subset && s.kind != Stencil::d2p5 && i % 3 != 0) continue;
     auto A = Mat::stencil(ctx, s.kind, s.nx, s.ny, s.nz);
     const Vec b = random_rhs(ctx, static_cast<std::size_t>(A.rows()));
     for (const auto& o : variants) {
+      if (subset && &o != &variants[0]) continue;
       SCOPED_TRACE(std::string(to_string(s.kind)) + " " + std::to_string(s.nx) + " x " +
                    std::to_string(s.ny) + " x " + std::to_string(s.nz) + ", max_it " +
                    std::to_string(o.max_it) + ", rtol " + std::to_string(o.rtol));

@@ -182,7 +182,7 @@ def main():
         return 0
 
     report = {"python": sys.executable, "version": sys.version.split()[0],
-              "env": {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "LD_", "SLUICE_"))}}
+              "env": {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "LD_", "SLUICE_", "NVTX_", "PYTHON"))}}
     try:
         out = subprocess.run(["ldd", args.sluice], capture_output=True, text=True).stdout
         report["cli_libs"] = sorted(set(re.findall(r"(/\S*(?:libsluice|libcudart|libstdc\+\+|malloc)\S*)", out)))

@@ -314,8 +314,8 @@ TEST_P(LazyRebind, AnOutputBoundAsAnInputIsAnErrorAndChangesNothing) {
   auto y = L::placeholder<double>("y", {n});
   L::Program p = L::compile({x + y, x * y}, opts(L::Fusion::full, L::Schedule::dataflow));
   std::vector<double> hx(at(n), 3), hy(at(n), 4);
-  DeviceBuffer<double> dx(ctx, at(n)), dy(ctx, at(n)), s(ctx, at(n)), q(ctx, at(n)),
-      s2(ctx, at(n)), q2(ctx, at(n));
+  DeviceBuffer<double> dx(ctx, at(n)), dy(ctx, at(n)), s(ctx, at(n)), q(ctx, at(n)), s2(ctx, at(n)),
+      q2(ctx, at(n));
   copy(ctx, dx, hx);
   copy(ctx, dy, hy);
   p.run(ctx, {{"x", dx}, {"y", dy}}, {s, q});
@@ -330,12 +330,21 @@ TEST_P(LazyRebind, AnOutputBoundAsAnInputIsAnErrorAndChangesNothing) {
     }
   };
   // A rebinding that writes an input (a run reads its inputs while it writes its outputs).
-  expect_error([&] { p.run(ctx, {{"x", dx}, {"y", dy}}, {dy, q2}); },
-               "output 0 is the buffer bound to input 'y'; bind a distinct buffer");
-  expect_error([&] { p.run(ctx, {{"x", s2}, {"y", dy}}, {q2, s2}); },
-               "output 1 is the buffer bound to input 'x'");
-  expect_error([&] { p.run(ctx, {{"x", dx}, {"y", dy}}, {s2, s2}); },
-               "outputs 0 and 1 are the same buffer");
+  expect_error(
+      [&] {
+        p.run(ctx, {{"x", dx}, {"y", dy}}, {dy, q2});
+      },
+      "output 0 is the buffer bound to input 'y'; bind a distinct buffer");
+  expect_error(
+      [&] {
+        p.run(ctx, {{"x", s2}, {"y", dy}}, {q2, s2});
+      },
+      "output 1 is the buffer bound to input 'x'");
+  expect_error(
+      [&] {
+        p.run(ctx, {{"x", dx}, {"y", dy}}, {s2, s2});
+      },
+      "outputs 0 and 1 are the same buffer");
   EXPECT_EQ(p.stats().rebinds, before.rebinds);
   EXPECT_EQ(p.stats().launches, before.launches);
   // Nothing half-done: the inputs are intact and the next rebinding runs as it should.

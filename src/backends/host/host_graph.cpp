@@ -291,8 +291,8 @@ class HostGraph final : public GraphExecutable {
       p->device = Device{"host", 0};
       events->records[i] = std::move(p);
     }
-    stream.host_task(
-        [g = graph_, s = schedule_, events] { run_graph(*g, events.get(), s.get()); }, op);
+    stream.host_task([g = graph_, s = schedule_, events] { run_graph(*g, events.get(), s.get()); },
+                     op);
     if (events) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (events->records[i]) points.records.at(i) = events->records[i];

@@ -34,6 +34,9 @@ struct Kernel {
   std::vector<int> parts;  // lowered nodes it computes (inlined ones included)
   GemmPlan gemm;
   int copy_from = -1;  // copy: the lowered node copied
+  // reduce: outputs along the last axis computed by one cuda thread (register tiles,
+  // Options::tile); 1: one each. Fusion counted its readers' evaluations per tile.
+  int tile = 1;
 };
 
 struct Fused {
@@ -44,8 +47,15 @@ struct Fused {
 /// Whether a matrix product goes through the backend's BLAS (empty: none does).
 using GemmRule = std::function<bool(const GemmPlan&)>;
 
-/// `outputs`: lowered nodes that must be materialized (the program's outputs).
+/// The register tile of a reduction of `shape` over `red`: consecutive outputs of the last axis
+/// per thread, at most 8 and as even as the axis allows (Np = 4: 4, 10: 5, 20 and 35: 7); 1 where
+/// the axis is shorter than 2 or longer than 64, or the type is bool.
+[[nodiscard]] int tile_width(const Shape& shape, DType t);
+
+/// `outputs`: lowered nodes that must be materialized (the program's outputs). With `tile`,
+/// reductions that read something independent of their last output axis are tiled along it
+/// (Kernel::tile) and fusion counts their reads of such operands once per tile.
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
-                         const GemmRule& gemm);
+                         const GemmRule& gemm, bool tile = false);
 
 }  // namespace sluice::lazy::detail

@@ -207,14 +207,6 @@ bool tile_shares(const LNode& n, int slot) {
 
 }  // namespace
 
-int tile_width(const Shape& shape, DType t) {
-  if (shape.empty() || t == DType::boolean) return 1;
-  const std::int64_t last = shape.back();
-  if (last < 2 || last > 64) return 1;
-  const std::int64_t chunks = (last + 7) / 8;
-  return static_cast<int>((last + chunks - 1) / chunks);
-}
-
 Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm,
            bool tile) {
   const std::size_t count = L.nodes.size();

@@ -47,11 +47,6 @@ struct Fused {
 /// Whether a matrix product goes through the backend's BLAS (empty: none does).
 using GemmRule = std::function<bool(const GemmPlan&)>;
 
-/// The register tile of a reduction of `shape` over `red`: consecutive outputs of the last axis
-/// per thread, at most 8 and as even as the axis allows (Np = 4: 4, 10: 5, 20 and 35: 7); 1 where
-/// the axis is shorter than 2 or longer than 64, or the type is bool.
-[[nodiscard]] int tile_width(const Shape& shape, DType t);
-
 /// `outputs`: lowered nodes that must be materialized (the program's outputs). With `tile`,
 /// reductions that read something independent of their last output axis are tiled along it
 /// (Kernel::tile) and fusion counts their reads of such operands once per tile.

@@ -223,6 +223,21 @@ class Lowerer {
     }
     return letters;
   }
+  /// The same letters with the output's first, in its order. For an intermediate without the
+  /// output's last letter under register tiles (the DG divergence's Σx ijm·v): its last axis is
+  /// then a summed letter, so the pair's kernel tiles along it (reading v along its contiguous
+  /// axis), and the last contraction, tiled along the output's last letter, reads each element's
+  /// values contiguously.
+  static std::string output_first(const std::string& letters, const std::string& out) {
+    std::string first, rest;
+    for (char c : out) {
+      if (letters.find(c) != std::string::npos) first += c;
+    }
+    for (char c : letters) {
+      if (out.find(c) == std::string::npos) rest += c;
+    }
+    return first + rest;
+  }
   /// Whether contracting a pair of `both` letters into `kept` ones sums a letter.
   static bool sums_a_letter(const std::string& both, const std::string& kept) {
     for (char c : both) {
@@ -481,7 +496,9 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
         const auto [x, y] = *step;
         // The intermediate's axes: letters the output lacks, then the output's in its order, so
         // that the last contraction reads it along the output's contiguous axis.
-        const std::string letters = merged_letters(ops, x, y, n.spec.output);
+        std::string letters = merged_letters(ops, x, y, n.spec.output);
+        if (tiles_ && letters.find(n.spec.output.back()) == std::string::npos)
+          letters = output_first(letters, n.spec.output);
         // A pair that sums nothing is a product as large as both operands together: the one
         // loop nest computes it in registers, its factors at the loop they depend on.
         if (!sums_a_letter(ops[x].letters + ops[y].letters, letters)) break;

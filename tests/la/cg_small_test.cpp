@@ -273,7 +273,7 @@ TEST_P(CgSmallTest, PhaseClockKeepsTheBitsAndWritesItsBreakdown) {
   }
 }
 
-// The small TFQMR kernel (src/la/cuda/tf_small.cu, opt-in while new: SLUICE_CUDA_TF_SMALL): every
+// The small TFQMR kernel (src/la/cuda/tf_small.cu; SLUICE_CUDA_TF_SMALL, auto by default): every
 // stencil up to its 4096 points, left (preconditioned norm) and right (unpreconditioned: x moves
 // in y, unwound at the end) Jacobi and none, converging, limited and fixed solves; `require`
 // makes a block it does not take an error, so a passing case proves it ran.
@@ -310,9 +310,101 @@ TEST_P(CgSmallTest, TfqmrMatchesSyncOnEveryStencilAndNorm) {
                          .max_it = v.max_it,
                          .fixed_iterations = v.fixed,
                          .check_every = v.check_every};
-      ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "on,require");
+      ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "require");
       expect_same(A, b, o, "auto");
     }
+  }
+}
+
+// Each of the small TFQMR kernel's instantiations (every stencil with 1, 2 and 4 update units
+// per warp: up to 1024, 2048 and 4096 points) against sync mode, in short solves (the
+// racecheck step of scripts/gpu-perf26 runs this one): a fixed block, one stopped by its
+// iteration limit inside a block (tf_rho's stop), and one converging inside a block (tf_m's
+// stops after the first or the second quasi-minimal step).
+TEST_P(CgSmallTest, TfqmrEveryKernelShapeMatchesSync) {
+  auto ctx = make_context();
+  const Shape shapes[] = {
+      {Stencil::d2p5, 30, 30, 1},   {Stencil::d2p5, 48, 40, 1},   {Stencil::d2p5, 64, 64, 1},
+      {Stencil::d2p9, 31, 29, 1},   {Stencil::d2p9, 45, 41, 1},   {Stencil::d2p9, 63, 61, 1},
+      {Stencil::d3p7, 9, 10, 11},   {Stencil::d3p7, 12, 12, 12},  {Stencil::d3p7, 16, 16, 16},
+      {Stencil::d3p27, 10, 10, 10}, {Stencil::d3p27, 13, 12, 11}, {Stencil::d3p27, 15, 16, 17}};
+  const KspOptions variants[] = {
+      {.type = KspType::tfqmr, .max_it = 12, .fixed_iterations = true, .check_every = 12},
+      {.type = KspType::tfqmr, .rtol = 1e-12, .max_it = 5, .check_every = 8},
+      {.type = KspType::tfqmr, .rtol = 1e-2, .check_every = 16}};
+  ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "require");
+  // Under racecheck (scripts/gpu-perf26 sets SLUICE_UNDER_SANITIZER) every 2D 5-point shape
+  // (1, 2 and 4 units a warp) and the first of each other stencil, the fixed block only: the
+  // whole set runs past the step's limit there.
+  const char* tool = std::getenv("SLUICE_UNDER_SANITIZER");
+  const bool subset = tool != nullptr && std::string(tool) == "racecheck";
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    const auto& s = shapes[i];
+    if (subset && s.kind != Stencil::d2p5 && i % 3 != 0) continue;
+    auto A = Mat::stencil(ctx, s.kind, s.nx, s.ny, s.nz);
+    const Vec b = random_rhs(ctx, static_cast<std::size_t>(A.rows()));
+    for (const auto& o : variants) {
+      if (subset && &o != &variants[0]) continue;
+      SCOPED_TRACE(std::string(to_string(s.kind)) + " " + std::to_string(s.nx) + " x " +
+                   std::to_string(s.ny) + " x " + std::to_string(s.nz) + ", max_it " +
+                   std::to_string(o.max_it) + ", rtol " + std::to_string(o.rtol));
+      expect_same(A, b, o, "auto");
+    }
+  }
+}
+
+// A TFQMR solve that stops before its first block (zero right-hand side) and blocks issued after
+// the stop (the async driver keeps one queued): nothing changes x, every mode the same bits.
+TEST_P(CgSmallTest, TfqmrBlocksAfterTheStopChangeNothing) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 64, 64);
+  Vec b(ctx, 4096), x(ctx, 4096);
+  set(b, 0.0);
+  ScopedEnv env("SLUICE_CUDA_TF_SMALL", "require");
+  for (SolveMode mode : {SolveMode::async, SolveMode::graph}) {
+    if (mode == SolveMode::graph && !graph_runs()) continue;
+    set(x, 3.0);
+    const auto r = Ksp(A, {.type = KspType::tfqmr, .mode = mode}).solve(b, x);
+    EXPECT_EQ(r.iterations, 0);
+    EXPECT_EQ(r.reason, ConvergedReason::converged_atol);
+    EXPECT_EQ(norm(x), 0.0);
+  }
+  const Vec rhs = random_rhs(ctx, 4096);
+  // Converges after some dozens of iterations; blocks of 2 leave the next one queued past it.
+  expect_same(A, rhs, {.type = KspType::tfqmr, .rtol = 1e-6, .check_every = 2}, "auto");
+}
+
+// The switch on cuda: auto (the default) and off give sync mode's bits, a bad word is a clear
+// error before anything is issued, and `require` over the kernel's 4096 points says why.
+TEST_P(CgSmallTest, TfqmrSwitchIsCheckedAndEveryValueMatchesSync) {
+  auto ctx = make_context();
+  auto A = Mat::stencil(ctx, Stencil::d2p5, 64, 64);
+  const Vec b = random_rhs(ctx, 4096);
+  const KspOptions o{.type = KspType::tfqmr, .max_it = 20, .fixed_iterations = true};
+  for (const char* v : {"auto", "off", "on"}) {
+    ScopedEnv tf("SLUICE_CUDA_TF_SMALL", v);
+    expect_same(A, b, o, "auto");
+  }
+  {
+    ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "sometimes");
+    Vec x(ctx, 4096);
+    try {
+      (void)Ksp(A, {.type = KspType::tfqmr, .mode = SolveMode::async}).solve(b, x);
+      ADD_FAILURE() << "SLUICE_CUDA_TF_SMALL=sometimes was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown word 'sometimes'"), std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv tf("SLUICE_CUDA_TF_SMALL", "require");
+  auto L = Mat::stencil(ctx, Stencil::d2p5, 65, 64);
+  Vec lb(ctx, 65 * 64), lx(ctx, 65 * 64);
+  set(lb, 1.0);
+  try {
+    (void)Ksp(L, {.type = KspType::tfqmr, .max_it = 20, .fixed_iterations = true}).solve(lb, lx);
+    ADD_FAILURE() << "a 4160-point TFQMR block was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 4096"), std::string::npos) << e.what();
   }
 }
 

@@ -68,6 +68,7 @@
 #include "backends/cuda/kernel_preload.hpp"
 #include "la/cuda/cg_small.hpp"
 #include "la/cuda/cg_small_layout.hpp"
+#include "la/cuda/small_rule.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/kernel_math.hpp"
 #include "la/ksp_logic.hpp"
@@ -93,16 +94,6 @@ constexpr int kMaxClusterUnitsPerWarp = 2;
 constexpr int kPointsPerBlock = 1024;
 // At most this many points: 16 blocks of 1024 threads with 2 update units per warp.
 constexpr std::int64_t kMaxRows = 32768;
-// Where the size rule (auto) takes the kernel at all, as measured on an H100 (2026-11-26, after
-// the iteration lost three of its five barriers; docs/bench/issue26.md): up to 1024 points it beat
-// the default path (0.10 / 0.12 ms against 0.135 for 20 iterations at 16² and 32²), but at 64 x 64
-// it was 1.7x slower. Since the logic runs once per block (2026-11-27, H100), the 2D 5-point
-// solves of 1089 to 4096 points take 0.110-0.128 ms in the clusters the rule picks (2 up to 2048
-// points, 4 above) against 0.139-0.141 for the default path: the rule goes to 4096 points there.
-// The other stencils keep 1024 until they are measured at those sizes. Asking for a shape still
-// takes it at any size up to kMaxRows.
-constexpr std::int64_t kAutoMaxRows = 1024;
-constexpr std::int64_t kAutoMaxRows2d5 = 4096;
 // Tiles of the direction product whose first points a block keeps in shared memory.
 constexpr unsigned kMaxTiles = 256;
 
@@ -701,7 +692,7 @@ bool cg_small_block(const LaCgBlockArgs& args, const CgSmallSteps& steps, int de
   if (rows > kMaxRows) {
     return no(std::to_string(rows) + " points, more than " + std::to_string(kMaxRows));
   }
-  const std::int64_t auto_max = s.kind == LaStencilKind::d2p5 ? kAutoMaxRows2d5 : kAutoMaxRows;
+  const std::int64_t auto_max = auto_max_rows(s.kind);                     // small_rule.hpp
   if (mode.blocks == 0 && !mode.require && rows > auto_max) return false;  // the size rule
   if (steps.dir_blocks != steps.tiles || steps.upd_blocks != steps.chunks) {
     return no("the steps' blocks take more than one tile or chunk each");

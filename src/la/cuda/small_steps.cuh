@@ -163,22 +163,19 @@ __device__ inline void warp_total(const double* S, unsigned blocks, int lane, do
   }
 }
 
-/// The step's total (warp_total) and its solver logic in one warp and with no block barrier:
-/// every warp forms the total itself (the same additions in the same order, so the same bits in
-/// every warp) and its lane 0 runs the logic on the warp's own copy of the state `st`.
-/// Returns false once the solve stopped (the same in every warp).
+/// The step's total (warp_total) and its solver logic in warp 0 alone, with no barrier: its lane
+/// 0 runs `fin` on the block's state `st` (shared memory). Every lane of warp 0 calls it (t < 32);
+/// the other warps may meanwhile do work that reads neither the state nor what the logic writes.
 template <int NS>
-__device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize fin, LaKspState& st,
-                                   int lane) {
+__device__ inline void finish_in_warp0(const double* S, unsigned blocks, LaFinalize fin,
+                                       LaKspState& st, int t) {
   double v[NS];
-  warp_total<NS>(S, blocks, lane, v);
-  if (lane == 0) {
+  warp_total<NS>(S, blocks, t, v);
+  if (t == 0) {
     double total[m::kMaxSums] = {0, 0, 0};
     for (int k = 0; k < NS; ++k) total[k] = v[k];
     logic::finalize(fin, st, total);
   }
-  __syncwarp();
-  return st.stop == 0;
 }
 
 /// The step's total and its solver logic once per block: warp 0 forms the total (warp_total)
@@ -188,15 +185,7 @@ __device__ inline bool finish_warp(const double* S, unsigned blocks, LaFinalize 
 template <int NS>
 __device__ inline bool finish_block(const double* S, unsigned blocks, LaFinalize fin,
                                     LaKspState& st, int t) {
-  if (t < 32) {
-    double v[NS];
-    warp_total<NS>(S, blocks, t, v);
-    if (t == 0) {
-      double total[m::kMaxSums] = {0, 0, 0};
-      for (int k = 0; k < NS; ++k) total[k] = v[k];
-      logic::finalize(fin, st, total);
-    }
-  }
+  if (t < 32) finish_in_warp0<NS>(S, blocks, fin, st, t);
   __syncthreads();
   return st.stop == 0;
 }

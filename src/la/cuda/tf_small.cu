@@ -2,13 +2,31 @@
 // 1024 threads, the vectors on chip for the whole block: x, u and q in the registers of the
 // threads that own their elements (the fused steps' chunks), the ones the stencil products read
 // at neighbours or write point by point (t, r, p, v, and rp) and d in shared memory (in
-// registers too, d made ptxas spill 170 bytes at the 64 registers of 1024 threads). Each
-// iteration's five operations (q, t; r -= a K t with r'r; d, x with r'rp; u, q, p; v = K p with
-// v'rp) end in block barriers instead of kernel boundaries, each sum's logic run by every warp
-// on its own copy of the state (no barrier after it); the three sums are formed exactly as
-// stencil_kernel and fused_kernel<tf_dx> form them when launched one by one, by the units of
-// small_steps.cuh (see cg_small.cu), so the iterates equal sync mode's bit for bit. Built with
-// --fmad=false like la_kernels.cu.
+// registers too, d made ptxas spill 170 bytes at the 64 registers of 1024 threads).
+//
+// Bit-identical to sync mode: each iteration's five operations (fused_kernel<tf_qt>,
+// stencil_kernel with the residual epilogue and r'r, fused_kernel<tf_dx> with r'rp,
+// fused_kernel<tf_uqp>, stencil_kernel with store_dot and v'rp) form every element and every
+// sum as when launched one by one, their step blocks played by the units of small_steps.cuh (see
+// cg_small.cu), and the solver logic (tf_m, tf_rho, tf_s of ksp_logic.hpp) runs on the same sums
+// in the same order. An iteration, each phase ending in a block barrier:
+//   (Q) q = u - a v, t = u + q on each owner's elements;
+//   (R) r -= a K t and the direction units' r'r sums (a warp's two units reduced together);
+//   (M) warp 0: r'r's total and tf_m (the quasi-minimal steps' scalars, convergence tests and
+//       history), whose results for the x steps its lane 0 copies aside (XStep); meanwhile every
+//       warp forms its update units' r'rp sums (tf_dx's sum reads neither d nor x, only r after
+//       (R) and rp), a warp's units reduced together (warp_sums_spread);
+//   (X) warp 0: r'rp's total and tf_rho (b, the next rho); meanwhile every warp takes the d and
+//       x steps with tf_m's scalars from the copy (tf_rho changes the state under them);
+//   (U) u = r + b q, q = q + b p, p = u + b q;
+//   (V) v = K p and the units' v'rp sums;
+//   (S) warp 0: tf_s (a).
+// The logic runs once per block on its one copy of the state in shared memory, two of its three
+// steps behind the other warps' work. The version before ran it in every warp on a copy per warp
+// (five barriers an iteration, but the step totals and the logic 32 times per multiprocessor):
+// the small CG kernel's phase after its update sums fell from 5.35 to 1.05 us per iteration on
+// an H100 when it made the same change (docs/bench/issue26.md). Built with --fmad=false like
+// la_kernels.cu.
 
 #include <cuda_runtime.h>
 
@@ -19,6 +37,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernel_preload.hpp"
+#include "la/cuda/small_rule.hpp"
 #include "la/cuda/small_steps.cuh"
 #include "la/cuda/tf_small.hpp"
 #include "la/kernel_math.hpp"
@@ -41,33 +60,55 @@ struct TfArgs {
   Geometry g;  // tiles: the stencil products'; chunks: the fused steps'
 };
 
+/// What the d and x steps read of the state after tf_m (fused_elem<tf_dx>'s scalars and
+/// tf_steps), copied by warp 0 before tf_rho changes the state.
+struct XStep {
+  int stop;   // tf_m's: 2 ends the block before the x steps
+  int steps;  // quasi-minimal steps applied to x (tf_steps)
+  double e0, c0, e1, c1;
+};
+
 /// A stencil product of the block over the units d0..d1 (lane `lane`'s points): `y = l (c A in)`
 /// with in(j) = xs x[j], each point's value handed to `epilogue(i, value)`, which returns its
-/// term of the product's sum; each unit's sum goes to S[unit]. stencil_kernel's arithmetic.
+/// term of the product's sum; each unit's sum goes to S[unit]. stencil_kernel's arithmetic. The
+/// units go two at a time through one copy of the code (a rolled loop), their sums reduced
+/// together (warp_sums_spread: unit u + lane / 16's total in each lane; a unit past d1 sums
+/// zeros, unpublished).
 template <LaStencilKind K, class Epilogue>
 __device__ void product(const Geometry& g, const LaMatvecArgs& mv, const double* x, unsigned d0,
                         unsigned d1, int lane, double* S, const Epilogue& epilogue) {
   const LaStencil& s = mv.A.stencil;
   const double xs = mv.x_scale, rc = mv.right.c, lc = mv.left.c;
   const auto in = [&](int j) { return xs * x[j]; };
-  for (unsigned u = d0; u < d1; ++u) {
-    const Origin o = tile_origin(g, u / kStepWarps);
-    const int T = static_cast<int>(u % kStepWarps) * 32 + lane;
-    double v[kRows];
-    Point q[kRows];
-    for (int r = 0; r < kRows; ++r) {  // the rows' products first, as stencil_kernel
-      q[r] = tile_point(g, o, T, r);
-      if (q[r].i < 0) continue;
-      v[r] = rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q[r].ix, q[r].iy, q[r].iz, q[r].i,
-                                                        g.nx, g.nx * g.ny) +
-                   s.center * in(q[r].i));
+  for (unsigned u = d0; u < d1; u += 2) {
+    double acc[2] = {0, 0};
+    const int units = d1 - u < 2 ? 1 : 2;  // the same in every lane
+#pragma unroll 1
+    for (int h = 0; h < units; ++h) {
+      const unsigned uh = u + static_cast<unsigned>(h);
+      const Origin o = tile_origin(g, uh / kStepWarps);
+      const int T = static_cast<int>(uh % kStepWarps) * 32 + lane;
+      // Row by row: stencil_kernel forms both rows' products before their epilogues, but no
+      // epilogue writes what a product reads, so the values and the sum's order are the same.
+      double sum = 0;
+#pragma unroll(K == LaStencilKind::d3p27 ? 1 : kRows)
+      for (int r = 0; r < kRows; ++r) {
+        const Point q = tile_point(g, o, T, r);
+        if (q.i < 0) continue;
+        const double v = rc * (s.neighbor * m::stencil_neighbors<K>(s, in, q.ix, q.iy, q.iz, q.i,
+                                                                    g.nx, g.nx * g.ny) +
+                               s.center * in(q.i));
+        sum += epilogue(q.i, lc * v);
+      }
+      if (h == 0) {
+        acc[0] = sum;
+      } else {
+        acc[1] = sum;
+      }
     }
-    double acc = 0;
-    for (int r = 0; r < kRows; ++r) {
-      if (q[r].i >= 0) acc += epilogue(q[r].i, lc * v[r]);
-    }
-    const double sum = warp_sum(acc);
-    if (lane == 0) S[u] = sum;
+    const double total = warp_sums_spread(acc);
+    const unsigned uh = u + static_cast<unsigned>(spread_sum_of(lane, 2));
+    if (uh < d1 && lane % 16 == 0) S[uh] = total;
   }
 }
 
@@ -75,9 +116,9 @@ template <LaStencilKind K, int UPW>
 __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_constant__ TfArgs ta) {
   stream_order_prologue();
   extern __shared__ double smem[];
-  // Each warp's own copy of the state: every warp runs the solver logic itself (finish_warp),
-  // so no block barrier follows it.
-  __shared__ unsigned long long warp_words[kThreads / 32][kWords];
+  // The block's one copy of the state: warp 0's lane 0 runs the solver logic on it.
+  __shared__ unsigned long long words[kWords];
+  __shared__ XStep xstep;
   const Geometry& g = ta.g;
   const LaTfBlockArgs& a = ta.a;
   const int n = g.n;
@@ -95,20 +136,18 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
   double* const Sdx = Sres + g.dir_units;
   double* const Sv = Sdx + g.upd_units;
 
-  const auto* global = reinterpret_cast<const unsigned long long*>(a.v.sums.state);
-  unsigned long long* const words = warp_words[t / 32];
-  for (int k = lane; k < kWords; k += 32) words[k] = global[k];
-  __syncwarp();
-  LaKspState& st = *reinterpret_cast<LaKspState*>(words);
-  if (st.stop != 0) {  // stopped before this block: every operation of it is a no-op
+  const auto* from = reinterpret_cast<const unsigned long long*>(a.v.sums.state);
+  // Stopped before this block: every operation of it is a no-op. Every thread reads that, so
+  // none reaches a barrier.
+  if (reinterpret_cast<const LaKspState*>(from)->stop != 0) {
     if (t < 32) {
-      store_state(a.mirror, words, lane, 32);
+      store_state(a.mirror, from, lane, 32);
       if (lane == 0 && a.running != nullptr) *a.running = 0;
     }
     return;
   }
-  __syncwarp();  // the warp read stop before its lane 0 changes the state
-  if (lane == 0 && t >= 32) st.hist_cap = 0;  // warp 0 alone writes the history
+  for (int k = t; k < kWords; k += threads) words[k] = from[k];
+  LaKspState& st = *reinterpret_cast<LaKspState*>(words);
   const unsigned warps = static_cast<unsigned>(threads / 32);
   const unsigned pw = static_cast<unsigned>(t / 32);
   const unsigned d0 = first_of(g.dir_units, warps, pw), d1 = first_of(g.dir_units, warps, pw + 1);
@@ -137,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
   __syncthreads();
 
   for (int it = 0; it < a.iterations; ++it) {
-    // q = u - a v, t = u + q (fused_elem<tf_qt>)
+    // (Q) q = u - a v, t = u + q (fused_elem<tf_qt>)
     const double al = st.a;
     for (int k = 0; k < UPW; ++k) {
       if (const int j = element(k); j < n) {
@@ -147,43 +186,50 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
       }
     }
     __syncthreads();
-    // r -= a K t with r'r (stencil_kernel, LaEpilogue::residual), then tf_m
+    // (R) r -= a K t with r'r's unit sums (stencil_kernel, LaEpilogue::residual)
     product<K>(g, a.residual, T, d0, d1, lane, Sres, [&](int i, double v) {
       const double r = R[i] - al * v;
       R[i] = r;
       return r * r;
     });
     __syncthreads();
-    (void)finish_warp<1>(Sres, g.tiles, LaFinalize::tf_m, st, lane);
-    if (st.stop == 2) break;  // tf_dx runs while stop is 0 or 1 (its quasi-minimal steps)
-    // the d and x steps (fused_elem<tf_dx>, tf_steps of the state) with r'rp, then tf_rho
+    // (M) tf_m in warp 0; r'rp's unit sums (fused_kernel<tf_dx>'s) in every warp
+    if (t < 32) {
+      finish_in_warp0<1>(Sres, g.tiles, LaFinalize::tf_m, st, t);
+      if (t == 0) xstep = {st.stop, logic::tf_steps(&st, 2), st.eta0, st.cf0, st.eta1, st.cf1};
+    }
     {
-      const int steps = logic::tf_steps(&st, 2);
-      const double e0 = st.eta0, c0 = st.cf0, e1 = st.eta1, c1 = st.cf1;
       double acc[UPW];
       for (int k = 0; k < UPW; ++k) {
         acc[k] = 0;
-        if (const int j = element(k); j < n) {
-          double dd = uu[k] + c0 * D[j];
-          double xx = x[k] + e0 * dd;
-          if (steps > 1) {
-            dd = q[k] + c1 * dd;
-            xx = xx + e1 * dd;
-          }
-          D[j] = dd;
-          x[k] = xx;
-          acc[k] += R[j] * RP[j];
-        }
+        if (const int j = element(k); j < n) acc[k] += R[j] * RP[j];
       }
-      warp_sums(acc);  // the units' trees interleaved (a unit past u1 sums zeros, unpublished)
-      for (int k = 0; k < UPW; ++k) {
-        const unsigned u = u0 + static_cast<unsigned>(k);
-        if (u < u1 && lane == 0) Sdx[u] = acc[k];
+      // A lane holds unit u0 + spread_sum_of(lane, UPW)'s total (a unit past u1 sums zeros,
+      // unpublished); the first lane of each holds publishes it.
+      const double total = warp_sums_spread(acc);
+      const unsigned u = u0 + static_cast<unsigned>(spread_sum_of(lane, UPW));
+      if (u < u1 && lane % (32 / UPW) == 0) Sdx[u] = total;
+    }
+    __syncthreads();
+    const XStep xs = xstep;
+    if (xs.stop == 2) break;  // tf_dx runs while stop is 0 or 1 (its quasi-minimal steps)
+    // (X) tf_rho in warp 0; the d and x steps (fused_elem<tf_dx>) in every warp
+    if (t < 32) finish_in_warp0<1>(Sdx, g.chunks, LaFinalize::tf_rho, st, t);
+    for (int k = 0; k < UPW; ++k) {
+      if (const int j = element(k); j < n) {
+        double dd = uu[k] + xs.c0 * D[j];
+        double xx = x[k] + xs.e0 * dd;
+        if (xs.steps > 1) {
+          dd = q[k] + xs.c1 * dd;
+          xx = xx + xs.e1 * dd;
+        }
+        D[j] = dd;
+        x[k] = xx;
       }
     }
     __syncthreads();
-    if (!finish_warp<1>(Sdx, g.chunks, LaFinalize::tf_rho, st, lane)) break;
-    // u = r + b q, q = q + b p, p = u + b q (fused_elem<tf_uqp>)
+    if (st.stop != 0) break;
+    // (U) u = r + b q, q = q + b p, p = u + b q (fused_elem<tf_uqp>)
     const double b = st.b;
     for (int k = 0; k < UPW; ++k) {
       if (const int j = element(k); j < n) {
@@ -195,13 +241,14 @@ __global__ void __launch_bounds__(kThreads, 1) tf_small_kernel(const __grid_cons
       }
     }
     __syncthreads();
-    // v = K p with v'rp (stencil_kernel, LaEpilogue::store_dot), then tf_s
+    // (V) v = K p with v'rp's unit sums (stencil_kernel, LaEpilogue::store_dot)
     product<K>(g, a.v, P, d0, d1, lane, Sv, [&](int i, double v) {
       V[i] = v;
       return v * RP[i];
     });
     __syncthreads();
-    if (!finish_warp<1>(Sv, g.tiles, LaFinalize::tf_s, st, lane)) break;
+    // (S) tf_s in warp 0, then a block barrier hands `a` to the block
+    if (!finish_block<1>(Sv, g.tiles, LaFinalize::tf_s, st, t)) break;
   }
 
   // Every vector as the operations launched one by one leave it, each element by its owner.
@@ -300,10 +347,11 @@ SLUICE_CUDA_KERNEL_FILE(tf_small_kernel<LaStencilKind::d2p5, 1>);
 
 bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int device,
                     CUstream_st* stream, const OpInfo& op) {
-  const char* env = std::getenv("SLUICE_CUDA_TF_SMALL");
-  const std::string mode = env != nullptr ? env : "";
-  const bool require = mode.find("require") != std::string::npos;
-  if (mode.find("on") == std::string::npos && !require) return false;  // opt-in (see header)
+  // Read at every block (tests change it); a bad word is an Error before anything is issued.
+  const TfMode mode = tf_mode_from(std::getenv("SLUICE_CUDA_TF_SMALL"), op);
+  const bool require = mode.require;
+  const LaStencil& rs = args.residual.A.stencil;
+  if (!tf_small_wanted(mode, rs.kind, rs.nx * rs.ny * rs.nz)) return false;  // off, or the rule
   std::string why = misfit(args, steps);
   const DeviceLimits d = limits_of(device, op);
   if (why.empty() && d.major < 9) why = "the device is older than sm_90";

@@ -23,9 +23,11 @@ struct TfSmallSteps {
 };
 
 /// Issues `args` on `stream` as the small TFQMR kernel and returns true when it fits (a stencil,
-/// constant preconditioners, every scalar from the async state, up to 4096 points); false having
-/// issued nothing otherwise. Opt-in while it is new: SLUICE_CUDA_TF_SMALL=on (or `require`: not
-/// fitting is an Error saying why).
+/// constant preconditioners, every scalar from the async state, up to 4096 points) and is wanted;
+/// false having issued nothing otherwise. SLUICE_CUDA_TF_SMALL (small_rule.hpp): auto (the
+/// default: the small CG kernel's size rule, 4096 points for the 2D 5-point stencil and 1024 for
+/// the others), on (wherever it fits), off; `require` with auto or on makes a block that it does
+/// not take an Error saying why (the tests use it to prove the path ran). A bad word is an Error.
 bool tf_small_block(const LaTfBlockArgs& args, const TfSmallSteps& steps, int device,
                     CUstream_st* stream, const OpInfo& op);
 

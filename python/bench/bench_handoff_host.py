@@ -17,6 +17,10 @@ line uses):
 - import_foreign:  sluice.from_dlpack(n) of one NumPy array again and again (memory sluice does
                    not own: registered with the tracker, released after each import)
 - round_trip:      export x and import it back (both of the above for sluice's memory)
+- import_known:    sluice.from_dlpack(q) of an array of a library whose queue sluice knows
+                   (registered with _stream_source): the import orders itself after that queue
+                   (an event recorded there, waited for by the importing context, and the
+                   import's marks), the path PyTorch and CuPy tensors take on cuda
 - numpy_side:      NumPy's own part of an import (its __dlpack_device__ and __dlpack__), which
                    the "own share" line subtracts
 """
@@ -64,6 +68,24 @@ def main():
         c = x.__dlpack__()
         del c
 
+    class QueueArray:  # another library's array, written on a queue of its own
+        __module__ = "bench_queuelib"
+
+        def __init__(self, data, queue):
+            self.data, self.queue = data, queue
+
+        def __dlpack__(self, **kwargs):
+            return self.data.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.data.__dlpack_device__()
+
+    known = sluice.Context("host", name="bench producer")
+    q = QueueArray(v, known)
+    have_sources = hasattr(sluice._sluice, "_stream_source")
+    if have_sources:
+        sluice._sluice._stream_source("bench_queuelib", lambda obj, device: obj.queue)
+
     def round_trip():
         c = x.__dlpack__()
         sluice.from_dlpack(v, ctx=ctx)
@@ -75,6 +97,7 @@ def main():
         "import_own": lambda: sluice.from_dlpack(v, ctx=ctx),
         "import_foreign": lambda: sluice.from_dlpack(n, ctx=ctx),
         "round_trip": round_trip,
+        **({"import_known": lambda: sluice.from_dlpack(q, ctx=ctx)} if have_sources else {}),
         "numpy_side": lambda: (n.__dlpack_device__(), n.__dlpack__()),
     }
     results = {k: per_call_us(f, args.count, args.rounds) for k, f in cases.items()}

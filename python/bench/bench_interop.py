@@ -9,9 +9,16 @@ with time.perf_counter, after a warm-up), while a sluice kernel that spins for -
 milliseconds and then writes the buffer is in flight:
 
 - export:     x.__dlpack__(stream=s) and the capsule's release (sluice's side of torch.from_dlpack)
-- import:     sluice.from_dlpack(t): torch's __dlpack__ plus sluice's registration and ordering
+- import:     sluice.from_dlpack(t): sluice finds torch's current stream, asks torch for no
+              handshake (t.__dlpack__(stream=-1)) and orders itself after that stream in C++
+- import_handshake: the same tensor behind a wrapper type sluice does not know, so that torch's
+              own handshake (t.__dlpack__(stream=sluice's stream)) orders it: the path before
 - round trip: torch.from_dlpack(x) then sluice.from_dlpack(t): the whole hand-off and back
 - torch only: torch.from_dlpack(torch.utils.dlpack.to_dlpack(t)), torch's own cost of the protocol
+- torch_handshake, torch_nosync: torch's __dlpack__ with sluice's stream, and with -1
+
+sluice's own share of a hand-off and back is export + import - torch_nosync (torch's __dlpack__
+itself, which any import pays); the goal is 5 us or less.
 
 and beside them, where the library is installed, the same hand-off to PyTorch and back from its
 peers: CuPy (cupy.from_dlpack(torch.from_dlpack(c)), both sides' stream handshake included), Warp
@@ -147,6 +154,26 @@ def main():
     def import_nosync():  # sluice's import with torch asked for no ordering
         sluice.from_dlpack(t, ctx=ctx, sync=False)
 
+    class Wrapped:  # a type sluice does not know: the DLPack handshake orders the import
+        def __init__(self, tensor):
+            self.t = tensor
+
+        def __dlpack__(self, **kwargs):
+            return self.t.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    wrapped = Wrapped(t)
+
+    def import_handshake():
+        sluice.from_dlpack(wrapped, ctx=ctx)
+
+    paths_before = sluice._sluice._import_paths()
+    import_(), import_handshake()
+    paths_after = sluice._sluice._import_paths()
+    paths = {k: paths_after[k] - paths_before[k] for k in paths_after}
+
     results = {
         "export": per_call_us(export, args.count, args.rounds),
         "import": per_call_us(import_, args.count, args.rounds),
@@ -156,6 +183,7 @@ def main():
         "torch_handshake": per_call_us(torch_handshake, args.count, args.rounds),
         "torch_nosync": per_call_us(torch_nosync, args.count, args.rounds),
         "import_nosync": per_call_us(import_nosync, args.count, args.rounds),
+        "import_handshake": per_call_us(import_handshake, args.count, args.rounds),
     }
     elapsed_ms = (time.perf_counter() - started) * 1e3
     still_running = not ctx.idle()
@@ -167,6 +195,7 @@ def main():
     peers, peer_errors = peer_round_trips(torch, args.elements, args.count, args.rounds)
 
     sluice_side = results["export"]["median_us"] + results["import"]["median_us"]
+    sluice_own = sluice_side - results["torch_nosync"]["median_us"]
     out = {
         "schema": "sluice-bench-python-interop/1",
         "device_name": sluice.device_info("cuda:0").name,
@@ -176,7 +205,9 @@ def main():
         "peers": peers,
         "peer_errors": peer_errors,
         "sluice_side_us": sluice_side,
+        "sluice_own_us": sluice_own,
         "goal_us": 5.0,
+        "import_paths": paths,
         "hand_offs_done_while_kernel_ran": still_running,
         "measured_ms": elapsed_ms,
         "spin_ms": args.spin_ms,
@@ -191,11 +222,17 @@ def main():
         print(f"{k:<16} {v['median_us']:>6.2f} {v['min_us']:>8.2f}")
     for k, v in peer_errors.items():
         print(f"{k}: not measured ({v})")
-    print(f"sluice's side (export + import): {sluice_side:.2f} us per hand-off and back (goal 5 us)")
+    print(f"import paths: {paths} (torch's tensor: known_stream; the wrapper: handshake)")
+    print(f"hand-off and back (export + import): {sluice_side:.2f} us; sluice's own share "
+          f"(less torch's __dlpack__(stream=-1)): {sluice_own:.2f} us (goal 5 us)")
     print(f"no device synchronize: the {args.spin_ms:.0f} ms kernel was still running after "
           f"{elapsed_ms:.0f} ms of hand-offs: {still_running}; values after: {out['values_after']}")
     if not still_running:
         print("NOTE: the kernel finished before the hand-offs did; raise --spin-ms to make the check hold")
+    if paths != {"known_stream": 1, "handshake": 1}:
+        print(f"FAIL: the import of a torch tensor did not take the known-stream path: {paths}",
+              file=sys.stderr)
+        return 1
     if not ok_values:
         print("FAIL: torch or sluice saw values other than the kernel's", file=sys.stderr)
         return 1

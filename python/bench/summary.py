@@ -64,11 +64,15 @@ def interop_table(io):
     if "missing" in io:
         return [f"interop: not measured ({io['missing']})"]
     lines = [f"Hand-off to PyTorch and back, {io['device_name']}, torch {io['torch']} (host us per "
-             f"hand-off, median / min; goal {io['goal_us']:.0f} us for sluice's side)", "",
+             f"hand-off, median / min; goal {io['goal_us']:.0f} us for sluice's own share)", "",
              "| what | median us | min us |", "|---|---|---|"]
     for k, v in list(io["results"].items()) + list(io.get("peers", {}).items()):
         lines.append(f"| {k} | {v['median_us']:.2f} | {v['min_us']:.2f} |")
-    lines.append(f"| sluice's side (export + import) | {io['sluice_side_us']:.2f} | |")
+    lines.append(f"| hand-off and back (export + import) | {io['sluice_side_us']:.2f} | |")
+    if "sluice_own_us" in io:
+        lines.append(f"| sluice's own share (less torch's `__dlpack__(stream=-1)`) | "
+                     f"{io['sluice_own_us']:.2f} | |")
+        lines.append(f"import paths: {io.get('import_paths')}")
     for k, v in io.get("peer_errors", {}).items():
         lines.append(f"{k}: not measured ({v[:200]})")
     lines.append(f"no device synchronize: kernel still running after the hand-offs: "

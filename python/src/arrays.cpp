@@ -10,7 +10,9 @@
 #include <numeric>
 
 #include "arrays.hpp"
+#include "fastcall.hpp"
 #include "interop.hpp"
+#include "producers.hpp"
 #include "releases.hpp"
 #include "sluice/memory.hpp"
 
@@ -330,34 +332,37 @@ void capsule_destructor(PyObject* capsule) {
   }
 }
 
-py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self,
-                         const py::object& stream, const py::object& dl_device,
-                         const py::object& copy) {
+/// `a.__dlpack__(stream=..., dl_device=..., copy=...)` (each null where not given or None).
+py::object dlpack_export(const Array& a, PyObject* self, PyObject* stream, PyObject* dl_device,
+                         PyObject* copy) {
   const auto loc = caller();
   collect();
-  a->check_live(loc);
-  if (!copy.is_none() && copy.cast<bool>()) {
+  a.check_live(loc);
+  if (copy != nullptr && py::handle(copy).cast<bool>()) {
     throw py::buffer_error(
         "sluice exports its memory without a copy (__dlpack__(copy=True) is not supported): copy "
         "it first with sluice.copy, or let the consumer copy");
   }
-  const auto [dev_type, dev_id] = dlpack_device(*a);
-  if (!dl_device.is_none()) {
-    auto want = dl_device.cast<std::pair<int, int>>();
+  const auto [dev_type, dev_id] = dlpack_device(a);
+  if (dl_device != nullptr) {
+    auto want = py::handle(dl_device).cast<std::pair<int, int>>();
     if (want.first != dev_type || want.second != dev_id) {
       throw py::buffer_error("sluice: the array lives on DLPack device (" +
                              std::to_string(dev_type) + ", " + std::to_string(dev_id) +
                              "), not on the requested one; copy it there with sluice.copy");
     }
   }
+  std::int64_t s = 1;  // None: the legacy default stream
+  if (stream != nullptr) {
+    s = PyLong_AsLongLong(stream);
+    if (s == -1 && PyErr_Occurred()) throw py::error_already_set();
+  }
   std::optional<std::uintptr_t> consumer;
   std::optional<Context> consumer_ctx;
-  const bool no_sync = !stream.is_none() && stream.cast<std::int64_t>() == -1;
-  if (a->id != 0 && !no_sync) {
+  if (a.id != 0 && s != -1) {
     if (dev_type == kDLCPU) {
-      nogil([&] { interop::host_wait(a->id, a->range(), Access::read_write, loc); });
+      nogil([&] { interop::host_wait(a.id, a.range(), Access::read_write, loc); });
     } else {
-      const std::int64_t s = stream.is_none() ? 1 : stream.cast<std::int64_t>();
       if (s == 0) {
         throw py::buffer_error(
             "__dlpack__(stream=0) is ambiguous: pass 1 for the legacy default "
@@ -365,13 +370,13 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
       }
       consumer = static_cast<std::uintptr_t>(s);
       consumer_ctx = nogil([&] {
-        return interop::order_stream_after(a->device, a->id, a->range(), Access::read_write,
-                                           *consumer, loc);
+        return interop::order_stream_after(a.device, a.id, a.range(), Access::read_write, *consumer,
+                                           loc);
       });
     }
   }
   auto* e = new Exported;
-  const std::size_t ndim = a->shape.size();
+  const std::size_t ndim = a.shape.size();
   std::int64_t* dims = e->inline_dims;
   if (ndim > Exported::kInline) {
     e->heap_dims.resize(2 * ndim);
@@ -381,21 +386,21 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
   std::int64_t* strides = dims + ndim;
   std::int64_t stride = 1;
   for (std::size_t i = ndim; i-- > 0;) {
-    shape[i] = a->shape[i];
+    shape[i] = a.shape[i];
     strides[i] = stride;
-    stride *= a->shape[i];
+    stride *= a.shape[i];
   }
-  e->owner = PyRef(self);
-  e->device = a->device;
-  e->id = a->id;
-  e->range = a->range();
+  e->owner = PyRef(py::reinterpret_borrow<py::object>(self));
+  e->device = a.device;
+  e->id = a.id;
+  e->range = a.range();
   e->consumer = consumer;
   e->consumer_ctx = std::move(consumer_ctx);
   DLTensor& t = e->tensor.dl_tensor;
-  t.data = a->data;
+  t.data = a.data;
   t.device = {static_cast<DLDeviceType>(dev_type), dev_id};
-  t.ndim = static_cast<int>(a->shape.size());
-  t.dtype = dl_dtype(a->dtype);
+  t.ndim = static_cast<int>(ndim);
+  t.dtype = dl_dtype(a.dtype);
   t.shape = shape;
   t.strides = strides;
   t.byte_offset = 0;
@@ -407,6 +412,61 @@ py::object dlpack_export(const std::shared_ptr<Array>& a, const py::object& self
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::object>(capsule);
+}
+
+/// The receiving Array of a method called through vectorcall.
+const Array& self_array(PyObject* self) {
+  const Array* a = fastcall::instance_of<Array>(self);
+  if (a == nullptr) throw py::type_error("sluice: expected a sluice.Array");
+  return *a;
+}
+
+PyObject* array_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames) noexcept {
+  try {
+    static const char* const names[] = {"stream", "max_version", "dl_device", "copy"};
+    const fastcall::Args<4> in("__dlpack__", names, 0, args, nargs, kwnames);
+    // max_version is not consulted: a DLPack 0.x capsule ("dltensor") is what every consumer
+    // takes.
+    return dlpack_export(self_array(self), self, in.given(0), in.given(2), in.given(3))
+        .release()
+        .ptr();
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyObject* array_dlpack_device(PyObject* self, PyObject*) noexcept {
+  try {
+    const auto [type, id] = dlpack_device(self_array(self));
+    return Py_BuildValue("(ii)", type, id);
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyMethodDef g_dlpack_def{
+    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_dlpack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "A DLPack capsule of the memory, without a copy. On cuda, `stream` (a cudaStream_t as an int; "
+    "None or 1: the legacy default stream, 2: the per-thread one) is made to wait on the device "
+    "for sluice's pending work on the array; -1 skips that. On the host the call waits for that "
+    "work (only). When the consumer releases the capsule, sluice's later work on the array waits "
+    "for what it queued on `stream` until then."};
+PyMethodDef g_dlpack_device_def{
+    "__dlpack_device__", reinterpret_cast<PyCFunction>(array_dlpack_device), METH_NOARGS,
+    "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id) of the memory: (1, 0) "
+    "for host-accessible memory, (2, index) for cuda device memory."};
+
+/// Installs a vectorcall method on a pybind11 class.
+void add_method(const py::handle& cls, PyMethodDef* def) {
+  PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), def);
+  if (descr == nullptr || PyObject_SetAttrString(cls.ptr(), def->ml_name, descr) != 0) {
+    Py_XDECREF(descr);
+    throw py::error_already_set();
+  }
+  Py_DECREF(descr);
 }
 
 // ---- exports: the CUDA array interface ----------------------------------------------------------
@@ -605,13 +665,59 @@ Context import_context(const Device& device, const std::optional<Context>& ctx,
   return default_context(device);
 }
 
+/// `obj.__dlpack__(stream=-1)` (no ordering by the producer), or null (no error set) where the
+/// producer refused it as an argument error (then the caller takes the handshake).
+py::object call_dlpack_opt_out(const py::handle& obj) {
+  try {
+    return call_dlpack(obj, -1);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError) &&
+        !e.matches(PyExc_BufferError)) {
+      throw;
+    }
+  }
+  return {};
+}
+
+/// The capsule of an array of PyTorch or CuPy (producers::device_in_capsule), ordered after the
+/// producer's current stream: `__dlpack__(stream=-1)` first, the device read from the capsule
+/// (their `__dlpack_device__` is Python code that costs more than sluice's whole import), then
+/// that device's current stream. False, with nothing taken, where the library refused -1 or its
+/// stream was not found: the caller takes the general path.
+bool take_known(const py::handle& obj, const std::optional<Context>& ctx, std::source_location loc,
+                py::object& capsule, std::optional<Context>& orderer, interop::Producer& producer) {
+  py::object c = call_dlpack_opt_out(obj);
+  if (!c) {
+    producers::refuse_opt_out(obj.ptr());
+    return false;
+  }
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c.ptr(), "dltensor"));
+  if (m == nullptr) {
+    PyErr_Clear();
+    return false;  // not a capsule we take: the general path says so
+  }
+  const DLDevice d = m->dl_tensor.device;
+  if (d.device_type == kDLCUDA) {
+    auto known = producers::current_stream(obj.ptr(), kDLCUDA, d.device_id);
+    if (!known) return false;  // the unconsumed capsule hands the tensor back
+    orderer = import_context(Device{"cuda", d.device_id}, ctx, loc);
+    producer = *known;
+    producers::count(producers::Path::known_stream);
+  }  // their host memory is written synchronously: nothing to order
+  capsule = std::move(c);
+  return true;
+}
+
 std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<Context>& ctx,
                                      bool sync, std::source_location loc) {
   py::object capsule;
   std::optional<Context> orderer;
-  bool producer_ordered = false;
+  interop::Producer producer;  // what the orderer waits for (nothing: ordered already, or not)
   if (PyCapsule_CheckExact(obj.ptr())) {
     capsule = py::reinterpret_borrow<py::object>(obj);
+  } else if (sync && producers::device_in_capsule(obj.ptr()) &&
+             take_known(obj, ctx, loc, capsule, orderer, producer)) {
+    // PyTorch or CuPy, ordered after its stream.
   } else {
     std::pair<int, int> dev{kDLCPU, 0};
     if (auto device_fn = optional_attr(obj, names().dlpack_device)) {
@@ -619,15 +725,39 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
       if (r == nullptr) throw py::error_already_set();
       dev = device_pair(py::reinterpret_steal<py::object>(r));
     }
+    // The producer's current stream, where sluice knows how to find it (producers.hpp): looked
+    // up before __dlpack__, so that the point recorded there follows what the producer queued.
+    std::optional<interop::Producer> known;
+    if (sync) known = producers::current_stream(obj.ptr(), dev.first, dev.second);
+    if (known) {
+      capsule = dev.first == kDLCUDA ? call_dlpack_opt_out(obj) : call_dlpack(obj, std::nullopt);
+      if (!capsule) {
+        producers::refuse_opt_out(obj.ptr());
+        known.reset();
+      }
+    }
     if (dev.first == kDLCUDA) {
       orderer = import_context(Device{"cuda", dev.second}, ctx, loc);
-      const std::int64_t stream = sync ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(
-                                             orderer->native_handle()))
-                                       : -1;
-      capsule = call_dlpack(obj, stream);
-      producer_ordered = sync;
+      if (known) {
+        producer = *known;
+        producers::count(producers::Path::known_stream);
+      } else if (sync) {
+        // The protocol's handshake: the producer makes the orderer's stream wait for its work.
+        capsule = call_dlpack(obj, static_cast<std::int64_t>(
+                                       reinterpret_cast<std::uintptr_t>(orderer->native_handle())));
+        producers::count(producers::Path::handshake);
+      } else {
+        capsule = call_dlpack(obj, -1);
+      }
     } else {
-      capsule = call_dlpack(obj, std::nullopt);
+      if (!capsule) capsule = call_dlpack(obj, std::nullopt);
+      if (known) {
+        // Host memory that a producer's queue still writes (a registered source): any context
+        // may use host memory, so the orderer is the caller's.
+        orderer = context_or_current(ctx);
+        producer = *known;
+        producers::count(producers::Path::known_stream);
+      }
     }
   }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
@@ -683,8 +813,7 @@ std::shared_ptr<Array> import_dlpack(const py::handle& obj, const std::optional<
     throw;
   }
   if (orderer) {
-    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), std::nullopt, loc); });
-    (void)producer_ordered;
+    nogil([&] { interop::order_after_stream(*orderer, a->id, a->range(), producer, loc); });
   }
   return a;
 }
@@ -738,8 +867,60 @@ std::shared_ptr<Array> import_cai(const py::handle& obj, const std::optional<Con
   a->offset = region.offset;
   a->keep = std::make_shared<Foreign>(a->device, region.id, region.registered_here,
                                       PyRef(py::reinterpret_borrow<py::object>(obj)), nullptr);
-  nogil([&] { interop::order_after_stream(orderer, a->id, a->range(), producer, loc); });
+  nogil([&] {
+    interop::order_after_stream(orderer, a->id, a->range(), {producer, std::nullopt}, loc);
+  });
   return a;
+}
+
+PyObject* from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) noexcept {
+  try {
+    static const char* const names[] = {"obj", "ctx", "sync"};
+    const fastcall::Args<3> in("from_dlpack", names, 3, args, nargs, kwnames);
+    if (in.slot[0] == nullptr) throw py::type_error("from_dlpack() missing argument 'obj'");
+    std::optional<Context> ctx;
+    if (PyObject* c = in.given(1)) {
+      const Context* p = fastcall::instance_of<Context>(c);
+      if (p == nullptr) {
+        throw py::type_error("from_dlpack(): ctx must be a sluice.Context or None, not " +
+                             std::string(py::str(py::type::of(c))));
+      }
+      ctx = *p;
+    }
+    bool sync = true;
+    if (in.slot[2] != nullptr) {
+      const int truth = PyObject_IsTrue(in.slot[2]);
+      if (truth < 0) throw py::error_already_set();
+      sync = truth != 0;
+    }
+    const auto loc = caller();
+    collect();
+    return fastcall::wrap_exact(import_dlpack(in.slot[0], ctx, sync, loc)).release().ptr();
+  } catch (...) {
+    return fastcall::set_error();
+  }
+}
+
+PyMethodDef g_from_dlpack_def{
+    "from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "from_dlpack(obj, ctx=None, sync=True)\n--\n\n"
+    "Imports an object exporting DLPack (or a DLPack capsule) without a copy. On cuda, sluice's "
+    "later work on the memory, on any context, follows the producer's pending work: for PyTorch "
+    "and CuPy sluice finds the producer's current stream itself, asks for no synchronization "
+    "(stream -1) and makes the stream of `ctx` (default: the current context if on that device, "
+    "else the device's default context) wait for it on the device; other producers make that "
+    "stream wait themselves (the protocol's stream handshake). sync=False asks the producer for "
+    "no ordering (stream -1): then nothing orders sluice after it."};
+
+/// Installs a vectorcall function in a module.
+void add_function(py::module_& m, PyMethodDef* def) {
+  PyObject* f = PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr());
+  if (f == nullptr || PyModule_AddObject(m.ptr(), def->ml_name, f) != 0) {
+    Py_XDECREF(f);
+    throw py::error_already_set();
+  }
 }
 
 std::shared_ptr<Array> import_buffer(const py::handle& obj, std::source_location loc) {
@@ -935,6 +1116,9 @@ void bind_arrays(py::module_& m) {
       "the consumer's stream waits (on the device) for sluice's pending work on it; a host "
       "consumer waits on the host for that work only.");
   enable_buffer(array);
+  // The hand-off's calls, through vectorcall (fastcall.hpp).
+  add_method(array, &g_dlpack_def);
+  add_method(array, &g_dlpack_device_def);
   array.def_property_readonly("shape", [](const Array& a) { return shape_tuple(a.shape); })
       .def_property_readonly("dtype", [](const Array& a) { return a.dtype.name(); })
       .def_property_readonly("ndim", [](const Array& a) { return a.shape.size(); })
@@ -968,22 +1152,6 @@ void bind_arrays(py::module_& m) {
              if (a.shape.empty()) throw py::type_error("len() of a 0-d array");
              return a.shape[0];
            })
-      .def(
-          "__dlpack__",
-          [](const py::object& self, const py::object& stream, const py::object& max_version,
-             const py::object& dl_device, const py::object& copy) {
-            (void)max_version;  // a DLPack 0.x capsule ("dltensor") is what every consumer takes
-            return dlpack_export(self.cast<std::shared_ptr<Array>>(), self, stream, dl_device,
-                                 copy);
-          },
-          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
-          "A DLPack capsule of the memory, without a copy. On cuda, `stream` (a cudaStream_t as "
-          "an int; None or 1: the legacy default stream, 2: the per-thread one) is made to wait "
-          "on the device for sluice's pending work on the array; -1 skips that. On the host the "
-          "call waits for that work (only). When the consumer releases the capsule, sluice's "
-          "later work on the array waits for what it queued on `stream` until then.")
-      .def("__dlpack_device__", [](const Array& a) { return dlpack_device(a); })
       .def_property_readonly(
           "__cuda_array_interface__",
           [](const std::shared_ptr<Array>& a) { return cuda_array_interface(a); },
@@ -1090,18 +1258,7 @@ void bind_arrays(py::module_& m) {
       "`obj` as a sluice Array without a copy: a sluice array as is; else an import through "
       "DLPack, the CUDA array interface or the buffer protocol. A device import is ordered "
       "after the producer's stream: sluice's next use of the memory waits for it.");
-  m.def(
-      "from_dlpack",
-      [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {
-        collect();
-        return import_dlpack(obj, ctx, sync, caller());
-      },
-      py::arg("obj"), py::arg("ctx") = py::none(), py::arg("sync") = true,
-      "Imports an object exporting DLPack (or a DLPack capsule) without a copy. On cuda, the "
-      "producer makes the stream of `ctx` (default: the current context if on that device, else "
-      "the device's default context) wait for its pending work, and sluice's later work on the "
-      "memory, on any context, follows. sync=False asks the producer for no ordering (stream "
-      "-1): then nothing orders sluice after it.");
+  add_function(m, &g_from_dlpack_def);
   m.def(
       "from_cuda_array_interface",
       [](const py::object& obj, const std::optional<Context>& ctx, bool sync) {
@@ -1251,6 +1408,7 @@ void bind_arrays(py::module_& m) {
       "over the memory (no copy), and are tracked: the task starts after the work it conflicts "
       "with on any context, and later work that conflicts waits for it. The task takes the GIL "
       "while it runs; an exception it raises is reported, with its traceback, as WorkFailed.");
+  producers::bind(m);
 }
 
 }  // namespace sluice::python

@@ -90,7 +90,7 @@ void order_after_consumer(const Device& device, ObjectId id, ByteRange range, st
                           const std::optional<Context>& consumer, std::source_location loc) {
   const char* what = "release by another library's stream";
   if (!consumer) {
-    order_after_stream(context(device), id, range, stream, loc);
+    order_after_stream(context(device), id, range, Producer{stream, std::nullopt}, loc);
     return;
   }
   mark_intent_begin(*consumer, id, Access::write, what, range, loc);
@@ -112,13 +112,19 @@ std::uintptr_t interop_stream_after(const Device& device, ObjectId id, ByteRange
   return reinterpret_cast<std::uintptr_t>(ctx.native_handle());
 }
 
-void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
-                        std::optional<std::uintptr_t> producer, std::source_location loc) {
+void order_after_stream(const Context& ctx, ObjectId id, ByteRange range, const Producer& producer,
+                        std::source_location loc) {
   constexpr std::string_view what = "import from another library";
   mark_intent_begin(ctx, id, Access::write, what, range, loc);
   try {
+    if (producer.context && !(*producer.context == ctx)) {
+      // A sluice context: its recorded point is its current work (the tracker's own event).
+      Event point;
+      point.record(*producer.context, loc);
+      ctx.wait(point, loc);
+    }
     if (ctx.device().backend == "cuda") {
-      cuda::link(ctx, what, producer, std::nullopt, loc);
+      cuda::link(ctx, what, producer.stream, std::nullopt, loc);
     } else {
       numbered_noop(ctx, what, loc);
     }

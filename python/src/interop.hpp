@@ -8,9 +8,10 @@
 //   follows S's work until then. For __cuda_array_interface__ (no consumer stream is named) a
 //   stream of the module does the waiting and is handed out. Never a host wait.
 // - Import from a stream P: the importing context marks a write of the bytes around one numbered
-//   operation that makes its stream wait for P's current work (or, for DLPack, after the
-//   producer made that stream wait itself); sluice's later work on the bytes, on any context,
-//   is ordered after that operation by the tracker.
+//   operation that makes its stream wait for P's current work (P known: the CUDA array
+//   interface's "stream", PyTorch's and CuPy's current stream, a registered producer's; for
+//   other DLPack producers, after the producer made that stream wait itself); sluice's later work
+//   on the bytes, on any context, is ordered after that operation by the tracker.
 // - On the host backend the consumer's "stream" is the host: export waits on the host for the
 //   pending work on those bytes only (writers; and readers too when the consumer may write).
 
@@ -53,10 +54,17 @@ void order_after_consumer(const Device& device, ObjectId id, ByteRange range, st
 [[nodiscard]] std::uintptr_t interop_stream_after(const Device& device, ObjectId id,
                                                   ByteRange range, Access mode,
                                                   std::source_location loc);
+/// Where a producer's pending work is: a stream of another library (a cudaStream_t; 1 and 2 are
+/// the default streams), and/or a sluice context (whose work sluice knows: an event recorded on
+/// it is its current point). Neither: the producer already ordered the importing stream itself.
+struct Producer {
+  std::optional<std::uintptr_t> stream;
+  std::optional<Context> context;
+};
 /// Marks a write of `range` of `id` on `ctx` around one numbered operation that waits for
-/// `producer`'s current work (none: the producer already ordered ctx's stream after itself).
-void order_after_stream(const Context& ctx, ObjectId id, ByteRange range,
-                        std::optional<std::uintptr_t> producer, std::source_location loc);
+/// `producer`'s current work (an event recorded on its stream or context, waited for on ctx's).
+void order_after_stream(const Context& ctx, ObjectId id, ByteRange range, const Producer& producer,
+                        std::source_location loc);
 /// Blocks the calling thread (GIL released) until sluice's pending work on the bytes completed.
 void host_wait(ObjectId id, ByteRange range, Access mode, std::source_location loc);
 

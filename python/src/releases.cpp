@@ -194,6 +194,19 @@ void bind_releases(py::module_& m) {
       "_collect", [] { collect_all(); },
       "Waits for every pending release of imported memory and performs it (for tests).");
   m.def("_pending_releases", [] { return releases().count.load(); });
+  m.def(
+      "_tracker_stats",
+      [] {
+        const auto s = deps::stats();
+        py::dict d;
+        d["marks"] = s.marks;
+        d["waits_issued"] = s.waits_issued;
+        d["waits_elided"] = s.waits_elided;
+        d["events_recorded"] = s.events_recorded;
+        d["deferred_releases"] = s.deferred_releases;
+        return d;
+      },
+      "The dependency tracker's counters (sluice::deps::stats(); process-wide, monotonic).");
   py::module_::import("atexit").attr("register")(m.attr("_collect"));
 }
 

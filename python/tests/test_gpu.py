@@ -133,13 +133,48 @@ def test_import_race_torch_to_sluice(cuda_ctx):
     assert float(np.asarray(host).sum()) == 0.0, "expected the race without ordering"
     torch.cuda.synchronize()
 
+    known = sluice._sluice._import_paths()["known_stream"]
     with torch.cuda.stream(side):
         torch.cuda._sleep(CYCLES)
         t.fill_(4.0)
-        ordered = sluice.from_dlpack(t, ctx=cuda_ctx)  # torch makes our stream wait
+        # sluice finds torch's current stream (side) itself, asks torch for no handshake
+        # (stream -1) and makes its stream wait for side's work on the device.
+        t0 = time.perf_counter()
+        ordered = sluice.from_dlpack(t, ctx=cuda_ctx)
+        import_s = time.perf_counter() - t0
+    assert sluice._sluice._import_paths()["known_stream"] == known + 1
+    assert import_s < 0.1, f"the import took {import_s:.3f} s: a host wait?"
     sluice.copy(host, ordered, ctx=cuda_ctx)
     cuda_ctx.synchronize()
     assert (np.asarray(host) == 4.0).all()
+
+
+def test_import_race_cupy_to_sluice_through_dlpack(cuda_ctx):
+    """CuPy writes slowly on a side stream; sluice orders itself after CuPy's current stream."""
+    cupy = gpu_library("cupy")
+    n = 1 << 20
+    slow = cupy.RawKernel(SLOW_FILL, "slow_fill")
+    host = sluice.PinnedBuffer(n, "float32", device="cuda:0")
+    c = cupy.zeros(n, dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
+    side = cupy.cuda.Stream(non_blocking=True)
+    args = (c, np.int32(n), np.int64(CYCLES))
+    with side:
+        slow((64,), (256,), args + (np.float32(5.0),))
+        unordered = sluice.from_dlpack(c, ctx=cuda_ctx, sync=False)
+    sluice.copy(host, unordered, ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    assert float(np.asarray(host).sum()) == 0.0, "expected the race without ordering"
+    side.synchronize()
+
+    known = sluice._sluice._import_paths()["known_stream"]
+    with side:
+        slow((64,), (256,), args + (np.float32(6.0),))
+        ordered = sluice.from_dlpack(c, ctx=cuda_ctx)
+    assert sluice._sluice._import_paths()["known_stream"] == known + 1
+    sluice.copy(host, ordered, ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    assert (np.asarray(host) == 6.0).all()
 
 
 def test_export_race_sluice_to_cupy_through_the_array_interface(cuda_ctx):

@@ -15,6 +15,7 @@
 #include "la_problem.hpp"
 #include "options.hpp"
 #include "sluice/context.hpp"
+#include "sluice/deps.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 #include "sluice/la.hpp"
@@ -73,6 +74,7 @@ int run(const SolveOptions& o) {
   KspResult result;
   const int timed = std::max(1, o.repeat);
   if (timed > 1) (void)time_solve(ksp, b, x, ctx, result);  // warm-up, as the reference does
+  const deps::Stats tracker_before = deps::stats();
   for (int r = 0; r < timed; ++r) {
     if (o.monitor && r + 1 == timed) {
       // The monitor keeps the device values and prints them after the solve: no forced wait.
@@ -84,6 +86,7 @@ int run(const SolveOptions& o) {
     }
     timing.seconds.push_back(time_solve(ksp, b, x, ctx, result));
   }
+  const deps::Stats tracker_after = deps::stats();
 
   // The true residual and, for b = A 1, the error.
   Vec res(ctx, rows);
@@ -128,6 +131,14 @@ int run(const SolveOptions& o) {
     if (ones_rhs) j["error_inf"] = err;
     j["time_s"] = timing.min();
     j["times_s"] = timing.seconds;
+    // The tracker's work per timed solve (what a solve from Python is compared with).
+    const auto per_solve = [&](std::uint64_t deps::Stats::*m) {
+      return static_cast<double>(tracker_after.*m - tracker_before.*m) / timed;
+    };
+    j["tracker_per_solve"] = {{"marks", per_solve(&deps::Stats::marks)},
+                              {"waits_issued", per_solve(&deps::Stats::waits_issued)},
+                              {"waits_elided", per_solve(&deps::Stats::waits_elided)},
+                              {"events_recorded", per_solve(&deps::Stats::events_recorded)}};
     if (o.monitor) {
       auto h = nlohmann::ordered_json::array();
       for (auto& [it, v] : monitored) h.push_back({{"iteration", it}, {"rnorm", v.value()}});

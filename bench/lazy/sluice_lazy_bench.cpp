@@ -10,7 +10,10 @@
 //                     [--quick] [--json FILE] [--dump-dg DIR]
 //                     [--tune off|on|cached] [--tune-report] [--gemm auto|blas|generated]
 //                     [--broadcast-sum auto|early|late] [--horizontal on|off]
+//                     [--tile auto|off|on]
 //
+// --tile sets Options::tile (register tiles of reductions and the fusion that counts on them;
+// default: SLUICE_LAZY_TILE, else auto); the JSON rows record it and the kernels tiled.
 // --horizontal off turns Options::horizontal off (each branch's kernels and products apart); the
 // JSON rows record it, with the kernels it merged and the products it batched.
 // --tune sets Options::tune for every program (default: SLUICE_LAZY_TUNE, else on); the tuning
@@ -86,6 +89,7 @@ struct Args {
   L::Gemm gemm = L::Gemm::environment;
   L::BroadcastSum broadcast_sum = L::BroadcastSum::automatic;
   bool horizontal = true;
+  L::Tile tile = L::Tile::environment;
 };
 
 // Set from Args in main (measure() is called from every program's loop).
@@ -94,6 +98,7 @@ bool g_tune_report = false;
 L::Gemm g_gemm = L::Gemm::environment;
 L::BroadcastSum g_broadcast_sum = L::BroadcastSum::automatic;
 bool g_horizontal = true;
+L::Tile g_tile = L::Tile::environment;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -189,6 +194,7 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.gemm = g_gemm;
   o.broadcast_sum = g_broadcast_sum;
   o.horizontal = g_horizontal;
+  o.tile = g_tile;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
@@ -267,6 +273,8 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.text["horizontal"] = g_horizontal ? "on" : "off";
   row.text["tune"] = s.tune_mode;
   row.text["gemm"] = s.gemm_mode;
+  row.text["tile"] = s.tile_mode;
+  row.values["tiled_kernels"] = static_cast<double>(s.tiled_kernels);
   row.text["broadcast_sum"] = g_broadcast_sum == L::BroadcastSum::early  ? "early"
                               : g_broadcast_sum == L::BroadcastSum::late ? "late"
                                                                          : "auto";
@@ -670,6 +678,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       args.horizontal = v == "on";
+    } else if (a == "--tile") {
+      const auto v = value();
+      if (v != "auto" && v != "off" && v != "on") {
+        std::fprintf(stderr, "--tile takes auto, off or on (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.tile = v == "auto" ? L::Tile::automatic : v == "off" ? L::Tile::off : L::Tile::on;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
@@ -677,7 +692,7 @@ int main(int argc, char** argv) {
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
                    "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report] "
                    "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late] "
-                   "[--horizontal on|off]\n",
+                   "[--horizontal on|off] [--tile auto|off|on]\n",
                    argv[0]);
       return 2;
     }
@@ -687,6 +702,7 @@ int main(int argc, char** argv) {
   g_gemm = args.gemm;
   g_broadcast_sum = args.broadcast_sum;
   g_horizontal = args.horizontal;
+  g_tile = args.tile;
   try {
     Device device = default_device();
     if (!args.backend.empty()) device = Device{args.backend, 0};

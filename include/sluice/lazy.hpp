@@ -835,6 +835,19 @@ enum class Gemm : std::uint8_t { environment, automatic, blas, generated };
 /// intermediate written and read (the gradient: Np > 16, from p = 3), else `late`.
 enum class BroadcastSum : std::uint8_t { automatic, early, late };
 
+/// Register tiling of generated reductions along the output's last axis (an einsum's per-element
+/// operator application, as the DG right-hand side's `xrej,rij,ej->xei` over the nodes i): one
+/// cuda thread computes T consecutive outputs of that axis (up to 8; the axis from 2 to 64 long),
+/// loading what does not depend on it (the element's values, its geometric factors) once for
+/// all T, and fusion counts such a reader's evaluations per tile, so that element-wise producers
+/// read by every output of an element (face fluxes, products with normals, `div - lift`) are
+/// computed inside the reduction instead of being written and read again. `automatic` tiles on
+/// cuda (the host's loops compute one output each and keep the fusion of before); `off` is the
+/// code of before everywhere; `on` also fuses for tiles on the host (tests: the host evaluates
+/// the kernels the cuda plan forms). `environment` (the default) reads SLUICE_LAZY_TILE (auto,
+/// off or on; unset: auto).
+enum class Tile : std::uint8_t { environment, automatic, off, on };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -850,6 +863,7 @@ struct Options {
   Tune tune = Tune::environment;
   Gemm gemm = Gemm::environment;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
+  Tile tile = Tile::environment;
   /// Horizontal fusion: independent kernels of the same code (the wide DAG's branches) run as one
   /// kernel over all of them, and independent matrix products of the same sizes and type as one
   /// batched BLAS call where the backend has one (cuda: cuBLAS's batched GEMM over lists of
@@ -965,6 +979,8 @@ struct Stats {
   // Choosing kernel shapes (Options::tune), summed over the instances built.
   std::string tune_mode;            ///< "off", "on" or "cached" (as resolved)
   std::string gemm_mode;            ///< "auto", "blas" or "generated" (Options::gemm resolved)
+  std::string tile_mode;            ///< "auto", "off" or "on" (Options::tile resolved)
+  std::size_t tiled_kernels = 0;    ///< reductions fused and generated for register tiles
   std::size_t tune_groups = 0;      ///< kernels with more than one valid shape
   std::size_t tuned_groups = 0;     ///< of them, timed now
   std::size_t tune_hits = 0;        ///< of them, found in the tuning cache (memory or disk)

@@ -218,6 +218,8 @@ py::dict stats_dict(const lz::Stats& s) {
   d["launches"] = s.launches;
   d["tune_mode"] = s.tune_mode;
   d["gemm_mode"] = s.gemm_mode;
+  d["tile_mode"] = s.tile_mode;
+  d["tiled_kernels"] = s.tiled_kernels;
   d["tune_groups"] = s.tune_groups;
   d["tuned_groups"] = s.tuned_groups;
   d["tune_hits"] = s.tune_hits;

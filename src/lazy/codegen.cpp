@@ -67,6 +67,17 @@ class Emitter {
     buffers_[slot] = {j, shape, t, std::move(strides)};
   }
   std::string value(const ExPtr& e) { return emit(e); }
+  /// The code of `level` so far, taken out; the names it defined (and any deeper) are forgotten,
+  /// so that later code at that level defines them again (a register tile's epilogue runs in a
+  /// loop of its own, after the reduction's).
+  std::string take_block(int level) {
+    std::string s = std::move(blocks_[static_cast<std::size_t>(level)]);
+    blocks_[static_cast<std::size_t>(level)].clear();
+    for (auto& [h, list] : memo_) {
+      std::erase_if(list, [&](const Memo& m) { return level_of(m.e) >= level; });
+    }
+    return s;
+  }
   [[nodiscard]] int level(const ExPtr& e) { return level_of(e); }
   /// Keeps an expression built for emission alive (levels are remembered by address).
   void keep(const ExPtr& e) { keep_.push_back(e); }
@@ -478,17 +489,31 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const CudaShape shape = !cuda ? CudaShape{} : chosen ? *chosen : choose_cuda_shape(k, L);
   if (cuda) code.shape = describe(shape);
   const int G = shape.group;
+  // Register tiles: T outputs of the last axis per thread (cuda reductions only).
+  const int T = cuda && k.kind == Kernel::Kind::reduce && G == 1 && rank > 0 &&
+                        k.shape.back() > 1 && code.elements > 0
+                    ? std::max(shape.tile, 1)
+                    : 1;
   // Loop levels: 0 the prologue; host: 1 the row (all but the last output axis), 2 the element;
   // cuda: 1 the element (a thread); then one level per reduction variable (one for all of them
-  // when lanes share an output: they walk the flattened terms); then "after the reduction" (the
-  // epilogue).
+  // when lanes share an output: they walk the flattened terms); with tiles, then the tile (the
+  // last output axis: its code runs per output, inside the reduction); then "after the
+  // reduction" (the epilogue).
   const int element = cuda ? 1 : 2;
+  const int tile_level = element + 1 + nred;
   std::vector<int> var_levels(static_cast<std::size_t>(rank + nred));
   for (int v = 0; v < rank; ++v)
     var_levels[static_cast<std::size_t>(v)] = (cuda || v == rank - 1) ? element : 1;
+  if (T > 1) var_levels[static_cast<std::size_t>(rank - 1)] = tile_level;
   for (int r = 0; r < nred; ++r)
     var_levels[static_cast<std::size_t>(rank + r)] = element + 1 + (G > 1 ? 0 : r);
-  const int post = element + 1 + (G > 1 ? 1 : nred);
+  const int post = T > 1 ? tile_level + 1 : element + 1 + (G > 1 ? 1 : nred);
+  std::int64_t chunks = 1;  // tiles along the last axis
+  if (T > 1) {
+    const std::int64_t last = k.shape.back();
+    chunks = (last + T - 1) / T;
+    code.elements = code.elements / last * chunks;  // threads: one per tile
+  }
   Emitter em(d, var_levels, post, debug, code.params);
   for (std::size_t j = 0; j < k.reads.size(); ++j) {
     const auto& n = L.nodes[static_cast<std::size_t>(k.reads[j])];
@@ -518,7 +543,50 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     if (id->dtype == DType::i32) return std::to_string(id->lit.i);
     return std::to_string(id->lit.i) + "LL";
   }();
-  if (G > 1) {
+  const std::string last_var = "i" + std::to_string(rank - 1);
+  std::string tile_store;  // tiles: the loop over the tile's outputs that stores them
+  if (T > 1) {
+    // T accumulators; the factors of a sum of products that do not depend on the last output
+    // axis multiply first, so that their product is computed once per term for the whole tile.
+    ExPtr body = k.body;
+    if (k.rop == ReduceOp::sum && is_float(k.body->dtype)) {
+      std::vector<ExPtr> fs;
+      factors_of(k.body, fs);
+      ExPtr shared, own;
+      for (const auto& f : fs) {
+        ExPtr& into = em.level(f) < tile_level ? shared : own;
+        into = into ? ex_mul(into, f) : f;
+      }
+      if (shared && own) {
+        body = ex_mul(shared, own);
+        em.keep(body);
+      }
+    }
+    const std::string v = em.value(body);
+    const char* Ty = ctype(k.body->dtype);
+    const std::string last_ext = ext[static_cast<std::size_t>(rank - 1)];
+    const std::string Ts = std::to_string(T);
+    std::string loops = std::string(Ty) + " acc_[" + Ts +
+                        "];\n#pragma unroll\nfor (int t_ = 0; t_ < " + Ts +
+                        "; ++t_) acc_[t_] = " + init + ";\n";
+    for (int r = 0; r < nred; ++r) {
+      loops += "for (long long i" + std::to_string(rank + r) + " = 0; i" +
+               std::to_string(rank + r) + " < " + red_ext[static_cast<std::size_t>(r)] + "; ++i" +
+               std::to_string(rank + r) + ") {\n" + em.block(element + 1 + r);
+    }
+    // Past the axis' end (its last tile) the outputs are computed at its last index, not stored.
+    loops += "#pragma unroll\nfor (int t_ = 0; t_ < " + Ts + "; ++t_) {\nconst long long " +
+             last_var + " = c_ * " + Ts + " + t_ < " + last_ext + " ? c_ * " + Ts +
+             " + t_ : " + last_ext + " - 1;\n" + em.take_block(tile_level) + Ty +
+             " acc = acc_[t_];\n" + combine(k.rop, v) + "acc_[t_] = acc;\n}\n";
+    for (int r = 0; r < nred; ++r) loops += "}\n";
+    inner = loops;
+    value = k.epilogue ? em.value(k.epilogue) : "acc";
+    tile_store = "#pragma unroll\nfor (int t_ = 0; t_ < " + Ts + "; ++t_) {\nconst long long " +
+                 last_var + " = c_ * " + Ts + " + t_;\nif (" + last_var + " < " + last_ext +
+                 ") {\nconst " + Ty + " acc = acc_[t_];\n" + em.block(tile_level) + em.block(post) +
+                 "out[fo_ + t_] = " + value + ";\n}\n}\n";
+  } else if (G > 1) {
     // G lanes per output: lane l sums the flattened terms l, l + G, ... (consecutive lanes read
     // consecutive elements), then a shuffle combines the lanes; lanes of a group past the end
     // sum nothing.
@@ -588,7 +656,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     }
     // Index arithmetic of the loop in 32 bits when everything fits, the grid-stride step past the
     // end included (blocks x 256 threads: a few million at most on any device).
-    std::int64_t biggest = code.elements;
+    std::int64_t biggest = std::max(code.elements, numel(k.shape));  // tiles: fewer threads
     for (int r : k.reads)
       biggest = std::max(biggest, numel(L.nodes[static_cast<std::size_t>(r)].shape));
     const char* I =
@@ -612,7 +680,10 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
         staged += numel(
             L.nodes[static_cast<std::size_t>(k.reads[static_cast<std::size_t>(st.read)])].shape);
       }
-      const std::int64_t per_block = std::max<std::int64_t>(1024, staged / 2);
+      // With tiles a thread computes T outputs: threads per block in proportion (one tile per
+      // thread at least, a whole block).
+      const std::int64_t per_block =
+          std::max<std::int64_t>(T > 1 ? 256 : 1024, std::max<std::int64_t>(1024, staged / 2) / T);
       const std::int64_t cap =
           std::max<std::int64_t>(256, (code.elements + per_block - 1) / per_block);
       code.max_blocks = cap;  // the launch stops there (the check below stays for any grid)
@@ -652,7 +723,22 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
       t += "for (I f = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; f < n; f += nb * "
            "(I)blockDim.x) {\n";
     }
-    if (rank > 0) {
+    if (T > 1) {
+      // Thread f computes tile c_ of the last axis: outputs fo_ .. fo_ + T - 1.
+      const std::string ch = em.param(chunks);
+      t += "I q = f;\nconst long long c_ = q % (I)" + ch + "; q /= (I)" + ch +
+           ";\nconst I fo_ = q * (I)" + ext[static_cast<std::size_t>(rank - 1)] + " + (I)(c_ * " +
+           std::to_string(T) + ");\n";
+      for (int v = rank - 2; v >= 0; --v) {
+        const auto& e = ext[static_cast<std::size_t>(v)];
+        if (v == 0) {
+          t += "const long long i0 = q;\n";
+        } else {
+          t +=
+              "const long long i" + std::to_string(v) + " = q % (I)" + e + "; q /= (I)" + e + ";\n";
+        }
+      }
+    } else if (rank > 0) {
       t += "I q = f;\n";
       for (int v = rank - 1; v >= 0; --v) {
         const auto& e = ext[static_cast<std::size_t>(v)];
@@ -664,7 +750,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
         }
       }
     }
-    t += em.block(1) + inner + store + (G > 1 ? "}\n" : "") + "}\n}\n";
+    t += em.block(1) + inner + (T > 1 ? tile_store : store) + (G > 1 ? "}\n" : "") + "}\n}\n";
     if (horizontal) {
       // The member's body sees its own block index and count: the grid is split into groups of
       // per_ blocks, each group taking members in turn (a block's threads all take the same ones,

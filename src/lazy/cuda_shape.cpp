@@ -105,6 +105,11 @@ CudaShape choose_cuda_shape(const Kernel& k, const Lowered& L) {
 
   // Operands small enough for shared memory and read by many outputs.
   s.staged = stageable(k, L, rules.stage_reuse);
+  // Fused for register tiles: tiled (the fusion counted on it), never lanes.
+  if (k.tile > 1) {
+    s.tile = k.tile;
+    return s;
+  }
 
   // Lanes per output: for long reductions whose innermost variable walks a buffer's contiguous
   // axis while consecutive outputs read it strided (not the same element, not the next one).
@@ -140,8 +145,12 @@ std::vector<CudaShape> cuda_shape_candidates(const Kernel& k, const Lowered& L) 
     groups.push_back(std::max(out[0].group, lanes_for(terms)));
   }
   for (const auto& st : stagings) {
+    if (k.tile > 1) {
+      CudaShape c{st, 1, k.tile};
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
+    }
     for (int g : groups) {
-      CudaShape c{st, g};
+      CudaShape c{st, g, 1};
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
     }
   }
@@ -158,6 +167,7 @@ std::string describe(const CudaShape& shape) {
     s += ")";
   }
   if (shape.group > 1) s += (s.empty() ? "lanes" : "+lanes") + std::to_string(shape.group);
+  if (shape.tile > 1) s += (s.empty() ? "tile" : "+tile") + std::to_string(shape.tile);
   return s.empty() ? "thread" : s;
 }
 

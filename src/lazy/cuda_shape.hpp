@@ -10,6 +10,11 @@
 // - Grouped outputs: when the reduction is long and runs along the contiguous axis of what it
 //   reads while consecutive outputs do not (a sum over the last axis), G lanes of a warp share
 //   an output: lane l sums terms l, l + G, ... (coalesced loads), then a warp shuffle combines.
+// - Register tiles (Kernel::tile, chosen by fusion under Options::tile): a thread computes T
+//   consecutive outputs of the last axis (an element's nodes i), T accumulators in registers;
+//   what does not depend on that axis (the element's values, geometric factors, fused face
+//   fluxes) is loaded and computed once per term for all T, only the operator's row is read per
+//   output (from shared memory when staged).
 //
 // The size rule (choose_cuda_shape) is one guess; cuda_shape_candidates lists every valid shape
 // of a kernel (the rule's first) so that the layer can time them on the device and keep the
@@ -42,8 +47,9 @@ struct StagedBuffer {
 struct CudaShape {
   std::vector<StagedBuffer> staged;
   int group = 1;  // lanes per output (1: a thread per output)
+  int tile = 1;   // outputs of the last axis per thread (1: one; never with lanes)
   friend bool operator==(const CudaShape& a, const CudaShape& b) {
-    if (a.group != b.group || a.staged.size() != b.staged.size()) return false;
+    if (a.group != b.group || a.tile != b.tile || a.staged.size() != b.staged.size()) return false;
     for (std::size_t i = 0; i < a.staged.size(); ++i) {
       if (a.staged[i].read != b.staged[i].read) return false;
     }
@@ -56,11 +62,13 @@ struct CudaShape {
 
 /// Every shape worth timing for kernel `k`, the size rule's first, no two alike: the operands
 /// staged as the rule stages them, every operand that fits staged (reused at least twice), or
-/// none; each with a thread per output or, for reductions of at least 8 terms, lanes per output.
+/// none; each with a thread per output or, for reductions of at least 8 terms, lanes per output,
+/// and for a kernel fused for register tiles (Kernel::tile) also tiled.
 /// One element (the rule's) when there is no alternative (element-wise kernels, short sums).
 [[nodiscard]] std::vector<CudaShape> cuda_shape_candidates(const Kernel& k, const Lowered& lowered);
 
-/// "thread", "staged(b2)", "lanes16", "staged(b1,b2)+lanes8": what the shape is, for the
+/// "thread", "staged(b2)", "lanes16", "staged(b1,b2)+lanes8", "staged(b3)+tile7": what the shape
+/// is, for the
 /// generated source and the program's introspection (b<j> is the kernel's buffer j).
 [[nodiscard]] std::string describe(const CudaShape& shape);
 

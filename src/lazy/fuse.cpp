@@ -175,12 +175,53 @@ bool plan_gemm(Kernel& k, const Lowered& L, const GemmRule& rule) {
   return true;
 }
 
+/// Whether expression `e` refers to variable `var`.
+bool uses_var(const ExPtr& e, int var) {
+  std::unordered_set<const Ex*> seen;
+  std::vector<const Ex*> stack{e.get()};
+  while (!stack.empty()) {
+    const Ex* x = stack.back();
+    stack.pop_back();
+    if (x == nullptr || !seen.insert(x).second) continue;
+    if (x->kind == ExKind::var && x->var == var) return true;
+    for (const auto& a : x->args) stack.push_back(a.get());
+  }
+  return false;
+}
+
+/// Whether reduction `n`'s loads of `slot` all ignore its last output variable (each value
+/// loaded once per tile), where `slot` is given; without it, whether some load does (something
+/// for a tile to share).
+bool tile_shares(const LNode& n, int slot) {
+  const int last = static_cast<int>(n.shape.size()) - 1;
+  bool all = true, any = false;
+  for_each_load(n.body, [&](const Ex& l) {
+    if (slot >= 0 && l.slot != slot) return;
+    bool uses = false;
+    for (const auto& a : l.args) uses = uses || uses_var(a, last);
+    all = all && !uses;
+    any = any || !uses;
+  });
+  return slot >= 0 ? all : any;
+}
+
 }  // namespace
 
-Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm) {
+Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm,
+           bool tile) {
   const std::size_t count = L.nodes.size();
   Fused f;
   f.materialized.assign(count, false);
+  // The tile of each reduction node (1: none).
+  std::vector<int> tiles(count, 1);
+  if (tile) {
+    for (std::size_t k = 0; k < count; ++k) {
+      const LNode& n = L.nodes[k];
+      if (n.kind != LNode::Kind::reduce || !n.body || numel(n.shape) <= 0) continue;
+      const int w = tile_width(n.shape, n.dtype);
+      if (w > 1 && tile_shares(n, -1)) tiles[k] = w;
+    }
+  }
 
   // Readers of each node and how many distinct loads each makes.
   std::vector<std::map<int, int>> loads(count);  // per reader: slot -> loads
@@ -205,8 +246,11 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, cons
         for (int c : readers[k]) {
           const LNode& r = L.nodes[static_cast<std::size_t>(c)];
           into_reduce = into_reduce || r.kind == LNode::Kind::reduce;
+          // A tiled reduction loads what ignores its last output axis once per tile.
+          const int per = tiles[static_cast<std::size_t>(c)];
+          const double shared = per > 1 && tile_shares(r, static_cast<int>(k)) ? per : 1.0;
           uses += evals[static_cast<std::size_t>(c)] *
-                  loads[static_cast<std::size_t>(c)].at(static_cast<int>(k));
+                  loads[static_cast<std::size_t>(c)].at(static_cast<int>(k)) / shared;
         }
         const double size = std::max<double>(1.0, static_cast<double>(numel(n.shape)));
         const double reuse = uses / size;
@@ -251,6 +295,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, cons
     kn.rop = n.rop;
     kn.red = n.red;
     kn.parts = parts[k];
+    kn.tile = tiles[k];
     kernel_of[k] = static_cast<int>(f.kernels.size());
     f.kernels.push_back(std::move(kn));
   }
@@ -310,6 +355,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, cons
         return ex_load_slot(l.slot, l.dtype, args);
       });
       m.kind = Kernel::Kind::reduce;
+      m.tile = r.tile;
       m.body = r.body;
       m.red = r.red;
       m.rop = r.rop;

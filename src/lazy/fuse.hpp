@@ -34,6 +34,9 @@ struct Kernel {
   std::vector<int> parts;  // lowered nodes it computes (inlined ones included)
   GemmPlan gemm;
   int copy_from = -1;  // copy: the lowered node copied
+  // reduce: outputs along the last axis computed by one cuda thread (register tiles,
+  // Options::tile); 1: one each. Fusion counted its readers' evaluations per tile.
+  int tile = 1;
 };
 
 struct Fused {
@@ -44,8 +47,10 @@ struct Fused {
 /// Whether a matrix product goes through the backend's BLAS (empty: none does).
 using GemmRule = std::function<bool(const GemmPlan&)>;
 
-/// `outputs`: lowered nodes that must be materialized (the program's outputs).
+/// `outputs`: lowered nodes that must be materialized (the program's outputs). With `tile`,
+/// reductions that read something independent of their last output axis are tiled along it
+/// (Kernel::tile) and fusion counts their reads of such operands once per tile.
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
-                         const GemmRule& gemm);
+                         const GemmRule& gemm, bool tile = false);
 
 }  // namespace sluice::lazy::detail

@@ -23,8 +23,12 @@ std::vector<ExPtr> out_vars(std::size_t rank) {
 class Lowerer {
  public:
   Lowerer(std::span<const NodePtr> order, std::span<const Shape> shapes, bool split,
-          BroadcastSum broadcast_sum)
-      : order_(order), shapes_(shapes), split_(split), broadcast_sum_(broadcast_sum) {
+          BroadcastSum broadcast_sum, bool tiles)
+      : order_(order),
+        shapes_(shapes),
+        split_(split),
+        broadcast_sum_(broadcast_sum),
+        tiles_(tiles) {
     for (std::size_t i = 0; i < order.size(); ++i)
       index_.emplace(order[i].get(), static_cast<int>(i));
     out_.of_node.assign(order.size(), -1);
@@ -219,6 +223,21 @@ class Lowerer {
     }
     return letters;
   }
+  /// The same letters with the output's first, in its order. For an intermediate without the
+  /// output's last letter under register tiles (the DG divergence's Σx ijm·v): its last axis is
+  /// then a summed letter, so the pair's kernel tiles along it (reading v along its contiguous
+  /// axis), and the last contraction, tiled along the output's last letter, reads each element's
+  /// values contiguously.
+  static std::string output_first(const std::string& letters, const std::string& out) {
+    std::string first, rest;
+    for (char c : out) {
+      if (letters.find(c) != std::string::npos) first += c;
+    }
+    for (char c : letters) {
+      if (out.find(c) == std::string::npos) rest += c;
+    }
+    return first + rest;
+  }
   /// Whether contracting a pair of `both` letters into `kept` ones sums a letter.
   static bool sums_a_letter(const std::string& both, const std::string& kept) {
     for (char c : both) {
@@ -258,6 +277,7 @@ class Lowerer {
   std::span<const Shape> shapes_;
   bool split_;
   BroadcastSum broadcast_sum_;
+  bool tiles_;
   std::unordered_map<const Node*, int> index_;
   Lowered out_;
   int current_ = 0;
@@ -417,6 +437,7 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
       // broadcast) is a letter of its own, of extent 1: the other operands may then sum that
       // letter before this one joins. The DG gradient's J dxi/dx is constant over the nodes j:
       // S·u is summed over j once (3·E·Np² terms), not once per direction (9·E·Np²).
+      bool forced_early = false;  // Options::broadcast_sum said early and there was a broadcast
       if (ops.size() > 2) {
         auto renamed = ops;
         auto free_ext = ext;
@@ -444,20 +465,40 @@ int Lowerer::lower_one(const Node& n, const Shape& s) {
                            (broadcast_sum_ == BroadcastSum::early ||
                             contraction_cost(renamed, n.spec.output, free_ext, bytes, kPerByte) <
                                 contraction_cost(ops, n.spec.output, ext, bytes, kPerByte));
+        forced_early = early && broadcast_sum_ == BroadcastSum::early;
         if (early) {
           ops = std::move(renamed);
           ext = std::move(free_ext);
         }
       }
+      // With register tiles (fuse.hpp), the one loop nest of an einsum tiled along its output's
+      // last letter does about one multiply-add per term (the factors without that letter
+      // multiply once per tile): pairs are made only where they cost less than that, the
+      // intermediates' bytes counted as for broadcasts (the DG divergence at p = 1, 2: one
+      // kernel instead of a 3·E·Np intermediate written and read).
+      bool pairs = true;
+      if (tiles_ && !forced_early && ops.size() > 2 && tile_width(s, n.dtype) > 1) {
+        const char last = n.spec.output.back();
+        std::string all;
+        bool shared = false;
+        for (const auto& o : ops) {
+          all += o.letters;
+          shared = shared || o.letters.find(last) == std::string::npos;
+        }
+        pairs = !shared || contraction_cost(ops, n.spec.output, ext, dtype_size(n.dtype), 2.0) <
+                               extent_product(all, ext);
+      }
       // Three or more operands: contract them pairwise in the order that needs the fewest
       // multiplications, when that beats one loop over every letter (NumPy's optimize=True).
-      while (ops.size() > 2) {
+      while (pairs && ops.size() > 2) {
         const auto step = best_pair(ops, n.spec.output, ext);
         if (!step) break;
         const auto [x, y] = *step;
         // The intermediate's axes: letters the output lacks, then the output's in its order, so
         // that the last contraction reads it along the output's contiguous axis.
-        const std::string letters = merged_letters(ops, x, y, n.spec.output);
+        std::string letters = merged_letters(ops, x, y, n.spec.output);
+        if (tiles_ && letters.find(n.spec.output.back()) == std::string::npos)
+          letters = output_first(letters, n.spec.output);
         // A pair that sums nothing is a product as large as both operands together: the one
         // loop nest computes it in registers, its factors at the loop they depend on.
         if (!sums_a_letter(ops[x].letters + ops[y].letters, letters)) break;
@@ -662,9 +703,17 @@ ExPtr reduce_identity(ReduceOp op, DType t) {
   return ex_lit(l);
 }
 
+int tile_width(const Shape& shape, DType t) {
+  if (shape.empty() || t == DType::boolean) return 1;
+  const std::int64_t last = shape.back();
+  if (last < 2 || last > 64) return 1;
+  const std::int64_t chunks = (last + 7) / 8;
+  return static_cast<int>((last + chunks - 1) / chunks);
+}
+
 Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes, bool split_reductions,
-              BroadcastSum broadcast_sum) {
-  return Lowerer(order, shapes, split_reductions, broadcast_sum).run();
+              BroadcastSum broadcast_sum, bool tiles) {
+  return Lowerer(order, shapes, split_reductions, broadcast_sum, tiles).run();
 }
 
 }  // namespace sluice::lazy::detail

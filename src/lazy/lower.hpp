@@ -40,9 +40,17 @@ struct Lowered {
 /// Lowers `order` (the program's nodes, operands first) with `shapes` (one per node).
 /// `split_reductions`: reductions with few outputs and many terms become two stages.
 /// `broadcast_sum`: where einsums sum a letter under which an operand is broadcast.
+/// `tiles`: reductions will be register-tiled (fuse.hpp): an einsum is contracted pairwise only
+/// where that costs less than its one tiled loop nest.
 [[nodiscard]] Lowered lower(std::span<const NodePtr> order, std::span<const Shape> shapes,
                             bool split_reductions,
-                            BroadcastSum broadcast_sum = BroadcastSum::automatic);
+                            BroadcastSum broadcast_sum = BroadcastSum::automatic,
+                            bool tiles = false);
+
+/// The register tile of a reduction of `shape`: consecutive outputs of the last axis per thread,
+/// at most 8 and as even as the axis allows (Np = 4: 4, 10: 5, 20 and 35: 7); 1 where the axis is
+/// shorter than 2 or longer than 64, or the type is bool.
+[[nodiscard]] int tile_width(const Shape& shape, DType t);
 
 /// The reduction's identity as a literal of `t`.
 [[nodiscard]] ExPtr reduce_identity(ReduceOp op, DType t);

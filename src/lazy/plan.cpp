@@ -197,14 +197,18 @@ InstanceDesc plan_instance(const PlanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   InstanceDesc d;
   d.shapes.assign(in.shapes.begin(), in.shapes.end());
-  d.lowered = lower(in.order, in.shapes, true, in.broadcast_sum);
+  // Tiles on cuda by the rule; on the host only when forced (its loops compute one output each).
+  const bool tile =
+      in.tile == Tile::on || (in.tile == Tile::automatic && in.dialect == LazyDialect::cuda);
+  d.lowered = lower(in.order, in.shapes, true, in.broadcast_sum, tile);
   const Lowered& L = d.lowered;
   std::vector<bool> is_output(L.nodes.size(), false);
   for (int o : in.outputs) {
     is_output[static_cast<std::size_t>(L.of_node[static_cast<std::size_t>(o)])] = true;
   }
-  d.fused = fuse(L, is_output, in.fusion, in.gemm);
+  d.fused = fuse(L, is_output, in.fusion, in.gemm, tile);
   const Fused& F = d.fused;
+  for (const auto& k : F.kernels) d.tiled += k.kind == Kernel::Kind::reduce && k.tile > 1;
 
   // Buffers: inputs, the first output of each lowered node, temporaries.
   std::unordered_map<const Node*, int> placeholder_of;

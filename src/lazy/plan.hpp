@@ -52,6 +52,7 @@ struct InstanceDesc {
   std::size_t width = 0;    // most kernel steps that may run at once
   std::size_t merged = 0;   // kernels computed by horizontal kernels (horizontal fusion)
   std::size_t batched = 0;  // matrix products computed by batched calls
+  std::size_t tiled = 0;    // reductions fused and generated for register tiles (Options::tile)
   double codegen_ms = 0;
 };
 
@@ -67,6 +68,8 @@ struct PlanInput {
   /// Which matrix products the backend's BLAS does (empty: none).
   GemmRule gemm;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
+  /// Register tiles of reductions (Options::tile, resolved: automatic tiles on cuda only).
+  Tile tile = Tile::automatic;
   /// Horizontal fusion: independent kernels of the same code become one kernel over their
   /// members; independent matrix products of the same sizes one batched call (with `gemm_table`,
   /// the backend's batched BLAS over lists of operand addresses).

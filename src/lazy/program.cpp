@@ -118,6 +118,7 @@ class ProgramImpl {
   Options options_;
   Tune tune_ = Tune::on;         // options_.tune resolved
   Gemm gemm_ = Gemm::automatic;  // options_.gemm resolved
+  Tile tile_ = Tile::automatic;  // options_.tile resolved
   mutable std::mutex mutex_;
   std::list<std::unique_ptr<Instance>> cache_;  // most recently used first
   Instance* last_ = nullptr;
@@ -135,6 +136,8 @@ ProgramImpl::ProgramImpl(std::vector<NodePtr> outputs, Options options, std::sou
   stats_.tune_mode = tune_name(tune_);
   gemm_ = resolve_gemm(options_.gemm, loc);
   stats_.gemm_mode = gemm_name(gemm_);
+  tile_ = resolve_tile(options_.tile, loc);
+  stats_.tile_mode = tile_name(tile_);
   // Topological order: operands before their users (an explicit stack: chains may be deep).
   std::unordered_set<const Node*> done;
   for (const auto& root : outputs_) {
@@ -221,6 +224,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
+  pin.tile = tile_;
   pin.dialect = inst->ext->dialect();
   pin.horizontal = options_.horizontal;
   pin.gemm_table = inst->ext->has_gemm_table();
@@ -283,6 +287,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   }
   stats_.merged_kernels = d.merged;
   stats_.batched_products = d.batched;
+  stats_.tiled_kernels = d.tiled;
   stats_.graph_nodes = d.steps.size();
   stats_.concurrency = d.width;
   stats_.temporaries = d.temp_bytes.size();
@@ -311,6 +316,7 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect) const {
   pin.schedule = options_.schedule;
   pin.debug = options_.debug;
   pin.broadcast_sum = options_.broadcast_sum;
+  pin.tile = tile_;
   pin.dialect = dialect;
   pin.horizontal = options_.horizontal;
   return plan_instance(pin);
@@ -911,7 +917,8 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   std::ostringstream o;
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
     << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
-    << static_cast<int>(options.broadcast_sum) << options.horizontal << '|';
+    << static_cast<int>(options.broadcast_sum) << options.horizontal
+    << static_cast<int>(resolve_tile(options.tile, std::source_location::current())) << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','
       << static_cast<int>(e->op) << ',' << e->lit.i << ',' << e->lit.f << ',' << e->var << ','

@@ -164,6 +164,32 @@ const char* gemm_name(Gemm mode) noexcept {
   return "environment";
 }
 
+Tile resolve_tile(Tile option, std::source_location loc) {
+  if (option != Tile::environment) return option;
+  const char* e = std::getenv("SLUICE_LAZY_TILE");
+  if (e == nullptr || *e == 0) return Tile::automatic;
+  const std::string v = e;
+  if (v == "auto") return Tile::automatic;
+  if (v == "off") return Tile::off;
+  if (v == "on") return Tile::on;
+  throw Error(Errc::invalid_argument,
+              "sluice::lazy: SLUICE_LAZY_TILE is '" + v + "'; set it to auto, off or on", loc);
+}
+
+const char* tile_name(Tile mode) noexcept {
+  switch (mode) {
+    case Tile::automatic:
+      return "auto";
+    case Tile::off:
+      return "off";
+    case Tile::on:
+      return "on";
+    case Tile::environment:
+      break;
+  }
+  return "environment";
+}
+
 TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune mode,
                          const std::string& device_name, const TuneTimer& timer) {
   TuneReport report;

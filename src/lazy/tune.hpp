@@ -22,6 +22,9 @@ namespace sluice::lazy::detail {
 /// `option` resolved (`environment` reads SLUICE_LAZY_GEMM); Error for an unknown value.
 [[nodiscard]] Gemm resolve_gemm(Gemm option, std::source_location loc);
 [[nodiscard]] const char* gemm_name(Gemm mode) noexcept;
+/// `option` resolved (`environment` reads SLUICE_LAZY_TILE); Error for an unknown value.
+[[nodiscard]] Tile resolve_tile(Tile option, std::source_location loc);
+[[nodiscard]] const char* tile_name(Tile mode) noexcept;
 
 /// One group to time: the code it replaces and its candidates' code, in the request's module.
 struct TuneGroup {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dg/dg_wave.hpp"
 #include "lazy/codegen.hpp"
 #include "lazy/cuda_shape.hpp"
 #include "lazy/generator.hpp"
@@ -163,6 +164,44 @@ TEST(LazyCudaSource, RandomProgramsCompileInEveryCudaShape) {
   // The forced shapes did appear.
   EXPECT_GT(staged, 0);
   EXPECT_GT(shared, 0);
+}
+
+// Register tiles (Options::tile): the DG right-hand side at p = 1..4 as the cuda plan forms it
+// with tiles (auto: fluxes and `div - lift` fused into tiled reductions) and without (off), and
+// random programs with every eligible reduction tiled (staged operands forced too, debug checks
+// on half of them), compile with NVRTC; the tiled shapes appear.
+TEST(LazyCudaSource, TiledKernelsCompile) {
+  Context ctx;
+  for (int p = 1; p <= 4; ++p) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    const auto R = dg::make_reference(p);
+    const auto m = dg::make_mesh(R, 4);
+    const auto ops = dg::operators(ctx, R, m);
+    auto u = L::placeholder<double>("u", {m.E, R.Np});
+    auto v = L::placeholder<double>("v", {3, m.E, R.Np});
+    const auto r = dg::rhs(ops, u, v, dg::Flux::upwind);
+    const auto tiled = expect_compiles({r.du, r.dv}, {.tile = L::Tile::automatic});
+    const auto untiled = expect_compiles({r.du, r.dv}, {.tile = L::Tile::off});
+    if (HasFailure()) return;
+    EXPECT_NE(tiled.find("+tile"), std::string::npos) << tiled;
+    EXPECT_EQ(untiled.find("tile"), std::string::npos);
+  }
+  struct Force {
+    L::detail::CudaShapeRules saved = L::detail::cuda_shape_rules();
+    Force() { L::detail::cuda_shape_rules().stage_reuse = 0; }
+    ~Force() { L::detail::cuda_shape_rules() = saved; }
+  } force;
+  int tiles = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    Generator gen(seed);
+    std::vector<L::Array<double>> arrays;
+    for (const auto& o : gen.program(14, 3)) arrays.push_back(o.a);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const auto src = expect_compiles(arrays, {.debug = seed % 2 == 0, .tile = L::Tile::on});
+    if (HasFailure()) return;
+    tiles += src.find("tile") != std::string::npos;
+  }
+  EXPECT_GT(tiles, 0);
 }
 
 // Every candidate shape that tuning would time (the DG einsums at p = 1..4, the wide DAG's

@@ -248,20 +248,24 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   }
   row.values["per_call_us"] = median(per);
   row.values["host_us"] = median(host);
-  // Rebinding: the host time of runs that alternate between two sets of buffers.
-  std::vector<double> rebind;
-  for (int b = 0; b < (quick ? 3 : 7); ++b) {
-    double inside = 0;
-    for (int i = 0; i < batch; ++i) {
+  // Rebinding: runs in pairs on one set of buffers, then the other (a a b b a a ...): the first
+  // of each pair rebinds, the second does not. Their difference within each batch (the same
+  // moments of the machine's load and of the device's queue), median over batches.
+  std::vector<double> rebind, extra;
+  const int pairs = 2 * std::max(1, batch / 4);  // even: each batch ends on set a
+  for (int b = 0; b < (quick ? 5 : 9); ++b) {
+    double changed = 0, same = 0;
+    for (int i = 0; i < 2 * pairs; ++i) {
       const auto s = Clock::now();
-      run(i % 2 == 1);
-      inside += since_us(s);
+      run((i / 2) % 2 == 0);  // the run before the batch used set a
+      (i % 2 == 0 ? changed : same) += since_us(s);
     }
     ctx.synchronize();
-    rebind.push_back(inside / batch);
+    rebind.push_back(changed / pairs);
+    extra.push_back((changed - same) / pairs);
   }
   row.values["rebind_host_us"] = median(rebind);
-  row.values["rebind_extra_us"] = std::max(0.0, median(rebind) - median(host));
+  row.values["rebind_extra_us"] = std::max(0.0, median(extra));
   const auto s = p.stats();
   row.values["kernels"] = static_cast<double>(s.kernels);
   row.values["blas"] = static_cast<double>(s.blas);
@@ -465,8 +469,11 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
         row.values["copy_bandwidth_gbs"] = bandwidth / 1e9;
         row.values["floor_us"] = bytes / bandwidth * 1e6;
         measure(ctx, c, mode, row, args.quick);
-        std::printf("  %-17s %10.1f us per call (%zu kernels)\n", mode.name,
-                    row.values["per_call_us"], static_cast<std::size_t>(row.values["kernels"]));
+        // rebind_extra_us is what bench/lazy/summary.py checks against the 10 us goal.
+        std::printf(
+            "  %-17s %10.1f us per call (%zu kernels), host %.1f us per call, rebinding +%.1f us\n",
+            mode.name, row.values["per_call_us"], static_cast<std::size_t>(row.values["kernels"]),
+            row.values["host_us"], row.values["rebind_extra_us"]);
         rows.push_back(std::move(row));
       }
       if (host) {
@@ -526,8 +533,9 @@ void bench_figure1(const Context& ctx, const Args& args, std::vector<Row>& rows)
       rows.push_back(std::move(row));
     }
     std::printf(
-        "figure1 n=2^%d: fused %.1f us, unfused %.1f us%s\n", lg,
+        "figure1 n=2^%d: fused %.1f us (rebinding +%.1f us host), unfused %.1f us%s\n", lg,
         rows[rows.size() - (host ? 5 : 4)].values["per_call_us"],
+        rows[rows.size() - (host ? 5 : 4)].values["rebind_extra_us"],
         rows[rows.size() - (host ? 3 : 2)].values["per_call_us"],
         host ? (", loops " + std::to_string(rows.back().values["per_call_us"]) + " us").c_str()
              : "");

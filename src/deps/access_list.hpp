@@ -83,6 +83,14 @@ class AccessList {
     return {raw_.data(), raw_count_};
   }
   [[nodiscard]] bool empty() const noexcept { return n_ == 0 && raw_count_ == 0; }
+  /// Gives every access the object `to(id)` names instead (ranges and modes kept). Merging is by
+  /// object, so the list stays what adding the renamed accesses would give when `to` is one to
+  /// one on the objects listed.
+  template <class F>
+  void rename(F&& to) {
+    Use* items = data();
+    for (std::size_t k = 0; k < n_; ++k) items[k].id = to(items[k].id);
+  }
   void clear() noexcept {
     n_ = 0;
     raw_count_ = 0;

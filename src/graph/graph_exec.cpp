@@ -25,7 +25,8 @@ GraphExecImpl::GraphExecImpl(std::shared_ptr<GraphData> graph, const Device& dev
   } catch (const Error& e) {
     throw Error(e.code(), "instantiating graph '" + graph_->ir.name + "': " + e.what(), loc);
   }
-  set_accesses();
+  set_accesses(graph_->ir);
+  node_gen_.assign(graph_->ir.nodes.size(), 0);
   // A node of a destroyed buffer would hand the backend a dangling address.
   require_live_buffers(loc);
   try {
@@ -64,12 +65,22 @@ GraphExecImpl::~GraphExecImpl() {
   retire(std::move(exec_));
 }
 
-void GraphExecImpl::set_accesses() {
+void GraphExecImpl::set_accesses(const ir::Graph& g) {
   std::vector<Use> uses;
-  collect_uses(graph_->ir, uses);
+  collect_uses(g, uses);
   // A launch is ordered as a whole: its nodes' uses merged by the one rule of AccessList.
   accesses_.clear();
   for (const auto& u : uses) accesses_.add(u);
+  refs_.clear();
+  for (const auto& u : uses) {
+    auto it = std::lower_bound(refs_.begin(), refs_.end(), u.id,
+                               [](const auto& r, ObjectId id) { return r.first < id; });
+    if (it != refs_.end() && it->first == u.id) {
+      ++it->second;
+    } else {
+      refs_.insert(it, {u.id, 1});
+    }
+  }
 }
 
 void GraphExecImpl::require_live_buffers(std::source_location loc) const {
@@ -160,13 +171,16 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
   graph_ = next;
   // A replay usually declares the same accesses again: merging them anew is then wasted work.
   std::optional<AccessList> previous_accesses;
+  std::vector<std::pair<ObjectId, std::uint32_t>> previous_refs;
   if (!same_uses(previous->ir, next->ir)) {
     previous_accesses = std::move(accesses_);
+    previous_refs = refs_;
     try {
-      set_accesses();
+      set_accesses(next->ir);
     } catch (...) {
       graph_ = std::move(previous);
       accesses_ = std::move(*previous_accesses);
+      refs_ = std::move(previous_refs);
       throw;
     }
   }
@@ -177,12 +191,187 @@ std::string GraphExecImpl::update(std::shared_ptr<GraphData> next, std::source_l
       retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
       count_instantiation(*exec_);
     }
+    forget_versions();
     return reason;
   } catch (...) {
     graph_ = std::move(previous);  // nothing half-done: the executable keeps its graph
-    if (previous_accesses) accesses_ = std::move(*previous_accesses);
+    if (previous_accesses) {
+      accesses_ = std::move(*previous_accesses);
+      refs_ = std::move(previous_refs);
+    }
     throw;
   }
+}
+
+void GraphExecImpl::forget_versions() {
+  spare_.clear();
+  gen_ = 0;
+  node_gen_.assign(graph_->ir.nodes.size(), 0);
+}
+
+std::shared_ptr<GraphData> GraphExecImpl::next_version() {
+  auto& nodes = graph_->ir.nodes;
+  touched_.assign(nodes.size(), 0);
+  for (auto i : changed_) touched_[i] = 1;
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    if (it->data.use_count() != 1) continue;  // a launch still holds it
+    // use_count() is a relaxed read: copying the pointer is a read-modify-write of the count
+    // that the last holder's release decremented, so what that launch did with this version
+    // happens before the edits below.
+    { const auto sync = it->data; }
+    Version v = std::move(*it);
+    spare_.erase(it);
+    // Up to date: every node changed since it was current, but those the update overwrites.
+    auto& old = v.data->ir.nodes;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (node_gen_[i] > v.gen && !touched_[i]) old[i] = nodes[i];
+    }
+    return std::move(v.data);
+  }
+  return std::make_shared<GraphData>(*graph_);
+}
+
+bool GraphExecImpl::plan_renames(const ir::Graph& next) {
+  renames_.clear();
+  auto from = [&](ObjectId id) -> Rename* {
+    for (auto& r : renames_) {
+      if (r.from == id) return &r;
+    }
+    return nullptr;
+  };
+  auto to = [&](ObjectId id) -> const Rename* {
+    for (const auto& r : renames_) {
+      if (r.to == id) return &r;
+    }
+    return nullptr;
+  };
+  for (auto i : changed_) {
+    const auto& a = graph_->ir.nodes[i].uses;
+    const auto& b = next.nodes[i].uses;
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if (a[k].mode != b[k].mode || a[k].range.offset != b[k].range.offset ||
+          a[k].range.size != b[k].range.size) {
+        return false;
+      }
+      if (auto* r = from(a[k].id)) {
+        if (r->to != b[k].id) return false;  // one object renamed to two
+        ++r->uses;
+        continue;
+      }
+      if (to(b[k].id) != nullptr) return false;  // two objects renamed to one
+      renames_.push_back({a[k].id, b[k].id, 1});
+    }
+  }
+  auto refs = [&](ObjectId id) -> std::uint32_t {
+    auto it = std::lower_bound(refs_.begin(), refs_.end(), id,
+                               [](const auto& r, ObjectId x) { return r.first < x; });
+    return it != refs_.end() && it->first == id ? it->second : 0;
+  };
+  for (const auto& r : renames_) {
+    if (r.from == r.to) continue;
+    // Renamed everywhere the graph names it (unchanged nodes, nested graphs), and the new name
+    // is nowhere else: either new to the graph, or itself renamed away everywhere.
+    if (refs(r.from) != r.uses) return false;
+    const auto* t = from(r.to);
+    if (refs(r.to) != (t != nullptr ? t->uses : 0u) || (t != nullptr && t->to == t->from)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void GraphExecImpl::apply_renames(bool back) {
+  auto less = [](const auto& r, ObjectId id) { return r.first < id; };
+  for (const auto& r : renames_) {
+    if (r.from == r.to) continue;
+    const ObjectId gone = back ? r.to : r.from;
+    auto it = std::lower_bound(refs_.begin(), refs_.end(), gone, less);
+    if (it != refs_.end() && it->first == gone) refs_.erase(it);
+  }
+  for (const auto& r : renames_) {
+    if (r.from == r.to) continue;
+    const ObjectId now = back ? r.from : r.to;
+    refs_.insert(std::lower_bound(refs_.begin(), refs_.end(), now, less), {now, r.uses});
+  }
+  accesses_.rename([&](ObjectId id) {
+    for (const auto& r : renames_) {
+      if ((back ? r.to : r.from) == id) return back ? r.from : r.to;
+    }
+    return id;
+  });
+}
+
+void GraphExecImpl::update_nodes(std::span<GraphExec::NodeUpdate> updates,
+                                 std::span<const std::uint32_t> index, std::source_location loc) {
+  changed_.assign(index.begin(), index.end());
+  std::sort(changed_.begin(), changed_.end());
+  changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+  auto next = next_version();
+  for (std::size_t k = 0; k < updates.size(); ++k) {
+    auto& u = updates[k];
+    auto& n = next->ir.nodes[index[k]];
+    if (u.kernel) {
+      std::get<ir::Kernel>(n.params).work = std::move(*u.kernel);
+      std::swap(n.uses, u.uses);  // moved; the caller gets a vector to reuse
+    } else if (u.recording) {
+      std::get<ir::Captured>(n.params).recording = std::move(u.recording);
+      std::swap(n.uses, u.uses);
+    } else {
+      n.params = ir::Copy{u.dst, u.src, u.bytes};
+      std::swap(n.uses, u.uses);
+      if (n.uses.empty()) add_address_uses(n, loc);
+    }
+  }
+  // The launch's accesses: renamed in place, else merged again.
+  const bool renamed = plan_renames(next->ir);
+  std::optional<AccessList> previous_accesses;
+  std::vector<std::pair<ObjectId, std::uint32_t>> previous_refs;
+  if (renamed) {
+    fresh_.clear();
+    for (const auto& r : renames_) {
+      if (r.from != r.to) fresh_.push_back({r.to, Access::read, {}});
+    }
+    try {
+      Tracker::instance().require_tracked(fresh_, loc);
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  "graph '" + graph_->ir.name + "': " + e.what() +
+                      "; every buffer a graph uses must outlive its launches",
+                  loc);
+    }
+    apply_renames(false);
+  } else {
+    previous_accesses = std::move(accesses_);
+    previous_refs = refs_;
+  }
+  try {
+    if (!renamed) {
+      set_accesses(next->ir);
+      require_live_buffers(loc);
+    }
+    auto reason = exec_->update(ir_of(next));
+    if (!reason.empty()) {
+      retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
+      count_instantiation(*exec_);
+    }
+  } catch (...) {
+    if (renamed) {
+      apply_renames(true);
+    } else {
+      accesses_ = std::move(*previous_accesses);
+      refs_ = std::move(previous_refs);
+    }
+    throw;
+  }
+  // The current version becomes a spare; a few are kept (one per launch in flight would be the
+  // most an alternation of bindings reuses).
+  constexpr std::size_t kSpare = 4;
+  if (spare_.size() == kSpare) spare_.erase(spare_.begin());
+  spare_.push_back({std::move(graph_), gen_});
+  graph_ = std::move(next);
+  ++gen_;
+  for (auto i : changed_) node_gen_[i] = gen_;
 }
 
 }  // namespace detail
@@ -359,8 +548,8 @@ void GraphExec::set_conditional_default(const Node& node, std::int64_t value,
 void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) {
   if (!impl_) throw Error(Errc::invalid_state, "GraphExec is empty; instantiate a Graph", loc);
   if (updates.empty()) return;
-  std::vector<std::uint32_t> index;
-  index.reserve(updates.size());
+  auto& index = impl_->index_scratch();
+  index.clear();
   for (const auto& u : updates) {
     const bool kernel = u.kernel.has_value();
     const bool recorded = !kernel && u.recording != nullptr;
@@ -385,23 +574,7 @@ void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) 
     check_uses(u.uses, "update", loc);
     index.push_back(i);
   }
-  auto g = impl_->editable();
-  for (std::size_t k = 0; k < updates.size(); ++k) {
-    auto& u = updates[k];
-    auto& n = g->ir.nodes[index[k]];
-    if (u.kernel) {
-      std::get<ir::Kernel>(n.params).work = std::move(*u.kernel);
-      n.uses = std::move(u.uses);
-    } else if (u.recording) {
-      std::get<ir::Captured>(n.params).recording = std::move(u.recording);
-      n.uses = std::move(u.uses);
-    } else {
-      n.params = ir::Copy{u.dst, u.src, u.bytes};
-      n.uses = std::move(u.uses);
-      if (n.uses.empty()) detail::add_address_uses(n, loc);
-    }
-  }
-  (void)impl_->update(std::move(g), loc);
+  impl_->update_nodes(updates, index, loc);
 }
 
 void GraphExec::update(const Graph& graph, std::source_location loc) {

@@ -49,7 +49,13 @@ struct Instance {
   std::optional<Graph> graph;
   std::vector<sluice::Node> nodes;
   std::vector<std::vector<int>> steps_of_buf;  // per buf, the steps whose node uses it
-  std::optional<GraphExec> exec;               // last: destroyed first
+  std::vector<int> bound_bufs;                 // the bufs a run binds (placeholders, outputs)
+  // A rebinding's scratch, kept for its capacity: no allocation of its own per run.
+  std::vector<char> step_changed;
+  std::vector<int> changed_steps;
+  std::vector<GraphExec::NodeUpdate> updates;
+  std::vector<std::byte> args;
+  std::optional<GraphExec> exec;  // last: destroyed first
 };
 
 class ProgramImpl {
@@ -87,12 +93,12 @@ class ProgramImpl {
   std::vector<std::vector<std::vector<double>>> time_candidates(const Instance& inst,
                                                                 const TuneRequest& req,
                                                                 std::source_location loc) const;
-  /// Step `s`'s uses under the binding `ptrs`.
-  static std::vector<Use> step_uses(const Instance& inst, const Step& s,
-                                    const std::vector<Resolved>& ptrs);
+  /// Step `s`'s uses under the binding `ptrs`, into `uses`.
+  static void step_uses(const Instance& inst, const Step& s, const std::vector<Resolved>& ptrs,
+                        std::vector<Use>& uses);
   /// The work of kernel (or gemm) step `s` under the binding `ptrs`; none for a gemm step that
   /// the backend records (gemm_recording).
-  static std::optional<KernelWork> step_work(const Instance& inst, const Step& s,
+  static std::optional<KernelWork> step_work(Instance& inst, const Step& s,
                                              const std::vector<Resolved>& ptrs);
   /// Gemm step `s`'s BLAS call under the binding `ptrs`.
   static BlasGemmArgs gemm_args(const Instance& inst, const Step& s,
@@ -123,6 +129,10 @@ class ProgramImpl {
   std::list<std::unique_ptr<Instance>> cache_;  // most recently used first
   Instance* last_ = nullptr;
   Stats stats_;
+  // run's scratch (under mutex_), kept for its capacity.
+  std::vector<const Bind*> bound_;
+  std::vector<Shape> shapes_;
+  std::vector<Resolved> in_ptr_, out_ptr_, ptrs_;
 };
 
 ProgramImpl::ProgramImpl(std::vector<NodePtr> outputs, Options options, std::source_location loc)
@@ -412,10 +422,9 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
   return inst.ext->time(inst.device, module, groups, req.reps, loc);
 }
 
-std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
-                                        const std::vector<Resolved>& ptrs) {
-  std::vector<Use> uses;
-  uses.reserve(s.reads.size() + s.writes.size() + 1);
+void ProgramImpl::step_uses(const Instance& inst, const Step& s, const std::vector<Resolved>& ptrs,
+                            std::vector<Use>& uses) {
+  uses.clear();
   auto add = [&](int b, Access access) {
     const auto& r = ptrs[static_cast<std::size_t>(b)];
     if (r.id == 0) return;
@@ -430,7 +439,6 @@ std::vector<Use> ProgramImpl::step_uses(const Instance& inst, const Step& s,
       s.kind == Step::Kind::check || (s.kind == Step::Kind::kernel && s.code >= 0 &&
                                       inst.desc.codes[static_cast<std::size_t>(s.code)].debug);
   if (checked) uses.push_back({inst.err.object_id(), Access::read_write, {}});
-  return uses;
 }
 
 BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
@@ -482,7 +490,7 @@ std::shared_ptr<void> ProgramImpl::gemm_recording(const Instance& inst, const St
   return r;
 }
 
-std::optional<KernelWork> ProgramImpl::step_work(const Instance& inst, const Step& s,
+std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
                                                  const std::vector<Resolved>& ptrs) {
   const auto& d = inst.desc;
   if (s.kind == Step::Kind::gemm) {
@@ -493,7 +501,8 @@ std::optional<KernelWork> ProgramImpl::step_work(const Instance& inst, const Ste
     return inst.ext->gemm(gemm_args(inst, s, ptrs));
   }
   const auto& c = d.codes[static_cast<std::size_t>(s.code)];
-  std::vector<std::byte> args(c.arg_bytes());
+  auto& args = inst.args;
+  args.assign(c.arg_bytes(), std::byte{0});
   auto put = [&](std::size_t slot, const void* p) {
     std::memcpy(args.data() + 8 * slot, &p, sizeof p);
   };
@@ -527,7 +536,7 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
     NodeOptions o;
     o.name = s.name;
     for (int a : s.after) o.after.push_back(nodes[static_cast<std::size_t>(a)]);
-    o.uses = step_uses(inst, s, ptrs);
+    step_uses(inst, s, ptrs, o.uses);
     switch (s.kind) {
       case Step::Kind::kernel:
       case Step::Kind::table:
@@ -570,6 +579,12 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
   }
   inst.nodes = std::move(nodes);
   if (inst.steps_of_buf.empty()) {
+    for (std::size_t b = 0; b < d.bufs.size(); ++b) {
+      const auto role = d.bufs[b].role;
+      if (role == Buf::Role::placeholder || role == Buf::Role::output) {
+        inst.bound_bufs.push_back(static_cast<int>(b));
+      }
+    }
     inst.steps_of_buf.resize(d.bufs.size());
     for (std::size_t i = 0; i < d.steps.size(); ++i) {
       const auto& s = d.steps[i];
@@ -588,20 +603,32 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
 bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
                          std::source_location loc) {
   const auto& d = inst.desc;
-  std::vector<int> steps;
-  for (std::size_t b = 0; b < ptrs.size(); ++b) {
-    if (ptrs[b].data == inst.binding[b].data && ptrs[b].id == inst.binding[b].id) continue;
-    for (int i : inst.steps_of_buf[b]) {
-      if (std::find(steps.begin(), steps.end(), i) == steps.end()) steps.push_back(i);
-    }
+  // The steps whose node uses a buffer that changed (constants and temporaries never do), from
+  // the lists made when the graph was built; in step order.
+  inst.step_changed.assign(d.steps.size(), 0);
+  for (int b : inst.bound_bufs) {
+    const auto i = static_cast<std::size_t>(b);
+    if (ptrs[i].data == inst.binding[i].data && ptrs[i].id == inst.binding[i].id) continue;
+    for (int s : inst.steps_of_buf[i]) inst.step_changed[static_cast<std::size_t>(s)] = 1;
   }
-  std::vector<GraphExec::NodeUpdate> updates;
-  updates.reserve(steps.size());
-  for (int i : steps) {
-    const auto& s = d.steps[static_cast<std::size_t>(i)];
-    GraphExec::NodeUpdate u;
-    u.node = inst.nodes[static_cast<std::size_t>(i)];
-    u.uses = step_uses(inst, s, ptrs);
+  inst.changed_steps.clear();
+  for (std::size_t i = 0; i < d.steps.size(); ++i) {
+    if (inst.step_changed[i]) inst.changed_steps.push_back(static_cast<int>(i));
+  }
+  // One update per changed node; the NodeUpdates (their uses' capacity) are reused.
+  auto& updates = inst.updates;
+  if (updates.size() < inst.changed_steps.size()) updates.resize(inst.changed_steps.size());
+  for (std::size_t k = 0; k < inst.changed_steps.size(); ++k) {
+    const auto i = static_cast<std::size_t>(inst.changed_steps[k]);
+    const auto& s = d.steps[i];
+    auto& u = updates[k];
+    u.node = inst.nodes[i];
+    u.kernel.reset();
+    u.recording.reset();
+    u.dst = nullptr;
+    u.src = nullptr;
+    u.bytes = 0;
+    step_uses(inst, s, ptrs, u.uses);
     if (s.kind == Step::Kind::gemm ||
         ((s.kind == Step::Kind::kernel || s.kind == Step::Kind::table) && s.code >= 0)) {
       u.kernel = step_work(inst, s, ptrs);
@@ -614,9 +641,8 @@ bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
     } else {
       return false;  // an empty node or the bounds check: rebuilt whole
     }
-    updates.push_back(std::move(u));
   }
-  inst.exec->update(updates, loc);
+  inst.exec->update(std::span(updates.data(), inst.changed_steps.size()), loc);
   return true;
 }
 
@@ -624,7 +650,8 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
                       std::span<const Bind> outputs, std::source_location loc) {
   std::lock_guard lock(mutex_);
   const std::size_t np = placeholders_.size();
-  std::vector<const Bind*> bound(np, nullptr);
+  auto& bound = bound_;
+  bound.assign(np, nullptr);
   auto placeholder = [&](std::size_t p) -> const Node& {
     return *order_[static_cast<std::size_t>(placeholders_[p])];
   };
@@ -641,7 +668,8 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     if (bound[p] != nullptr) fail("input '" + std::string(in.name) + "' is bound twice", loc);
     bound[p] = &in.bind;
   }
-  std::vector<Shape> ps(np);
+  auto& ps = shapes_;
+  ps.resize(np);
   for (std::size_t p = 0; p < np; ++p) {
     const Node& n = placeholder(p);
     if (bound[p] == nullptr)
@@ -684,7 +712,10 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     }
   }
   // Addresses: inputs read, outputs written (a Managed output counts as assigned from here on).
-  std::vector<Resolved> in_ptr(np), out_ptr(outputs.size());
+  auto& in_ptr = in_ptr_;
+  auto& out_ptr = out_ptr_;
+  in_ptr.resize(np);
+  out_ptr.resize(outputs.size());
   for (std::size_t p = 0; p < np; ++p) {
     auto r = bound[p]->resolve(ctx, loc, false);
     in_ptr[p] = {r.data, r.id};
@@ -717,7 +748,8 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
       std::memset(inst.err.data(), 0, 4 * sizeof(long long));
     }
   }
-  std::vector<Resolved> ptrs(d.bufs.size());
+  auto& ptrs = ptrs_;
+  ptrs.resize(d.bufs.size());
   for (std::size_t b = 0; b < d.bufs.size(); ++b) {
     const Buf& buf = d.bufs[b];
     switch (buf.role) {
@@ -749,7 +781,7 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
   if (!inst.exec) {
     inst.graph = build_graph(inst, ptrs, loc);
     inst.exec.emplace(*inst.graph, ctx.device(), loc);
-    inst.binding = std::move(ptrs);
+    inst.binding = ptrs;
   } else if (!same(inst.binding, ptrs)) {
     // Only the nodes that use a changed buffer, in one batch; the whole graph anew where a node
     // has nothing to update in place.
@@ -758,7 +790,7 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
       inst.exec->update(g, loc);
       inst.graph = std::move(g);
     }
-    inst.binding = std::move(ptrs);
+    std::swap(inst.binding, ptrs);  // both keep their capacity
     ++stats_.rebinds;
   }
   inst.exec->launch(ctx, loc);

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "backend_param.hpp"
@@ -220,6 +221,78 @@ TEST_P(GraphTest, BatchedUpdatesApplyTogetherOrNotAtAll) {
   exec.launch(ctx);
   memset(other, w, 0);
   EXPECT_EQ(read(other, w), std::vector<int>(n, 0));
+}
+
+TEST_P(GraphTest, BatchedUpdatesOrderLaunchesByTheNewBuffersAndKeepLaunchesInFlight) {
+  auto ctx = make_context(), other = make_context();
+  constexpr int n = 256;
+  DeviceBuffer<int> x(ctx, n), x2(ctx, n), x3(ctx, n), y1(ctx, n), y2(ctx, n), z1(ctx, n),
+      z2(ctx, n);
+  const std::vector<int> ones(n, 1), twenties(n, 20), thirties(n, 30);
+  copy(ctx, x, ones);
+  ctx.synchronize();
+  Graph g("two copies of x");
+  auto c1 = g.add_copy(y1.data(), x.data(), x.bytes(), {.name = "y1 = x"});
+  auto c2 = g.add_copy(y2.data(), x.data(), x.bytes(), {.name = "y2 = x"});
+  GraphExec exec(g, device());
+  auto copy_update = [](const Node& node, DeviceBuffer<int>& dst, const DeviceBuffer<int>& src) {
+    GraphExec::NodeUpdate u;
+    u.node = node;
+    u.dst = dst.data();
+    u.src = src.data();
+    u.bytes = src.bytes();
+    return u;
+  };
+  const auto pause = std::chrono::milliseconds(20);
+  {
+    Gate held(device()), writer(device());
+    held.block(ctx);
+    writer.block(other);
+    exec.launch(ctx);  // y1, y2 = x: still in flight during the update
+    // Every use of x, y1 and y2 moves to x2, z1 and z2 (the accesses renamed in place).
+    std::vector<GraphExec::NodeUpdate> both{copy_update(c1, z1, x2), copy_update(c2, z2, x2)};
+    exec.update(both);
+    copy(other, x2, twenties);  // held back: the next launch reads x2 after it
+    exec.launch(ctx);
+    held.open();
+    std::this_thread::sleep_for(pause);  // a launch not ordered after the write would run now
+    writer.open();
+    other.synchronize();
+  }
+  EXPECT_EQ(read(ctx, y1), ones);  // the launch in flight kept its parameters
+  EXPECT_EQ(read(ctx, y2), ones);
+  EXPECT_EQ(read(ctx, z1), twenties);
+  EXPECT_EQ(read(ctx, z2), twenties);
+  {
+    // One node moves to x3, the other keeps x2 (the accesses merged again).
+    Gate gate(device());
+    gate.block(other);
+    copy(other, x3, thirties);
+    std::vector<GraphExec::NodeUpdate> one{copy_update(c1, z1, x3)};
+    exec.update(one);
+    exec.launch(ctx);
+    std::this_thread::sleep_for(pause);
+    gate.open();
+    other.synchronize();
+  }
+  EXPECT_EQ(read(ctx, z1), thirties);
+  EXPECT_EQ(read(ctx, z2), twenties);
+  {
+    // Back to x2 for both, while another context writes x2 and x3 after the launch: neither
+    // write may reach the launch (it reads x2, and no longer x3).
+    Gate gate(device());
+    gate.block(ctx);
+    std::vector<GraphExec::NodeUpdate> back{copy_update(c1, z1, x2)};
+    exec.update(back);
+    exec.launch(ctx);
+    copy(other, x2, ones);  // must wait for the launch reading x2
+    std::this_thread::sleep_for(pause);
+    gate.open();
+    other.synchronize();
+  }
+  EXPECT_EQ(read(ctx, z1), twenties);
+  EXPECT_EQ(read(ctx, z2), twenties);
+  EXPECT_EQ(read(ctx, x2), ones);
 }
 
 TEST_P(GraphTest, WholeUpdateAndTopologyErrors) {

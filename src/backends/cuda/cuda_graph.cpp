@@ -458,6 +458,7 @@ class CudaGraph final : public GraphExecutable {
       check(err, "cudaGraphInstantiate");
     }
     wait_set_.assign(graph_->nodes.size(), unrecorded_);
+    holds_ir_ = launch_reads_ir(*graph_);
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
@@ -547,7 +548,7 @@ class CudaGraph final : public GraphExecutable {
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
     check(cudaEventRecord(e, s.handle()), "cudaEventRecord", op.where);
-    in_flight_.push_back({e, graph_, built_.calls, std::move(points)});
+    in_flight_.push_back({e, holds_ir_ ? graph_ : nullptr, built_.calls, std::move(points)});
   }
 
   [[nodiscard]] Batching batching() const noexcept override {
@@ -590,6 +591,23 @@ class CudaGraph final : public GraphExecutable {
   }
 
  private:
+  /// Whether a launch reads its IR after cudaGraphLaunch returned: host nodes and captured host
+  /// tasks call into it, nested graphs, alloc and free nodes and the graph's own keep-alives own
+  /// memory the launch uses. CUDA copied the parameters of kernel, copy and memset nodes when they
+  /// were set, so a launch of a graph of those alone need not keep its version of the IR (the
+  /// core's batched updates then reuse versions no launch holds instead of copying the IR).
+  static bool launch_reads_ir(const Graph& g) {
+    if (!g.keep_alive.empty()) return true;
+    return !std::all_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) {
+      return std::holds_alternative<ir::Empty>(n.params) ||
+             std::holds_alternative<ir::Kernel>(n.params) ||
+             std::holds_alternative<ir::Copy>(n.params) ||
+             std::holds_alternative<ir::Memset>(n.params) ||
+             std::holds_alternative<ir::EventRecord>(n.params) ||
+             std::holds_alternative<ir::EventWait>(n.params);
+    });
+  }
+
   /// Compares `next` with the current IR node by node and applies only the parameters that
   /// changed. False if some node needs the whole-graph path (CUDA's error cleared).
   bool update_in_place(const Graph& next) {
@@ -600,7 +618,7 @@ class CudaGraph final : public GraphExecutable {
       clear_error();
       return false;
     };
-    std::vector<void*> args;
+    std::vector<void*>& args = args_;
     auto calls = built_.calls;  // replaced only if a host node is updated
     const auto& plan = built_.plan;
     std::vector<char> dirty(plan.members.size(), 0);  // batches with a changed member
@@ -792,6 +810,8 @@ class CudaGraph final : public GraphExecutable {
   std::vector<cudaEvent_t> wait_set_;  // the event each wait node waits for now
   std::deque<InFlight> in_flight_;
   std::vector<cudaEvent_t> spare_;
+  std::vector<void*> args_;  // update_in_place's scratch
+  bool holds_ir_ = true;     // launch_reads_ir of the graph
 };
 
 }  // namespace

@@ -259,18 +259,12 @@ void check(const Graph& g) {
   }
 }
 
-/// A version of the launched graph with its schedule: what each launch runs.
-struct Prepared {
-  ir::GraphPtr graph;
-  std::shared_ptr<const Schedule> schedule;
-};
-
 class HostGraph final : public GraphExecutable {
  public:
   explicit HostGraph(ir::GraphPtr g) {
     check(*g);
-    auto schedule = std::make_shared<const Schedule>(schedule_of(*g));
-    current_ = std::make_shared<const Prepared>(Prepared{std::move(g), std::move(schedule)});
+    schedule_ = std::make_shared<const Schedule>(schedule_of(*g));
+    graph_ = std::move(g);
   }
 
   void launch(Stream& stream, const OpInfo& op, const std::shared_ptr<FailureState>& failures,
@@ -278,7 +272,7 @@ class HostGraph final : public GraphExecutable {
     // The launch is one task of the context's queue; its nodes fan out on the shared pool. Each
     // launch keeps the parameters it was issued with (updates give a new graph).
     std::shared_ptr<LaunchPoints> events;
-    const auto& nodes = current_->graph->nodes;
+    const auto& nodes = graph_->nodes;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const bool record = std::holds_alternative<ir::EventRecord>(nodes[i].params);
       if (!record && !std::holds_alternative<ir::EventWait>(nodes[i].params)) continue;
@@ -297,8 +291,8 @@ class HostGraph final : public GraphExecutable {
       p->device = Device{"host", 0};
       events->records[i] = std::move(p);
     }
-    stream.host_task(
-        [p = current_, events] { run_graph(*p->graph, events.get(), p->schedule.get()); }, op);
+    stream.host_task([g = graph_, s = schedule_, events] { run_graph(*g, events.get(), s.get()); },
+                     op);
     if (events) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (events->records[i]) points.records.at(i) = events->records[i];
@@ -309,12 +303,14 @@ class HostGraph final : public GraphExecutable {
   std::string update(const ir::GraphPtr& graph) override {
     check(*graph);
     // The core checked the topology is the same: the schedule stays.
-    current_ = std::make_shared<const Prepared>(Prepared{graph, current_->schedule});
+    graph_ = graph;
     return {};
   }
 
  private:
-  std::shared_ptr<const Prepared> current_;
+  // Each launch keeps the version of the graph it was issued with.
+  ir::GraphPtr graph_;
+  std::shared_ptr<const Schedule> schedule_;
 };
 
 }  // namespace

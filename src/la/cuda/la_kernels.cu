@@ -27,6 +27,7 @@
 #include "la/cuda/reduce.cuh"
 #include "la/cuda/shapes.cuh"
 #include "la/cuda/sparse.cuh"
+#include "la/cuda/zwalk.cuh"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -80,6 +81,10 @@ class CudaLaKernels final : public LaKernels {
     const bool sums = m::matvec_sums(args.epilogue) > 0;
     if (args.A.is_stencil) {
       const bool cg_direction = is_cg_direction(args);
+      if (cg_direction && cg_zwalk(args.A.stencil, op)) {
+        zwalk_matvec(s, args, op);
+        return;
+      }
       const Tiles tiles = tiles_for(args.A.stencil, op, cg_direction);
       run_on(s, op, [&](cudaStream_t stream_) {
         auto& sc = scratch_for(s, stream_, op);
@@ -134,10 +139,32 @@ class CudaLaKernels final : public LaKernels {
     });
   }
 
+  /// CG's 3D direction product as a z walk (zwalk.cuh): chunks along z sized so that the
+  /// items fill the grid the device keeps resident (less `spare_sms`).
+  static void zwalk_matvec(CudaStream& s, const LaMatvecArgs& args, const OpInfo& op) {
+    const LaStencil& st = args.A.stencil;
+    run_on(s, op, [&](cudaStream_t stream_) {
+      auto& sc = scratch_for(s, stream_, op);
+      const Reducer red{sc.partials, sc.counter};
+      m::with_stencil_kind(st.kind, [&](auto kind) {
+        constexpr LaStencilKind kKind = decltype(kind)::value;
+        if constexpr (kKind == LaStencilKind::d3p7 || kKind == LaStencilKind::d3p27) {
+          auto* kernel = cg_zwalk_kernel<kKind>;
+          const unsigned cap = grid_for(kernel, std::size_t{kMaxBlocks}, kStencilThreads, true, s,
+                                        sc, op, args.spare_sms);
+          const ZWalk walk = zwalk(st.nx, st.ny, st.nz, cap);
+          launch(kernel, std::min(cap, walk.count), dim3(kZwalkWidth, kZwalkLines), stream_, op,
+                 args, red, walk);
+        }
+      });
+      check_launch(op);
+    });
+  }
+
   void cg_block(Stream& stream, const LaCgBlockArgs& args, const OpInfo& op) override {
     auto& s = as_cuda_stream(stream, "la CG iterations");
     if (args.iterations <= 0) return;
-    if (!fits_cg_block(args) || !cooperative(s.device(), op)) {
+    if (!fits_cg_block(args, op) || !cooperative(s.device(), op)) {
       LaKernels::cg_block(stream, args, op);
       return;
     }

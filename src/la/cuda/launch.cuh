@@ -5,6 +5,7 @@
 // kernels work).
 
 #include "la/cuda/cg_block.cuh"
+#include "la/cuda/zwalk.cuh"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -97,6 +98,24 @@ bool is_cg_direction(const LaMatvecArgs& a) {
          a.z == a.x_out && cg_kernels();
 }
 
+/// Whether CG's direction product over `st` runs as a z walk (cg_zwalk_kernel): by
+/// SLUICE_CUDA_ZWALK (off, on, or auto by size: zwalk.hpp), read at every product so that one
+/// process can compare both; any other value is an error.
+bool cg_zwalk(const LaStencil& st, const OpInfo& op) {
+  // The cooperative CG block reproduces the plain direction kernel: auto never picks the z walk
+  // for a grid it takes (cg_blocks_for), so sync, async and graph modes use the same kernel.
+  static_assert(kCgBlockMaxRows <= kZwalkAutoRows);
+  const char* v = std::getenv("SLUICE_CUDA_ZWALK");
+  const auto mode = zwalk_mode(v);
+  if (!mode) {
+    throw Error(
+        Errc::invalid_argument,
+        std::string("SLUICE_CUDA_ZWALK is '") + v + "': set it to off, on or auto (or unset it)",
+        op.where);
+  }
+  return zwalk_picks(*mode, st);
+}
+
 /// Whether CG's 3D 7-point direction product takes its points along z (cg_direction_columns);
 /// SLUICE_CUDA_CG_COLUMNS=0 takes them along y as the other products do (to measure it).
 bool cg_columns() {
@@ -187,15 +206,17 @@ bool is_state_scalar(const LaScalar& s, const LaKspState* st, std::size_t offset
 /// Whether a block of CG iterations fits cg_block_kernel: a stencil's direction product with its
 /// own kernel, a constant preconditioner (z not stored), both steps on the async state and their
 /// scalars b and a read from it.
-bool fits_cg_block(const LaCgBlockArgs& a) {
+bool fits_cg_block(const LaCgBlockArgs& a, const OpInfo& op) {
   LaMatvecArgs m;
   LaFusedArgs f;
   cg_block_step(a, 0, m, f);
   const LaKspState* st = m.sums.state;
   const std::int64_t rows = m.A.stencil.nx * m.A.stencil.ny * m.A.stencil.nz;
-  return is_cg_direction(m) && cg_blocks_for(rows) && st != nullptr && f.sums.state == st &&
-         m.sums.finalize == LaFinalize::cg_dpi && f.sums.finalize == LaFinalize::cg_iter &&
-         f.op == LaFusedOp::cg_update && f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
+  // A z walk (SLUICE_CUDA_ZWALK=on) has no cooperative form: the steps go one by one.
+  return is_cg_direction(m) && cg_blocks_for(rows) && !cg_zwalk(m.A.stencil, op) && st != nullptr &&
+         f.sums.state == st && m.sums.finalize == LaFinalize::cg_dpi &&
+         f.sums.finalize == LaFinalize::cg_iter && f.op == LaFusedOp::cg_update &&
+         f.pc.v == nullptr && f.z == nullptr && f.w == m.y &&
          f.n == static_cast<std::size_t>(rows) &&
          is_state_scalar(m.x2_scale, st, offsetof(LaKspState, b)) &&
          is_state_scalar(f.s[0], st, offsetof(LaKspState, a));

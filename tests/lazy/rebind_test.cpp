@@ -142,6 +142,10 @@ TEST_P(LazyRebind, RandomProgramsWithAlternatingBuffersMatchTheReference) {
         }
         binds[at(r)].assign(obufs[at(r)].begin(), obufs[at(r)].end());
       }
+      // A first run ungated: on cuda, loading a kernel at its first launch waits for the
+      // device's running kernels, the gate's among them.
+      p.run(ctx, inputs[0], binds[0]);
+      ctx.synchronize();
       // Round 0: the context held back by a gate, so that every launch is still in flight when
       // the next run rebinds; round 1: as fast as they come.
       for (int round = 0; round < 2; ++round) {
@@ -170,7 +174,7 @@ TEST_P(LazyRebind, RandomProgramsWithAlternatingBuffersMatchTheReference) {
       }
       // Every run after the first binds other output buffers (but empty ones: no object).
       EXPECT_GT(p.stats().rebinds, 0u);
-      EXPECT_LE(p.stats().rebinds, 2u * kRuns - 1);
+      EXPECT_LE(p.stats().rebinds, 2u * kRuns);
       EXPECT_EQ(p.stats().instantiations, 1u);
     }
   }
@@ -206,8 +210,12 @@ TEST_P(LazyRebind, LaunchesInFlightKeepTheBuffersTheyWereLaunchedWith) {
     ctx.synchronize();
   }
   for (int r = 0; r < 5; ++r) out.emplace_back(ctx, at(n));
-  // Five runs held back together: x and y from sets 0, 1, 0, 2, then x from 1 with y from 2.
+  // Five runs held back together: x and y from sets 0, 1, 0, 2, then x from 1 with y from 2,
+  // after a first run ungated with the first run's buffers (a kernel's first launch on cuda
+  // waits for the device's running kernels, the gate's among them).
   const int xs[] = {0, 1, 0, 2, 1}, ys[] = {0, 1, 0, 2, 2};
+  p.run(ctx, {{"x", dx[0]}, {"y", dy[0]}}, {out[0]});
+  ctx.synchronize();
   {
     Gate gate(device());
     gate.block(ctx);
@@ -242,7 +250,9 @@ TEST_P(LazyRebind, PingPongBetweenTwoBuffersIteratesTheMap) {
   DeviceBuffer<double> a(ctx, at(n)), b(ctx, at(n)), dc(ctx, at(n));
   copy(ctx, a, h);
   copy(ctx, dc, hc);
-  ctx.synchronize();  // h is pageable memory, changed below
+  ctx.synchronize();                       // h is pageable memory, changed below
+  p.run(ctx, {{"x", a}, {"c", dc}}, {b});  // the first run's buffers, ungated (first loads)
+  ctx.synchronize();
   {
     Gate gate(device());
     gate.block(ctx);
@@ -271,6 +281,8 @@ TEST_P(LazyRebind, RunsAreOrderedAgainstOtherContextsWritingTheOldAndNewBuffers)
   copy(a, x_old, h);
   a.synchronize();
   const auto pause = std::chrono::milliseconds(20);
+  p.run(a, {{"x", x_old}}, {out_old});  // ungated: a kernel's first load waits for the gates
+  a.synchronize();
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const double fresh = 10 + round, later = 100 + round;
@@ -302,7 +314,7 @@ TEST_P(LazyRebind, RunsAreOrderedAgainstOtherContextsWritingTheOldAndNewBuffers)
     for (double v : download(a, out_old)) ASSERT_EQ(v, 2 * old_value + 1);
     old_value = later;  // w2's write, after the run
   }
-  EXPECT_EQ(p.stats().rebinds, 5u);
+  EXPECT_EQ(p.stats().rebinds, 6u);
 }
 
 TEST_P(LazyRebind, AnOutputBoundAsAnInputIsAnErrorAndChangesNothing) {

@@ -261,13 +261,14 @@ TEST(DistGpu, PeerExchangesOfTheDefaultInboxCarryASolvesGhostPlanes) {
   }
 }
 
-TEST(DistGpu, AutomaticExchangesTakeThePeerPathAndAWrongInboxIsRefused) {
+TEST(DistGpu, AutomaticExchangesTakeNcclAndAWrongInboxIsRefused) {
   const int local = Environment::process_count() == 1 ? test::cuda_devices() : 1;
   if (auto why = test::gpus_needed(local, 2); !why.empty()) GTEST_SKIP() << why;
+  // `automatic` takes the engine's exchanges until the peer path has been measured on GPUs.
   const Comm a = gpu_comm(ExchangePath::automatic, "auto exchanges");
-  EXPECT_EQ(a.exchanges(), "peer");
+  EXPECT_EQ(a.exchanges(), "nccl");
   try {
-    const Comm bad = gpu_comm(ExchangePath::automatic, "bad inbox", "12q");
+    const Comm bad = gpu_comm(ExchangePath::peer, "bad inbox", "12q");
     ADD_FAILURE() << "SLUICE_DIST_PEER_INBOX=12q was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("SLUICE_DIST_PEER_INBOX is '12q'"), std::string::npos)

@@ -139,7 +139,9 @@ struct Record {
 }  // namespace
 
 std::unique_ptr<PeerExchange> PeerExchange::make(const DistEngineConfig& config) {
-  if (config.exchange == ExchangePath::engine || config.size < 2) return nullptr;
+  // Asked for only: `automatic` takes the engine's exchanges until the peer path has run on GPUs
+  // (written and tested without one; docs/dist.md, "Peer exchanges").
+  if (config.exchange != ExchangePath::peer || config.size < 2) return nullptr;
   const auto* transport = static_cast<const HostTransport*>(config.transport.get());
   if (transport == nullptr || !transport->procs) return nullptr;
   const ProcComm& procs = *transport->procs;

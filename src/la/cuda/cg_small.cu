@@ -514,13 +514,7 @@ Mode mode_from_env(const OpInfo& op) {
   Mode mode;
   const char* v = std::getenv("SLUICE_CUDA_CG_SMALL");
   if (v == nullptr) return mode;
-  const std::string all(v);
-  std::size_t at = 0;
-  while (at <= all.size()) {
-    const std::size_t end = std::min(all.find(',', at), all.size());
-    const std::string word = all.substr(at, end - at);
-    at = end + 1;
-    if (word.empty() || word == "auto" || word == "1") continue;
+  each_switch_word(v, [&](const std::string& word) {
     if (word == "0" || word == "off") {
       mode.off = true;
     } else if (word == "require") {
@@ -542,7 +536,7 @@ Mode mode_from_env(const OpInfo& op) {
                       "'; use auto, off, block, cluster:N (N = 2, 4, 8, 16) and require",
                   op.where);
     }
-  }
+  });
   return mode;
 }
 

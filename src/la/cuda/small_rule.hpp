@@ -31,6 +31,20 @@ constexpr std::int64_t auto_max_rows(LaStencilKind kind) {
   return kind == LaStencilKind::d2p5 ? kAutoMaxRows2d5 : kAutoMaxRows;
 }
 
+/// Calls `f(word)` for each comma-separated word of a switch's value, skipping the empty words
+/// and those that mean the default (auto, 1).
+template <class F>
+void each_switch_word(const std::string& all, F&& f) {
+  std::size_t at = 0;
+  while (at <= all.size()) {
+    const std::size_t end = std::min(all.find(',', at), all.size());
+    const std::string word = all.substr(at, end - at);
+    at = end + 1;
+    if (word.empty() || word == "auto" || word == "1") continue;
+    f(word);
+  }
+}
+
 /// SLUICE_CUDA_TF_SMALL, comma-separated words: auto, 1 or unset (the size rule), on (wherever the
 /// kernel fits), off or 0 (never), require (with auto or on: a block the kernel does not take is
 /// an Error saying why; it implies on, as SLUICE_CUDA_CG_SMALL's `require` takes any size).
@@ -44,12 +58,7 @@ inline TfMode tf_mode_from(const char* value, const OpInfo& op) {
   TfMode mode;
   if (value == nullptr) return mode;
   const std::string all(value);
-  std::size_t at = 0;
-  while (at <= all.size()) {
-    const std::size_t end = std::min(all.find(',', at), all.size());
-    const std::string word = all.substr(at, end - at);
-    at = end + 1;
-    if (word.empty() || word == "auto" || word == "1") continue;
+  each_switch_word(all, [&](const std::string& word) {
     if (word == "off" || word == "0") {
       mode.off = true;
     } else if (word == "on") {
@@ -62,7 +71,7 @@ inline TfMode tf_mode_from(const char* value, const OpInfo& op) {
                       "'; use auto (the default), on, off and require",
                   op.where);
     }
-  }
+  });
   if (mode.off && (mode.on || mode.require)) {
     throw Error(Errc::invalid_argument,
                 "SLUICE_CUDA_TF_SMALL: '" + all + "' asks for the kernel and turns it off; use one",

@@ -10,9 +10,9 @@ flags are a user's strict ones, so the public headers stay warning-free for them
     compile_doc_blocks.py ROOT CXX [--nvcc NVCC] [--allow-missing-nvcc]
 """
 import argparse
+import concurrent.futures
 import pathlib
 import re
-import concurrent.futures
 import subprocess
 import sys
 import tempfile

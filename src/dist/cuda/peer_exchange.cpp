@@ -129,12 +129,7 @@ std::size_t slot_from_env() {
 }
 
 /// What a process tells the others of each of its ranks.
-struct Record {
-  std::int32_t rank = 0;
-  std::int32_t device = 0;
-  char node[64] = {};
-  cudaIpcMemHandle_t handle{};
-};
+using Record = PeerRecord;
 
 }  // namespace
 
@@ -287,41 +282,12 @@ std::unique_ptr<PeerExchange> PeerExchange::make(const DistEngineConfig& config)
     DeviceGuard guard(loc.device);
     for (int q = 0; q < config.size && reason.empty(); ++q) {
       const Record& r = all[static_cast<std::size_t>(q)];
-      if (q >= first && q < first + count) {  // a rank of this process
-        const Local& other = *px->locals_[static_cast<std::size_t>(q - first)];
-        loc.inboxes[static_cast<std::size_t>(q)] = other.inbox;
-        if (other.device == loc.device) continue;
-        int can = 0;
-        if (cudaDeviceCanAccessPeer(&can, loc.device, other.device) != cudaSuccess || can == 0) {
-          cuda::clear_error();
-          reason = "cuda:" + std::to_string(loc.device) +
-                   " cannot reach the memory of cuda:" + std::to_string(other.device) +
-                   " (no peer access)";
-          continue;
-        }
-        const cudaError_t e = cudaDeviceEnablePeerAccess(other.device, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          cuda::clear_error();
-        } else {
-          reason = peer_why(e, "cudaDeviceEnablePeerAccess", loc.device);
-        }
-        continue;
-      }
-      if (std::strncmp(r.node, node.c_str(), sizeof r.node - 1) != 0) {
-        reason = "rank " + std::to_string(q) + " runs on node " + std::string(r.node) +
-                 " and rank " + std::to_string(loc.rank) + " on " + node;
-        continue;
-      }
-      void* mapped = nullptr;
-      const cudaError_t e = cudaIpcOpenMemHandle(&mapped, r.handle, cudaIpcMemLazyEnablePeerAccess);
-      if (e != cudaSuccess) {
-        reason = peer_why(e, "cudaIpcOpenMemHandle", loc.device) + " (rank " +
-                 std::to_string(loc.rank) + " opening rank " + std::to_string(q) +
-                 "'s inbox, on cuda:" + std::to_string(r.device) + " of its process)";
-        continue;
-      }
-      loc.opened.push_back(mapped);
-      loc.inboxes[static_cast<std::size_t>(q)] = static_cast<char*>(mapped);
+      const bool in_process = q >= first && q < first + count;
+      const Local* other =
+          in_process ? px->locals_[static_cast<std::size_t>(q - first)].get() : nullptr;
+      loc.inboxes[static_cast<std::size_t>(q)] =
+          reach_rank(loc.device, loc.rank, q, r, in_process, other ? other->inbox : nullptr,
+                     other ? other->device : -1, node, "inbox", loc.opened, reason);
     }
   }
 

@@ -49,12 +49,7 @@ namespace {
 using sluice::detail::cuda::DeviceGuard;
 
 /// What a process tells the others of each of its ranks.
-struct Record {
-  std::int32_t rank = 0;
-  std::int32_t device = 0;
-  char node[64] = {};
-  cudaIpcMemHandle_t handle{};
-};
+using Record = PeerRecord;
 
 }  // namespace
 
@@ -151,41 +146,11 @@ std::unique_ptr<PeerReduce> PeerReduce::make(const DistEngineConfig& config) {
     DeviceGuard guard(loc.device);
     for (int q = 0; q < config.size && reason.empty(); ++q) {
       const Record& r = all[static_cast<std::size_t>(q)];
-      if (q >= first && q < first + count) {  // a rank of this process
-        const Local& other = pr->locals_[static_cast<std::size_t>(q - first)];
-        table[static_cast<std::size_t>(q)] = other.mailbox;
-        if (other.device == loc.device) continue;
-        int can = 0;
-        if (cudaDeviceCanAccessPeer(&can, loc.device, other.device) != cudaSuccess || can == 0) {
-          cuda::clear_error();
-          reason = "cuda:" + std::to_string(loc.device) +
-                   " cannot reach the memory of cuda:" + std::to_string(other.device) +
-                   " (no peer access)";
-          continue;
-        }
-        const cudaError_t e = cudaDeviceEnablePeerAccess(other.device, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          cuda::clear_error();
-        } else {
-          reason = peer_why(e, "cudaDeviceEnablePeerAccess", loc.device);
-        }
-        continue;
-      }
-      if (std::strncmp(r.node, node.c_str(), sizeof r.node - 1) != 0) {
-        reason = "rank " + std::to_string(q) + " runs on node " + std::string(r.node) +
-                 " and rank " + std::to_string(loc.rank) + " on " + node;
-        continue;
-      }
-      void* mapped = nullptr;
-      const cudaError_t e = cudaIpcOpenMemHandle(&mapped, r.handle, cudaIpcMemLazyEnablePeerAccess);
-      if (e != cudaSuccess) {
-        reason = peer_why(e, "cudaIpcOpenMemHandle", loc.device) + " (rank " +
-                 std::to_string(loc.rank) + " opening rank " + std::to_string(q) +
-                 "'s memory, on cuda:" + std::to_string(r.device) + " of its process)";
-        continue;
-      }
-      loc.opened.push_back(mapped);
-      table[static_cast<std::size_t>(q)] = static_cast<char*>(mapped);
+      const bool in_process = q >= first && q < first + count;
+      const Local* other = in_process ? &pr->locals_[static_cast<std::size_t>(q - first)] : nullptr;
+      table[static_cast<std::size_t>(q)] =
+          reach_rank(loc.device, loc.rank, q, r, in_process, other ? other->mailbox : nullptr,
+                     other ? other->device : -1, node, "memory", loc.opened, reason);
     }
     if (reason.empty()) {
       reason = peer_why(cudaMemcpyAsync(loc.table, table.data(), table.size() * sizeof(char*),

@@ -19,6 +19,7 @@
 
 #include "dist/comm_state.hpp"
 #include "dist_test_util.hpp"
+#include "scoped_env.hpp"
 #include "sluice/dist.hpp"
 #include "sluice/error.hpp"
 #include "sluice/memory.hpp"
@@ -26,32 +27,7 @@
 namespace sluice::dist {
 namespace {
 
-/// Sets an environment variable for a scope (back as it was after).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) saved_ = v, had_ = true;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, saved_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
+using sluice::test::ScopedEnv;
 
 /// Every process's ranks on GPUs of their own (alone: every GPU; under mpirun: one each), with
 /// the exchanges on `path` and an inbox slot of `inbox` bytes (SLUICE_DIST_PEER_INBOX; null:

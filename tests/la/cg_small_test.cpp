@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backend_param.hpp"
+#include "scoped_env.hpp"
 #include "sluice/la.hpp"
 
 namespace sluice::test {
@@ -21,27 +22,7 @@ namespace {
 
 using namespace sluice::la;  // NOLINT: the layer under test
 
-/// Sets an environment variable for its lifetime (the kernel reads it at every block).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sluice::test::ScopedEnv;
 
 class CgSmallTest : public BackendTest {
  protected:

@@ -16,6 +16,7 @@
 #include "core/context_impl.hpp"
 #include "deps/issue.hpp"
 #include "ksp_test_fixture.hpp"
+#include "scoped_env.hpp"
 #include "sluice/ext/la_kernels.hpp"
 
 namespace sluice::test {
@@ -26,27 +27,7 @@ using detail::LaMatvecArgs;
 using detail::LaStencil;
 using detail::LaStencilKind;
 
-/// Sets an environment variable for its lifetime (the cuda kernels read it at every product).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sluice::test::ScopedEnv;
 
 struct Shape {
   LaStencilKind kind;

@@ -101,6 +101,43 @@ SplitRows split_rows(const HostCsr& rows, std::int64_t start, std::int64_t end,
   return out;
 }
 
+/// The runs of A_o's nonempty rows (MatBlock::off_runs): gaps of fewer than kRunGap empty rows
+/// are bridged (scanning them costs less than another operation); none where there would be more
+/// than kMaxRuns runs or they would cover half the rows.
+std::vector<std::pair<std::int64_t, HostCsr>> off_row_runs(const HostCsr& off) {
+  constexpr std::int64_t kRunGap = 256;
+  constexpr std::size_t kMaxRuns = 8;
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;  // [first, end)
+  for (std::int64_t i = 0; i < off.rows; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    if (off.row_ptr[u + 1] == off.row_ptr[u]) continue;
+    if (!runs.empty() && i - runs.back().second < kRunGap) {
+      runs.back().second = i + 1;
+    } else {
+      runs.emplace_back(i, i + 1);
+    }
+  }
+  std::int64_t covered = 0;
+  for (const auto& [first, end] : runs) covered += end - first;
+  std::vector<std::pair<std::int64_t, HostCsr>> out;
+  if (runs.empty() || runs.size() > kMaxRuns || 2 * covered >= off.rows) return out;
+  for (const auto& [first, end] : runs) {
+    HostCsr sub;
+    sub.rows = end - first;
+    sub.cols = off.cols;
+    const auto base = off.row_ptr[static_cast<std::size_t>(first)];
+    for (std::int64_t i = first; i < end; ++i) {
+      sub.row_ptr.push_back(off.row_ptr[static_cast<std::size_t>(i) + 1] - base);
+    }
+    sub.col.assign(off.col.begin() + base,
+                   off.col.begin() + off.row_ptr[static_cast<std::size_t>(end)]);
+    sub.val.assign(off.val.begin() + base,
+                   off.val.begin() + off.row_ptr[static_cast<std::size_t>(end)]);
+    out.emplace_back(first, std::move(sub));
+  }
+  return out;
+}
+
 /// MPIAIJ from each local rank's rows (global columns): the blocks, the ghost plan (requests
 /// sent to the owners of the ghost columns, whose answers become their send lists), uploads.
 std::shared_ptr<MatImpl> assemble(const Comm& comm, Layout layout, std::vector<HostCsr> rows,
@@ -165,6 +202,10 @@ std::shared_ptr<MatImpl> assemble(const Comm& comm, Layout layout, std::vector<H
     block.planes = 0;
     block.diag = la::Mat(sluice::detail::la::make_csr(ctx, std::move(sp.diag), loc));
     if (block.ghosts > 0) {
+      for (auto& [first, sub] : off_row_runs(sp.off)) {
+        block.off_runs.push_back(
+            {first, la::Mat(sluice::detail::la::make_csr(ctx, std::move(sub), loc))});
+      }
       block.off = la::Mat(sluice::detail::la::make_csr(ctx, std::move(sp.off), loc));
     }
     if (!index.empty()) {

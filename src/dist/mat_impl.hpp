@@ -24,8 +24,18 @@ inline constexpr int kParts = 3;
 
 /// One local rank's share of a distributed matrix.
 struct MatBlock {
-  la::Mat diag;          // a stencil: the rank's planes, open where a neighbour rank lies; else A_d
-  la::Mat off;           // assembled: A_o over the ghost columns (empty if none)
+  la::Mat diag;  // a stencil: the rank's planes, open where a neighbour rank lies; else A_d
+  la::Mat off;   // assembled: A_o over the ghost columns (empty if none)
+  /// Assembled: A_o's rows that hold entries, as a few runs of consecutive rows (each its own
+  /// matrix, rows [first, first + rows)), where they are few and cover under half the rows: a
+  /// banded matrix split by rows has its ghost columns in its first and last rows only, and a
+  /// product over every row of A_o costs as much as one over A_d's entries (PETSc keeps A_o's
+  /// nonempty rows compressed for the same reason). Empty: the product runs over `off`.
+  struct OffRun {
+    std::int64_t first = 0;
+    la::Mat m;
+  };
+  std::vector<OffRun> off_runs;
   Context exchange_ctx;  // where this rank's ghost exchanges run, beside the products
   // Stencil: the neighbour ranks along the slowest dimension (-1: none).
   int lo = -1, hi = -1;

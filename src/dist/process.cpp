@@ -157,6 +157,15 @@ void ProcComm::exchange(std::span<const Message> sends, std::span<const Message>
                 std::string(what) + ": a message to another process in a build without MPI");
   }
 }
+struct ProcComm::Pending {};
+std::shared_ptr<ProcComm::Pending> ProcComm::exchange_start(std::span<const Message> sends,
+                                                            std::span<const Message> recvs,
+                                                            DistType type,
+                                                            std::string_view what) const {
+  exchange(sends, recvs, type, what);
+  return std::make_shared<Pending>();
+}
+void ProcComm::exchange_finish(Pending&, std::string_view) const {}
 
 #else
 
@@ -687,28 +696,64 @@ void ProcComm::check_signature(const DistSignature& sig, std::string_view what) 
   }
 }
 
-void ProcComm::exchange(std::span<const Message> sends, std::span<const Message> recvs,
-                        DistType type, std::string_view what) const {
-  std::vector<MPI_Request> requests(sends.size() + recvs.size(), MPI_REQUEST_NULL);
-  std::vector<MPI_Status> statuses(requests.size());
-  const MPI_Datatype t = mpi_type(type);
-  {
+/// A started exchange: its requests (receives first) and what the receives expect.
+struct ProcComm::Pending {
+  std::vector<MPI_Request> requests;
+  std::vector<Message> recvs;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  bool finished = false;
+
+  Pending() = default;
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
+  ~Pending() {
+    if (finished) return;
+    // Dropped unfinished (its operation failed or never ran): nothing may still write into
+    // buffers that are about to be reused.
     MpiLock lock;
-    std::size_t k = 0;
-    // A longer message than a receive expects fails with MPI's truncation error; a shorter one
-    // is caught below.
-    for (const auto& m : recvs) {
-      check(MPI_Irecv(m.data, static_cast<int>(m.count), t, m.process, m.tag, impl_->p2p,
-                      &requests[k++]),
-            what);
-    }
-    for (const auto& m : sends) {
-      check(MPI_Isend(m.data, static_cast<int>(m.count), t, m.process, m.tag, impl_->p2p,
-                      &requests[k++]),
-            what);
+    for (auto& r : requests) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
     }
   }
-  wait_all(requests, statuses, what, [&](std::size_t k, int code) -> std::string {
+};
+
+void ProcComm::exchange(std::span<const Message> sends, std::span<const Message> recvs,
+                        DistType type, std::string_view what) const {
+  const auto pending = exchange_start(sends, recvs, type, what);
+  exchange_finish(*pending, what);
+}
+
+std::shared_ptr<ProcComm::Pending> ProcComm::exchange_start(std::span<const Message> sends,
+                                                            std::span<const Message> recvs,
+                                                            DistType type,
+                                                            std::string_view what) const {
+  auto p = std::make_shared<Pending>();
+  p->requests.assign(sends.size() + recvs.size(), MPI_REQUEST_NULL);
+  p->recvs.assign(recvs.begin(), recvs.end());
+  p->type = mpi_type(type);
+  MpiLock lock;
+  std::size_t k = 0;
+  // A longer message than a receive expects fails with MPI's truncation error; a shorter one
+  // is caught in exchange_finish.
+  for (const auto& m : recvs) {
+    check(MPI_Irecv(m.data, static_cast<int>(m.count), p->type, m.process, m.tag, impl_->p2p,
+                    &p->requests[k++]),
+          what);
+  }
+  for (const auto& m : sends) {
+    check(MPI_Isend(m.data, static_cast<int>(m.count), p->type, m.process, m.tag, impl_->p2p,
+                    &p->requests[k++]),
+          what);
+  }
+  return p;
+}
+
+void ProcComm::exchange_finish(Pending& p, std::string_view what) const {
+  const auto& recvs = p.recvs;
+  std::vector<MPI_Status> statuses(p.requests.size());
+  wait_all(p.requests, statuses, what, [&](std::size_t k, int code) -> std::string {
     int cls = code;
     MPI_Error_class(code, &cls);
     if (k >= recvs.size() || cls != MPI_ERR_TRUNCATE) return {};
@@ -716,9 +761,10 @@ void ProcComm::exchange(std::span<const Message> sends, std::span<const Message>
            " sent more than the " + std::to_string(recvs[k].count) + " elements process " +
            std::to_string(rank_) + " expected";
   });
+  p.finished = true;
   for (std::size_t k = 0; k < recvs.size(); ++k) {
     int got = 0;
-    MPI_Get_count(&statuses[k], t, &got);
+    MPI_Get_count(&statuses[k], p.type, &got);
     if (static_cast<std::size_t>(got) != recvs[k].count) {
       const std::string message =
           std::string(what) + ": process " + std::to_string(recvs[k].process) + " sent " +

@@ -131,6 +131,14 @@ class ProcComm {
   /// fails (naming both).
   void exchange(std::span<const Message> sends, std::span<const Message> recvs, DistType type,
                 std::string_view what) const;
+  /// An exchange in two halves: `exchange_start` posts every receive and send and returns at
+  /// once; `exchange_finish` waits for them (and checks the counts). The buffers stay the
+  /// exchange's until it finished. A started exchange dropped unfinished is cancelled.
+  struct Pending;
+  [[nodiscard]] std::shared_ptr<Pending> exchange_start(std::span<const Message> sends,
+                                                        std::span<const Message> recvs,
+                                                        DistType type, std::string_view what) const;
+  void exchange_finish(Pending& pending, std::string_view what) const;
 
   [[nodiscard]] Impl& impl() const noexcept { return *impl_; }
   /// Made by world() and from_handle() (Impl is process.cpp's).

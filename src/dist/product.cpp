@@ -14,7 +14,10 @@
 // residual update subtracts twice; a dot product (CG's p'w) is a reduction of its own after.
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,12 +81,55 @@ bool separate_exchanges() {
   return separate;
 }
 
+/// A ghost exchange issued in two halves on the product's own context, where the engine splits
+/// exchanges (DistEngine::splits_exchanges: the host's): `start` before the work that reads no
+/// ghost, `finish` after it. Both declare the exchange's accesses, so nothing else touches its
+/// buffers in between. Each exchange has a key of its own (two products issued at once from two
+/// threads never mix their halves).
+class SplitExchange {
+ public:
+  SplitExchange(const CommState& st, int local, const Context& ctx, std::source_location loc)
+      : st_(st), local_(local), ctx_(ctx), loc_(loc), key_(next_key()) {}
+
+  void start(std::vector<DistExchangePart> parts, AccessList acc, std::string_view what) {
+    parts_ = std::move(parts);
+    acc_ = acc;
+    st_.issue(local_, ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) {
+      st_.engine->exchange_start(s, local_, parts_, DistType::f64, key_, op);
+    });
+  }
+  void finish(std::string_view what) {
+    AccessList acc = acc_;
+    st_.issue(local_, ctx_, acc, what, loc_, [&](Stream& s, const OpInfo& op) {
+      st_.engine->exchange_finish(s, local_, key_, op);
+    });
+  }
+
+ private:
+  static const void* next_key() {
+    static std::atomic<std::uintptr_t> counter{0};
+    return reinterpret_cast<const void*>(counter.fetch_add(1, std::memory_order_relaxed) + 1);
+  }
+
+  const CommState& st_;
+  int local_;
+  const Context& ctx_;
+  std::source_location loc_;
+  const void* key_;
+  std::vector<DistExchangePart> parts_;
+  AccessList acc_;
+};
+
+bool splits_exchanges(const MatImpl& A) {
+  return A.state().engine->splits_exchanges();
+}
+
 /// Fills the ghost planes of every vector of `vs` from the neighbour ranks (and sends them its
 /// boundary planes), on the rank's exchange context: one operation for all (with NCCL, one
 /// group: one launch instead of one per vector).
 void exchange_planes(const MatImpl& A, int local, const MatBlock& b,
                      std::span<const la::Vec* const> vs, const Context& ctx,
-                     std::source_location loc) {
+                     std::source_location loc, SplitExchange* split = nullptr) {
   if (vs.empty() || (b.lo < 0 && b.hi < 0)) return;
   const CommState& st = A.state();
   const auto P = static_cast<std::size_t>(A.plane);
@@ -111,6 +157,11 @@ void exchange_planes(const MatImpl& A, int local, const MatBlock& b,
     double* base = v.buffer().data();
     parts.push_back({base, pl.sends, base, pl.recvs});
   }
+  if (split != nullptr) {
+    // The segments' storage (`planes`) must outlive the issue only: the engine copies them.
+    split->start(std::move(parts), acc, "dist ghost planes");
+    return;
+  }
   join_capture(b, ctx, loc);
   st.issue(local, b.exchange_ctx, acc, "dist ghost planes", loc, [&](Stream& s, const OpInfo& op) {
     st.engine->exchange_parts(s, local, parts, DistType::f64, op);
@@ -136,7 +187,11 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   for (const la::Vec* v : {x, x2}) {
     if (v != nullptr) ghosted.push_back(v);
   }
-  if (separate_exchanges()) {
+  std::optional<SplitExchange> split;
+  if (splits_exchanges(A) && (b.lo >= 0 || b.hi >= 0) && !ghosted.empty()) {
+    split.emplace(A.state(), local, ctx, loc);
+    exchange_planes(A, local, b, ghosted, ctx, loc, &*split);
+  } else if (separate_exchanges()) {
     for (const la::Vec* v : ghosted) exchange_planes(A, local, b, {&v, 1}, ctx, loc);
   } else {
     exchange_planes(A, local, b, ghosted, ctx, loc);
@@ -178,6 +233,7 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
                   [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
   };
   if (!A.split) {
+    if (split) split->finish("dist ghost planes (finish)");
     pass(0, b.planes, b.lo >= 0, b.hi >= 0, 0);  // after the exchange
     return nsums > 0 ? 1 : 0;
   }
@@ -185,16 +241,16 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   // the host issues each product as it goes, a grid on all of them starts before the exchange's
   // kernels, which then wait for its end: docs/dist.md).
   pass(1, b.planes - 2, true, true, 0, b.lo >= 0 || b.hi >= 0 ? m.spare_sms : 0);
+  if (split) split->finish("dist ghost planes (finish)");
   pass(0, 1, b.lo >= 0, true, 1);
   pass(b.planes - 1, 1, true, b.hi >= 0, 2);
   return nsums > 0 ? kParts : 0;
 }
 
-/// Packs the values of `v` other ranks need and exchanges them into input slot `slot`'s ghost
-/// buffer; returns the ghost buffer.
-const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const MatBlock& b,
-                                            int slot, const la::Vec& v, const Context& ctx,
-                                            std::source_location loc) {
+/// Packs the values of `v` other ranks need into input slot `slot`'s send buffer (making the
+/// slot's buffers on first use); returns the slot.
+MatBlock::Slot& pack_ghosts(const MatImpl& A, const MatBlock& b, int slot, const la::Vec& v,
+                            const Context& ctx, std::source_location loc) {
   const CommState& st = A.state();
   auto& s = b.slots[static_cast<std::size_t>(slot)];
   const std::size_t packed = b.send_index.size();
@@ -213,14 +269,29 @@ const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const M
         ctx.impl(), acc, "dist pack ghost values", loc,
         [&](Stream& stream, const OpInfo& op) { k.gather(stream, dst, src, index, packed, op); });
   }
-  join_capture(b, ctx, loc);
-  AccessList acc;
+  return s;
+}
+
+/// The accesses of slot `s`'s exchange: its packed values read, its ghosts written.
+void mark_exchange(const MatBlock& b, const MatBlock::Slot& s, AccessList& acc) {
   for (const auto& seg : b.sends) {
     acc.read(s.packed.object_id(), {seg.offset * kDouble, seg.count * kDouble});
   }
   for (const auto& seg : b.recvs) {
     acc.write(s.ghost.object_id(), {seg.offset * kDouble, seg.count * kDouble});
   }
+}
+
+/// Packs the values of `v` other ranks need and exchanges them into input slot `slot`'s ghost
+/// buffer, on the rank's exchange context; returns the ghost buffer.
+const DeviceBuffer<double>& exchange_ghosts(const MatImpl& A, int local, const MatBlock& b,
+                                            int slot, const la::Vec& v, const Context& ctx,
+                                            std::source_location loc) {
+  const CommState& st = A.state();
+  auto& s = pack_ghosts(A, b, slot, v, ctx, loc);
+  join_capture(b, ctx, loc);
+  AccessList acc;
+  mark_exchange(b, s, acc);
   st.issue(local, b.exchange_ctx, acc, "dist ghost values", loc,
            [&](Stream& stream, const OpInfo& op) {
              st.engine->exchange(stream, local, s.packed.data(), b.sends, s.ghost.data(), b.recvs,
@@ -245,12 +316,28 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
     issue_tracked(ctx.impl(), a, what, loc,
                   [&](Stream& s, const OpInfo& op) { k.matvec(s, p, op); });
   };
-  // The ghosts first: their exchange runs while the diagonal block's product does.
+  // The ghosts first: their exchange runs while the diagonal block's product does (on the
+  // exchange context, or started here and finished after it: SplitExchange).
   const DeviceBuffer<double>* ghost[3] = {nullptr, nullptr, nullptr};
+  std::optional<SplitExchange> split;
   if (!b.sends.empty() || b.ghosts > 0) {
-    for (int slot = 0; slot < 3; ++slot) {
-      if (inputs[slot] != nullptr)
-        ghost[slot] = &exchange_ghosts(A, local, b, slot, *inputs[slot], ctx, loc);
+    if (splits_exchanges(A)) {
+      split.emplace(A.state(), local, ctx, loc);
+      std::vector<DistExchangePart> parts;
+      AccessList a;
+      for (int slot = 0; slot < 3; ++slot) {
+        if (inputs[slot] == nullptr) continue;
+        auto& s = pack_ghosts(A, b, slot, *inputs[slot], ctx, loc);
+        mark_exchange(b, s, a);
+        parts.push_back({s.packed.data(), b.sends, s.ghost.data(), b.recvs});
+        ghost[slot] = &s.ghost;
+      }
+      split->start(std::move(parts), a, "dist ghost values");
+    } else {
+      for (int slot = 0; slot < 3; ++slot) {
+        if (inputs[slot] != nullptr)
+          ghost[slot] = &exchange_ghosts(A, local, b, slot, *inputs[slot], ctx, loc);
+      }
     }
   }
   if (b.ghosts == 0) {  // this rank's rows read no other rank's values
@@ -259,6 +346,7 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
     m.A = b.diag.impl()->op(a);
     if (nsums > 0) m.sums.out = sums(a, 0);
     issue(a, m);
+    if (split) split->finish("dist ghost values (finish)");  // its sends, to the ranks that read
     return nsums > 0 ? 1 : 0;
   }
   // The diagonal block's product (its epilogue's sums, if any, discarded).
@@ -271,11 +359,13 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
     p.sums.out = nullptr;
     issue(a, p);
   }
-  // The off-diagonal block's, added on.
-  {
+  if (split) split->finish("dist ghost values (finish)");
+  // The off-diagonal block's, added on: over its runs of nonempty rows where it has them and
+  // the epilogue sums nothing over the rows (a residual's norm needs every row), else whole.
+  auto off_product = [&](const la::Mat& part, std::int64_t first) {
     LaMatvecArgs p = m;
     AccessList a = acc;
-    p.A = b.off.impl()->op(a);
+    p.A = part.impl()->op(a);
     p.x = a.read(*ghost[0]);
     if (m.x2 != nullptr) p.x2 = a.read(*ghost[1]);
     if (m.right.v != nullptr) p.right.v = a.read(*ghost[2]);
@@ -294,7 +384,16 @@ int csr_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArgs m,
         if (nsums > 0) p.sums.out = sums(a, 0);
         break;
     }
+    const auto shift = static_cast<std::ptrdiff_t>(first);
+    p.y += shift;
+    if (p.z != nullptr) p.z += shift;
+    if (p.left.v != nullptr) p.left.v += shift;
     issue(a, p);
+  };
+  if (!b.off_runs.empty() && m.epilogue != LaEpilogue::residual) {
+    for (const auto& run : b.off_runs) off_product(run.m, run.first);
+  } else {
+    off_product(b.off, 0);
   }
   if (m.epilogue == LaEpilogue::store_dot) {
     LaReduceArgs r;

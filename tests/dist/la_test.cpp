@@ -180,6 +180,24 @@ TEST(DistMat, AssembledProductsEqualOneContexts) {
       all.push_back({(i * 5 + 1) % n, i, 0.5});
     }
     check_product(c, Mat::from_triplets(c, n, mine), la::Mat::from_triplets(ctx, n, n, all), false);
+    // A band with a few long couplings: each rank's ghost columns sit in a few runs of its rows
+    // (some bridged over short gaps, some not), which its off-diagonal product visits alone.
+    const std::int64_t nb = 1200;
+    std::vector<la::Triplet> band, band_mine;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      std::vector<la::Triplet> row{{i, i, 4.0}};
+      if (i > 0) row.push_back({i, i - 1, -1.0});
+      if (i + 1 < nb) row.push_back({i, i + 1, -1.0});
+      if (i < 5) row.push_back({i, nb - 1 - i, 0.25});
+      if (i >= 400 && i < 403) row.push_back({i, (i + 500) % nb, 0.5});
+      if (i >= 1000 && i < 1002) row.push_back({i, i - 900, -0.75});
+      band.insert(band.end(), row.begin(), row.end());
+      if (i % c.processes() == Environment::process_rank()) {
+        band_mine.insert(band_mine.end(), row.begin(), row.end());
+      }
+    }
+    check_product(c, Mat::from_triplets(c, nb, band_mine),
+                  la::Mat::from_triplets(ctx, nb, nb, band), false);
   }
 }
 

@@ -147,6 +147,26 @@ class DistEngine {
       exchange(stream, local, p.send, p.sends, p.recv, p.recvs, type, info);
   }
 
+  /// Whether the dist layer should run its ghost exchanges in two halves on the product's own
+  /// stream (exchange_start before the work that reads no ghost, exchange_finish after it)
+  /// rather than as one operation on a stream of their own. The host engine does: there a second
+  /// stream is a second thread, which must win a core before its messages move, while the ranks'
+  /// products keep every core busy (docs/dist.md, "Results (host)").
+  [[nodiscard]] virtual bool splits_exchanges() const noexcept { return false; }
+  /// The first half of exchange_parts: sends on their way and receives posted; returns at once
+  /// where the engine can. The receive buffers are written, and the send buffers read, until the
+  /// exchange_finish of the same `key` on the same stream, which comes before the next start of
+  /// that key. By default the whole exchange (and exchange_finish does nothing).
+  virtual void exchange_start(Stream& stream, int local, std::span<const DistExchangePart> parts,
+                              DistType type, const void* key, const OpInfo& info) {
+    (void)key;
+    exchange_parts(stream, local, parts, type, info);
+  }
+  /// Waits for the exchange exchange_start(key) began (see there).
+  virtual void exchange_finish(Stream& stream, int local, const void* key, const OpInfo& info) {
+    (void)stream, (void)local, (void)key, (void)info;
+  }
+
   /// The most doubles per rank `gather_finalize` takes; 0 where the engine has no such path
   /// (the caller then issues `allgather` and `DistKernels::finalize`). The same on every rank.
   [[nodiscard]] virtual std::size_t fused_gather_capacity() const noexcept { return 0; }

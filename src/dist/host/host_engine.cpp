@@ -127,6 +127,44 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
         info);
   }
 
+  bool splits_exchanges() const noexcept override { return true; }
+
+  void exchange_start(Stream& stream, int local, std::span<const DistExchangePart> parts,
+                      DistType type, const void* key, const OpInfo& info) override {
+    stream.host_task(
+        [self = shared_from_this(), local, type, key, owned = own(parts),
+         what = std::string(info.what)] {
+          Started st = self->start_exchange(local, owned, type, what);
+          std::lock_guard lock(self->mutex_);
+          auto [it, fresh] = self->started_.try_emplace({local, key});
+          if (!fresh) {
+            // The last one with this key never finished (its stream failed before): its
+            // messages are cancelled as it is dropped.
+            it->second = {};
+          }
+          it->second = std::move(st);
+        },
+        info);
+  }
+
+  void exchange_finish(Stream& stream, int local, const void* key, const OpInfo& info) override {
+    stream.host_task(
+        [self = shared_from_this(), local, key, what = std::string(info.what)] {
+          Started st;
+          {
+            std::lock_guard lock(self->mutex_);
+            const auto it = self->started_.find({local, key});
+            if (it == self->started_.end()) {
+              throw Error(Errc::invalid_state, what + ": no exchange was started here");
+            }
+            st = std::move(it->second);
+            self->started_.erase(it);
+          }
+          self->finish_exchange(local, st, what);
+        },
+        info);
+  }
+
  private:
   /// A collective's meeting point: the k-th collective of every local rank.
   struct Slot {
@@ -283,67 +321,113 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
     }
   }
 
+  /// One part of an exchange as its host task keeps it (the caller's spans do not outlive the
+  /// call that issued it).
+  struct OwnedPart {
+    const void* send = nullptr;
+    std::vector<DistSegment> sends;
+    void* recv = nullptr;
+    std::vector<DistSegment> recvs;
+  };
+  /// An exchange between its start and its finish.
+  struct Started {
+    std::shared_ptr<ProcComm::Pending> remote;  // the messages to and from other processes
+    std::vector<std::shared_ptr<Post>> posted;  // sends to local ranks, until they are taken
+    std::vector<std::pair<DistSegment, std::byte*>> local_recvs;  // and their destinations
+    std::size_t elem = 0;
+  };
+
+  static std::vector<OwnedPart> own(std::span<const DistExchangePart> parts) {
+    std::vector<OwnedPart> owned;
+    for (const auto& p : parts) {
+      owned.push_back(
+          {p.send, {p.sends.begin(), p.sends.end()}, p.recv, {p.recvs.begin(), p.recvs.end()}});
+    }
+    return owned;
+  }
+
   void run_exchange(int local, const void* send, const std::vector<DistSegment>& sends, void* recv,
                     const std::vector<DistSegment>& recvs, DistType type, const std::string& what) {
+    const OwnedPart part{send, sends, recv, recvs};
+    Started started = start_exchange(local, {&part, 1}, type, what);
+    finish_exchange(local, started, what);
+  }
+
+  /// Posts the parts' sends (to local ranks first, so that no rank waits for one that waits for
+  /// it) and every receive; waits for nothing.
+  Started start_exchange(int local, std::span<const OwnedPart> parts, DistType type,
+                         const std::string& what) {
     throw_if_failed(what);
-    const std::size_t elem = dist_type_size(type);
+    Started st;
+    st.elem = dist_type_size(type);
     const int me = ranks_[static_cast<std::size_t>(local)];
     const int my_process = procs_->rank();
     std::vector<ProcComm::Message> remote_sends, remote_recvs;
-    std::vector<std::shared_ptr<Post>> posted;
-    std::vector<const DistSegment*> local_recvs;
-    // Local sends are posted first, so that no rank waits for one that waits for it.
     {
       std::lock_guard lock(mutex_);
-      for (const auto& s : sends) {
-        const auto* data = static_cast<const std::byte*>(send) + s.offset * elem;
-        if (map_.process_of(s.peer) == my_process) {
-          auto post = std::make_shared<Post>();
-          post->data = data;
-          post->bytes = s.count * elem;
-          mailboxes_[{me, s.peer}].push_back(post);
-          posted.push_back(std::move(post));
-        } else {
-          remote_sends.push_back({map_.process_of(s.peer), tag(local, map_.local_of(s.peer)),
-                                  const_cast<std::byte*>(data), s.count});
+      for (const auto& part : parts) {
+        for (const auto& s : part.sends) {
+          const auto* data = static_cast<const std::byte*>(part.send) + s.offset * st.elem;
+          if (map_.process_of(s.peer) == my_process) {
+            auto post = std::make_shared<Post>();
+            post->data = data;
+            post->bytes = s.count * st.elem;
+            mailboxes_[{me, s.peer}].push_back(post);
+            st.posted.push_back(std::move(post));
+          } else {
+            remote_sends.push_back({map_.process_of(s.peer), tag(local, map_.local_of(s.peer)),
+                                    const_cast<std::byte*>(data), s.count});
+          }
         }
       }
       cv_.notify_all();
     }
-    for (const auto& r : recvs) {
-      if (map_.process_of(r.peer) == my_process) {
-        local_recvs.push_back(&r);
-      } else {
-        remote_recvs.push_back({map_.process_of(r.peer), tag(map_.local_of(r.peer), local),
-                                static_cast<std::byte*>(recv) + r.offset * elem, r.count});
+    for (const auto& part : parts) {
+      for (const auto& r : part.recvs) {
+        if (map_.process_of(r.peer) == my_process) {
+          st.local_recvs.emplace_back(r, static_cast<std::byte*>(part.recv));
+        } else {
+          remote_recvs.push_back({map_.process_of(r.peer), tag(map_.local_of(r.peer), local),
+                                  static_cast<std::byte*>(part.recv) + r.offset * st.elem,
+                                  r.count});
+        }
       }
     }
     if (!remote_sends.empty() || !remote_recvs.empty()) {
-      procs_->exchange(remote_sends, remote_recvs, type, what);
+      st.remote = procs_->exchange_start(remote_sends, remote_recvs, type, what);
     }
+    return st;
+  }
+
+  /// Waits for the messages of other processes, takes those of local ranks, and waits until the
+  /// local ranks took this rank's.
+  void finish_exchange(int local, Started& st, const std::string& what) {
+    const std::size_t elem = st.elem;
+    const int me = ranks_[static_cast<std::size_t>(local)];
+    if (st.remote != nullptr) procs_->exchange_finish(*st.remote, what);
     std::unique_lock lock(mutex_);
-    for (const DistSegment* r : local_recvs) {
-      auto& box = mailboxes_[{r->peer, me}];
+    for (const auto& [r, base] : st.local_recvs) {
+      auto& box = mailboxes_[{r.peer, me}];
       wait_locked(
           lock, [&] { return !box.empty(); }, what);
       auto post = box.front();
       box.pop_front();
-      const std::size_t bytes = r->count * elem;
+      const std::size_t bytes = r.count * elem;
       if (post->bytes != bytes) {
-        const std::string message = what + ": rank " + std::to_string(r->peer) + " sent " +
+        const std::string message = what + ": rank " + std::to_string(r.peer) + " sent " +
                                     std::to_string(post->bytes / elem) + " elements where rank " +
-                                    std::to_string(me) + " expected " + std::to_string(r->count);
+                                    std::to_string(me) + " expected " + std::to_string(r.count);
         post->error = message;
         post->taken = true;
         cv_.notify_all();
         fail_process(message, true);
         throw Error(Errc::invalid_argument, message);
       }
-      std::memcpy(static_cast<std::byte*>(recv) + r->offset * elem, post->data, bytes);
+      std::memcpy(base + r.offset * elem, post->data, bytes);
       post->taken = true;
       cv_.notify_all();
     }
-    for (const auto& post : posted) {
+    for (const auto& post : st.posted) {
       wait_locked(
           lock, [&] { return post->taken; }, what);
       if (!post->error.empty()) throw Error(Errc::invalid_argument, post->error);
@@ -362,6 +446,7 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   std::vector<std::uint64_t> next_;  // per local rank: its next collective's number
   std::map<std::uint64_t, Slot> slots_;
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Post>>> mailboxes_;
+  std::map<std::pair<int, const void*>, Started> started_;  // exchanges between their halves
 };
 
 }  // namespace

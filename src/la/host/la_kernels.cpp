@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/host/host_parallel.hpp"
+#include "la/host/csr.hpp"
 #include "la/host/fused.hpp"
 #include "la/host/lanes.hpp"
 #include "la/host/simd.hpp"
@@ -90,17 +91,6 @@ void finish(const LaSums& sums, const Sums& values, int count) {
   if (sums.state != nullptr) ksp_logic::finalize(sums.finalize, *sums.state, values.data());
 }
 
-/// Rows [lo, hi) (one chunk) of a CSR product; returns the epilogue's sum (in lanes).
-double csr_rows(const LaMatvecArgs& a, const m::MatvecInput& in, double scalar, std::size_t lo,
-                std::size_t hi) {
-  Lanes lanes;
-  over_lanes(lo, lo, hi, lanes, [&](std::size_t i, double* acc) SLUICE_LANE_BODY {
-    const double v = m::csr_row(a.A.csr, in, static_cast<std::int64_t>(i));
-    acc[0] += m::finish_row(a, in, v, scalar, i);
-  });
-  return lanes.total(0);
-}
-
 std::size_t rows_of(const LaOperator& A) {
   return static_cast<std::size_t>(A.is_stencil ? A.stencil.nx * A.stencil.ny * A.stencil.nz
                                                : A.csr.rows);
@@ -121,6 +111,18 @@ void run_matvec(const LaMatvecArgs& a) {
           acc[0] += stencil_rows<decltype(kind)::value>(a, in, scalar, lo, hi, isa, stream);
         });
       });
+    });
+  } else if (csr_forms_input_first(a)) {
+    const auto in = m::input_of(a);
+    (void)chunked(n, m::Combine::sum, 0.0,
+                  [&](std::size_t lo, std::size_t hi, double*) { csr_form_input(a, in, lo, hi); });
+    const LaMatvecArgs direct = csr_after_forming(a);
+    sums = chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      acc[0] += csr_rows_direct(direct, a.right.c, scalar, lo, hi);
+    });
+  } else if (csr_input_is_direct(a)) {
+    sums = chunked(n, m::Combine::sum, 0.0, [&](std::size_t lo, std::size_t hi, double* acc) {
+      acc[0] += csr_rows_direct(a, a.right.c, scalar, lo, hi);
     });
   } else {
     const auto in = m::input_of(a);

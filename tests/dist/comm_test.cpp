@@ -203,6 +203,71 @@ TEST(DistComm, RingExchangeAndPairedSendRecv) {
   }
 }
 
+/// The host engine's exchanges in two halves (DistEngine::exchange_start/finish, what a product's
+/// ghost exchange uses there): two started on each rank before either finishes, finished in the
+/// other order, each by its key; a finish whose start never ran is an error of its operation.
+TEST(DistComm, HostExchangesRunInTwoHalvesEachByItsKey) {
+  for (int L : local_counts()) {
+    Comm c = host_comm(L, "split exchanges");
+    const auto& st = *c.state();
+    ASSERT_TRUE(st.engine->splits_exchanges());
+    const int n = c.size();
+    std::vector<DeviceBuffer<double>> a, b;
+    for (int i = 0; i < L; ++i) {
+      // [mine (3) | from the left (3) | from the right (3)]
+      auto va = contribution(c.rank(i), 3), vb = contribution(c.rank(i) + 100, 3);
+      va.resize(9, -1.0);
+      vb.resize(9, -1.0);
+      a.push_back(upload(c.context(i), va));
+      b.push_back(upload(c.context(i), vb));
+    }
+    const int keys[2] = {0, 0};
+    auto half = [&](int i, DeviceBuffer<double>& buf, const void* key, bool start) {
+      const int me = c.rank(i), left = (me + n - 1) % n, right = (me + 1) % n;
+      const DistSegment sends[] = {{right, 0, 3}, {left, 0, 3}};
+      const DistSegment recvs[] = {{left, 3, 3}, {right, 6, 3}};
+      sluice::detail::AccessList acc;
+      double* p = acc.read_write(buf);
+      const DistExchangePart part{p, sends, p, recvs};
+      st.issue(i, c.context(i), acc, start ? "test start" : "test finish",
+               std::source_location::current(), [&](Stream& s, const OpInfo& op) {
+                 if (start) {
+                   st.engine->exchange_start(s, i, {&part, 1}, DistType::f64, key, op);
+                 } else {
+                   st.engine->exchange_finish(s, i, key, op);
+                 }
+               });
+    };
+    for (int i = 0; i < L; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      half(i, a[k], &keys[0], true);
+      half(i, b[k], &keys[1], true);
+      half(i, b[k], &keys[1], false);
+      half(i, a[k], &keys[0], false);
+    }
+    for (int i = 0; i < L; ++i) {
+      const int me = c.rank(i), left = (me + n - 1) % n, right = (me + 1) % n;
+      for (int off : {0, 100}) {
+        auto want = contribution(me + off, 3);
+        const auto l = contribution(left + off, 3), r = contribution(right + off, 3);
+        want.insert(want.end(), l.begin(), l.end());
+        want.insert(want.end(), r.begin(), r.end());
+        EXPECT_EQ(download(c.context(i), (off == 0 ? a : b)[static_cast<std::size_t>(i)]), want)
+            << "rank " << me << (off == 0 ? ", first exchange" : ", second exchange");
+      }
+    }
+    // A finish without its start fails its own operation, with a message that says so.
+    half(0, a[0], &n, false);
+    try {
+      c.context(0).synchronize();
+      ADD_FAILURE() << "a finish without a start passed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no exchange was started"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(DistComm, TwoCommunicatorsNeverCross) {
   // Collectives of two communicators on unordered contexts: each meets its own kind, whatever
   // order the processes run them in (each communicator has MPI communicators of its own).

@@ -6,7 +6,8 @@
 // k-th collective each: every rank's calls run in its issue order, which the dist layer keeps
 // with one tracked object per rank), and the last to arrive combines the local contributions,
 // makes the one MPI call of the process and hands out the result. Point-to-point messages between
-// local ranks go through mailboxes: a send posts its data and waits until the receiver copied it.
+// local ranks go through mailboxes: a send posts its data and waits until the receiver copied it;
+// a receive claims its message when its exchange starts (exchanges run in two halves too).
 //
 // Every wait polls the process's failure state (a failed rank anywhere fails everybody's pending
 // communication) and the optional deadline.
@@ -333,7 +334,12 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   struct Started {
     std::shared_ptr<ProcComm::Pending> remote;  // the messages to and from other processes
     std::vector<std::shared_ptr<Post>> posted;  // sends to local ranks, until they are taken
-    std::vector<std::pair<DistSegment, std::byte*>> local_recvs;  // and their destinations
+    struct LocalRecv {
+      DistSegment segment;
+      std::byte* base = nullptr;  // the part's receive buffer
+      std::uint64_t seq = 0;      // the message of its mailbox it claimed (Box)
+    };
+    std::vector<LocalRecv> local_recvs;  // receives from local ranks
     std::size_t elem = 0;
   };
 
@@ -372,7 +378,7 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
             auto post = std::make_shared<Post>();
             post->data = data;
             post->bytes = s.count * st.elem;
-            mailboxes_[{me, s.peer}].push_back(post);
+            mailboxes_[{me, s.peer}].posts.push_back(post);
             st.posted.push_back(std::move(post));
           } else {
             remote_sends.push_back({map_.process_of(s.peer), tag(local, map_.local_of(s.peer)),
@@ -380,17 +386,22 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
           }
         }
       }
+      // Receives from local ranks claim their messages now, in the order of the exchanges'
+      // starts, which the senders' posts follow.
+      for (const auto& part : parts) {
+        for (const auto& r : part.recvs) {
+          if (map_.process_of(r.peer) != my_process) continue;
+          st.local_recvs.push_back(
+              {r, static_cast<std::byte*>(part.recv), mailboxes_[{r.peer, me}].claimed++});
+        }
+      }
       cv_.notify_all();
     }
     for (const auto& part : parts) {
       for (const auto& r : part.recvs) {
-        if (map_.process_of(r.peer) == my_process) {
-          st.local_recvs.emplace_back(r, static_cast<std::byte*>(part.recv));
-        } else {
-          remote_recvs.push_back({map_.process_of(r.peer), tag(map_.local_of(r.peer), local),
-                                  static_cast<std::byte*>(part.recv) + r.offset * st.elem,
-                                  r.count});
-        }
+        if (map_.process_of(r.peer) == my_process) continue;  // claimed above
+        remote_recvs.push_back({map_.process_of(r.peer), tag(map_.local_of(r.peer), local),
+                                static_cast<std::byte*>(part.recv) + r.offset * st.elem, r.count});
       }
     }
     if (!remote_sends.empty() || !remote_recvs.empty()) {
@@ -406,12 +417,17 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
     const int me = ranks_[static_cast<std::size_t>(local)];
     if (st.remote != nullptr) procs_->exchange_finish(*st.remote, what);
     std::unique_lock lock(mutex_);
-    for (const auto& [r, base] : st.local_recvs) {
+    for (const auto& [r, base, seq] : st.local_recvs) {
       auto& box = mailboxes_[{r.peer, me}];
       wait_locked(
-          lock, [&] { return !box.empty(); }, what);
-      auto post = box.front();
-      box.pop_front();
+          lock, [&] { return box.first + box.posts.size() > seq; }, what);
+      auto post = box.posts[static_cast<std::size_t>(seq - box.first)];
+      const auto drop_taken = [&] {
+        while (!box.posts.empty() && box.posts.front()->taken) {
+          box.posts.pop_front();
+          ++box.first;
+        }
+      };
       const std::size_t bytes = r.count * elem;
       if (post->bytes != bytes) {
         const std::string message = what + ": rank " + std::to_string(r.peer) + " sent " +
@@ -419,12 +435,14 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
                                     std::to_string(me) + " expected " + std::to_string(r.count);
         post->error = message;
         post->taken = true;
+        drop_taken();
         cv_.notify_all();
         fail_process(message, true);
         throw Error(Errc::invalid_argument, message);
       }
       std::memcpy(base + r.offset * elem, post->data, bytes);
       post->taken = true;
+      drop_taken();
       cv_.notify_all();
     }
     for (const auto& post : st.posted) {
@@ -445,7 +463,16 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
   std::condition_variable cv_;
   std::vector<std::uint64_t> next_;  // per local rank: its next collective's number
   std::map<std::uint64_t, Slot> slots_;
-  std::map<std::pair<int, int>, std::deque<std::shared_ptr<Post>>> mailboxes_;
+  /// The messages from one local rank to another, in the order they were sent: posts[0] is
+  /// message number `first`. A receive claims its number when its exchange starts (`claimed`),
+  /// so two exchanges in flight between the same ranks take their own messages whatever order
+  /// they finish in.
+  struct Box {
+    std::deque<std::shared_ptr<Post>> posts;
+    std::uint64_t first = 0;
+    std::uint64_t claimed = 0;
+  };
+  std::map<std::pair<int, int>, Box> mailboxes_;
   std::map<std::pair<int, const void*>, Started> started_;  // exchanges between their halves
 };
 

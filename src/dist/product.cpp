@@ -12,6 +12,11 @@
 // product (its compressed columns index the ghost buffer) through la's epilogues, which are
 // linear in the product: store, add and sub become add or sub onto the first pass's result, the
 // residual update subtracts twice; a dot product (CG's p'w) is a reduction of its own after.
+// The off-diagonal product runs over the block's runs of nonempty rows where it has them
+// (MatBlock::off_runs).
+//
+// Where the engine splits exchanges (the host's), "on the rank's exchange context" becomes two
+// halves on the product's own context around the work that reads no ghost (SplitExchange).
 
 #include <algorithm>
 #include <atomic>

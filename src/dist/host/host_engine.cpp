@@ -120,10 +120,10 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
                 void* recv, std::span<const DistSegment> recvs, DistType type,
                 const OpInfo& info) override {
     stream.host_task(
-        [self = shared_from_this(), local, send, recv, type, what = std::string(info.what),
-         s = std::vector<DistSegment>(sends.begin(), sends.end()),
-         r = std::vector<DistSegment>(recvs.begin(), recvs.end())] {
-          self->run_exchange(local, send, s, recv, r, type, what);
+        [self = shared_from_this(), local, type, what = std::string(info.what),
+         part = OwnedPart{send, {sends.begin(), sends.end()}, recv, {recvs.begin(), recvs.end()}}] {
+          Started st = self->start_exchange(local, {&part, 1}, type, what);
+          self->finish_exchange(local, st, what);
         },
         info);
   }
@@ -137,13 +137,9 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
          what = std::string(info.what)] {
           Started st = self->start_exchange(local, owned, type, what);
           std::lock_guard lock(self->mutex_);
-          auto [it, fresh] = self->started_.try_emplace({local, key});
-          if (!fresh) {
-            // The last one with this key never finished (its stream failed before): its
-            // messages are cancelled as it is dropped.
-            it->second = {};
-          }
-          it->second = std::move(st);
+          // One still here with this key never finished (its stream failed before): replaced,
+          // its MPI requests are cancelled as it is dropped.
+          self->started_[{local, key}] = std::move(st);
         },
         info);
   }
@@ -350,13 +346,6 @@ class HostEngine final : public DistEngine, public std::enable_shared_from_this<
           {p.send, {p.sends.begin(), p.sends.end()}, p.recv, {p.recvs.begin(), p.recvs.end()}});
     }
     return owned;
-  }
-
-  void run_exchange(int local, const void* send, const std::vector<DistSegment>& sends, void* recv,
-                    const std::vector<DistSegment>& recvs, DistType type, const std::string& what) {
-    const OwnedPart part{send, sends, recv, recvs};
-    Started started = start_exchange(local, {&part, 1}, type, what);
-    finish_exchange(local, started, what);
   }
 
   /// Posts the parts' sends (to local ranks first, so that no rank waits for one that waits for

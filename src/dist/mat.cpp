@@ -310,6 +310,7 @@ Mat Mat::stencil(const Comm& comm, la::Stencil kind, std::int64_t nx, std::int64
   A->nnz = whole.nnz();
   A->plane = P;
   A->split = size > 1 && fewest >= 3 && detail::overlap_enabled();
+  A->parts = size == 2 ? 2 : detail::kParts;
   for (int l = 0; l < st.locals(); ++l) {
     const Context& ctx = st.contexts[static_cast<std::size_t>(l)];
     const int r = st.ranks[static_cast<std::size_t>(l)];

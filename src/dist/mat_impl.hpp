@@ -68,6 +68,10 @@ struct MatImpl {
   /// Stencil: the interior planes' product overlaps the exchange (all ranks hold 3 planes or
   /// more, and there are several): its sums come in kParts parts.
   bool split = false;
+  /// Stencil, split: the parts of a product's sums, the same on every rank (an allgather's
+  /// count): kParts, or 2 where every rank is at an end of the grid (2 ranks), whose interior
+  /// pass then takes the end plane too (it reads no ghost).
+  int parts = kParts;
   std::vector<std::unique_ptr<MatBlock>> blocks;  // per local rank
 
   [[nodiscard]] const CommState& state() const { return *comm->state(); }

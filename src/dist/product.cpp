@@ -6,6 +6,7 @@
 // every rank holds 3 planes or more, the product runs in three passes: the interior planes first
 // (they read no ghost, so they run while the exchange is in flight), then the two boundary
 // planes; each pass is la's fused kernel with the whole epilogue, its sums a part of their own.
+// With 2 ranks each rank has one neighbour, and its other end plane goes with the interior.
 //
 // An assembled matrix (PETSc's MPIAIJ) packs the values other ranks need, exchanges them into a
 // ghost buffer while its diagonal block's product runs, and adds the off-diagonal block's
@@ -245,11 +246,16 @@ int stencil_product(const MatImpl& A, int local, const Context& ctx, LaMatvecArg
   // No ghost: overlaps the exchange, leaving free the multiprocessors the caller asks for (where
   // the host issues each product as it goes, a grid on all of them starts before the exchange's
   // kernels, which then wait for its end: docs/dist.md).
-  pass(1, b.planes - 2, true, true, 0, b.lo >= 0 || b.hi >= 0 ? m.spare_sms : 0);
+  // Where every rank is at an end (A.parts == 2), the end plane without a neighbour reads no
+  // ghost either: the interior pass takes it (one pass less after the exchange).
+  const bool fold_lo = A.parts == 2 && b.lo < 0, fold_hi = A.parts == 2 && b.hi < 0;
+  const std::int64_t first = fold_lo ? 0 : 1, last = fold_hi ? b.planes : b.planes - 1;
+  pass(first, last - first, !fold_lo, !fold_hi, 0, b.lo >= 0 || b.hi >= 0 ? m.spare_sms : 0);
   if (split) split->finish("dist ghost planes (finish)");
-  pass(0, 1, b.lo >= 0, true, 1);
-  pass(b.planes - 1, 1, true, b.hi >= 0, 2);
-  return nsums > 0 ? kParts : 0;
+  int part = 1;
+  if (!fold_lo) pass(0, 1, b.lo >= 0, true, part++);
+  if (!fold_hi) pass(b.planes - 1, 1, true, b.hi >= 0, part++);
+  return nsums > 0 ? part : 0;
 }
 
 /// Packs the values of `v` other ranks need into input slot `slot`'s send buffer (making the

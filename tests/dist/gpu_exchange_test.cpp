@@ -237,12 +237,17 @@ TEST(DistGpu, PeerExchangesOfTheDefaultInboxCarryASolvesGhostPlanes) {
   }
 }
 
-TEST(DistGpu, AutomaticExchangesTakeNcclAndAWrongInboxIsRefused) {
+TEST(DistGpu, AutomaticExchangesTakeThePeerPathAndAWrongInboxIsRefused) {
   const int local = Environment::process_count() == 1 ? test::cuda_devices() : 1;
   if (auto why = test::gpus_needed(local, 2); !why.empty()) GTEST_SKIP() << why;
-  // `automatic` takes the engine's exchanges until the peer path has been measured on GPUs.
+  // Automatic: the peer path, since every GPU of a node reaches every other's here (NVLink or
+  // PCIe peer access); what scripts/gpu-dist's machines have.
   const Comm a = gpu_comm(ExchangePath::automatic, "auto exchanges");
-  EXPECT_EQ(a.exchanges(), "nccl");
+  EXPECT_EQ(a.exchanges(), "peer");
+  EXPECT_EQ(a.state()->engine->exchange_sms(false), 0);
+  // Asked for NCCL's, it keeps them.
+  const Comm n = gpu_comm(ExchangePath::engine, "nccl exchanges");
+  EXPECT_EQ(n.exchanges(), "nccl");
   try {
     const Comm bad = gpu_comm(ExchangePath::peer, "bad inbox", "12q");
     ADD_FAILURE() << "SLUICE_DIST_PEER_INBOX=12q was accepted";

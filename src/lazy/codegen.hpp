@@ -64,5 +64,10 @@ inline constexpr std::size_t kMaxMemberSlots = 256;
 [[nodiscard]] KernelCode emit_table(int index, std::int64_t count, LazyDialect dialect);
 /// The dialect's prelude (types, math, index checks).
 [[nodiscard]] std::string prelude(LazyDialect dialect);
+/// A kernel's code as a unit of a module's source (lazy_unit_mark, its name, its text): a
+/// backend may compile units apart.
+[[nodiscard]] inline std::string unit_text(const KernelCode& c) {
+  return std::string(lazy_unit_mark) + c.name + "\n" + c.text;
+}
 
 }  // namespace sluice::lazy::detail

@@ -189,7 +189,7 @@ std::string kernel_name(const Kernel& k, const Lowered& L, std::span<const NodeP
 
 std::string assemble_source(const InstanceDesc& d, LazyDialect dialect) {
   std::string src = prelude(dialect);
-  for (const auto& c : d.codes) src += "\n" + c.text;
+  for (const auto& c : d.codes) src += unit_text(c);
   return src;
 }
 

@@ -262,7 +262,7 @@ TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune 
     req.source = prelude(dialect);
     for (auto& p : pending) {
       for (const auto& c : p.codes) {
-        req.source += "\n" + c.text;
+        req.source += unit_text(c);
         req.names.push_back(c.name);
       }
       req.groups.push_back({p.code, p.codes});

@@ -41,6 +41,12 @@ struct LazyBuildInfo {
   double ms = 0;       ///< time taken
 };
 
+/// Where a kernel's unit starts in a generated source: this mark, the kernel's name, a line
+/// end, then its code up to the next mark. The text before the first mark is a prelude that
+/// every unit needs; each unit needs nothing of another. A comment, so the whole source also
+/// compiles as one.
+inline constexpr std::string_view lazy_unit_mark = "\n// sluice unit: ";
+
 /// A buffer of a timed kernel (LazyKernels::time): `bytes` of scratch memory filled as `fill`
 /// says (reals with a spread of moderate values, integers with their own index, booleans
 /// alternating, `zero` zeroed), or, where `data` is set, that memory read as it is (a program's
@@ -72,7 +78,8 @@ class LazyKernels {
   virtual ~LazyKernels() = default;
   [[nodiscard]] virtual LazyDialect dialect() const noexcept = 0;
   /// Compiles (or finds in a cache) `source`, which holds the kernels `names`, for `device`.
-  /// Throws Error with the compiler's log if it does not compile.
+  /// Throws Error with the compiler's log if it does not compile. The layer divides the source
+  /// into units (lazy_unit_mark): a backend may compile them apart, and at once.
   [[nodiscard]] virtual std::shared_ptr<const LazyModule> build(const Device& device,
                                                                 const std::string& source,
                                                                 std::span<const std::string> names,

@@ -1,7 +1,8 @@
-// The cuda backend's lazy kernels: a program instance's generated CUDA C++ is one NVRTC module,
-// compiled through the kernel cache (kernel_cache::compile: memory and disk), loaded with the
-// runtime's library API, and each kernel becomes a graph kernel node whose argument struct is
-// passed by value (so rebinding a buffer is a parameter update of the node).
+// The cuda backend's lazy kernels: a program instance's generated CUDA C++ is compiled by NVRTC
+// in chunks of its units (lazy/units.hpp) on a thread each, through the kernel cache
+// (kernel_cache::compile: memory and disk), each chunk loaded with the runtime's library API,
+// and each kernel becomes a graph kernel node whose argument struct is passed by value (so
+// rebinding a buffer is a parameter update of the node).
 //
 // Matrix products from 2^20 multiply-adds with every dimension at least 48 are cuBLAS calls
 // recorded as captured nodes (gemm_recording.cpp); others stay generated kernels, which fuse
@@ -14,12 +15,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <future>
 #include <mutex>
 #include <unordered_map>
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_release.hpp"
+#include "lazy/units.hpp"
 #include "sluice/error.hpp"
 #include "sluice/kernel.hpp"
 
@@ -28,15 +32,19 @@ namespace {
 
 class CudaModule final : public LazyModule {
  public:
-  CudaModule(int device, cudaLibrary_t library, std::vector<cudaKernel_t> kernels, int sms)
-      : device_(device), library_(library), kernels_(std::move(kernels)), sms_(sms) {}
+  CudaModule(int device, std::vector<cudaLibrary_t> libraries, std::vector<cudaKernel_t> kernels,
+             int sms)
+      : device_(device),
+        libraries_(std::move(libraries)),
+        kernels_(std::move(kernels)),
+        sms_(sms) {}
   // Launches already queued may still run its code: wait for the device before unloading (a
   // module is dropped with its program, rarely on a hot path).
   ~CudaModule() override {
-    release_device_wide([device = device_, library = library_] {
+    release_device_wide([device = device_, libraries = libraries_] {
       DeviceGuard guard(device, std::nothrow);
       (void)cudaDeviceSynchronize();
-      (void)cudaLibraryUnload(library);
+      for (auto l : libraries) (void)cudaLibraryUnload(l);
       clear_error();
     });
   }
@@ -49,7 +57,7 @@ class CudaModule final : public LazyModule {
 
  private:
   int device_;
-  cudaLibrary_t library_;
+  std::vector<cudaLibrary_t> libraries_;  // one per chunk
   std::vector<cudaKernel_t> kernels_;
   int sms_;
 };
@@ -151,23 +159,70 @@ class CudaLazyKernels final : public LazyKernels {
       }
     }
     const std::vector<std::string> options{"-std=c++17"};
-    const auto compiled =
-        kernel_cache::compile(source, names.front(), options, major * 10 + minor, loc);
-    info.origin = compiled.origin == kernel_cache::Origin::compiled ? "compiled"
-                  : compiled.origin == kernel_cache::Origin::disk   ? "disk"
-                                                                    : "memory";
+    const auto chunks =
+        lazy::detail::module_chunks(source, std::vector<std::string>(names.begin(), names.end()));
+    // Every chunk on a thread of its own (the first on this one); all are waited for before an
+    // error is thrown, so no compile outlives the call.
+    const int arch = major * 10 + minor;
+    auto compile = [&](std::size_t c) {
+      return kernel_cache::compile(chunks[c].source, chunks[c].names.front(), options, arch, loc);
+    };
+    std::vector<std::future<kernel_cache::Compiled>> rest;
+    for (std::size_t c = 1; c < chunks.size(); ++c) {
+      rest.push_back(std::async(std::launch::async, compile, c));
+    }
+    std::vector<kernel_cache::Compiled> compiled;
+    std::exception_ptr failed;
+    try {
+      compiled.push_back(compile(0));
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    for (auto& f : rest) {
+      try {
+        compiled.push_back(f.get());
+      } catch (...) {
+        if (!failed) failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
+    auto worst = kernel_cache::Origin::memory;
+    for (const auto& c : compiled) {
+      if (c.origin == kernel_cache::Origin::compiled ||
+          (c.origin == kernel_cache::Origin::disk && worst == kernel_cache::Origin::memory)) {
+        worst = c.origin;
+      }
+    }
+    info.origin = worst == kernel_cache::Origin::compiled ? "compiled"
+                  : worst == kernel_cache::Origin::disk   ? "disk"
+                                                          : "memory";
     DeviceGuard guard(ordinal, loc);
-    cudaLibrary_t library = nullptr;
-    check(cudaLibraryLoadData(&library, compiled.image.data(), nullptr, nullptr, 0, nullptr,
-                              nullptr, 0),
-          "cudaLibraryLoadData (generated lazy kernels)", loc);
+    std::vector<cudaLibrary_t> libraries;
+    auto unload = [&] {
+      for (auto l : libraries) (void)cudaLibraryUnload(l);
+      clear_error();
+    };
+    std::unordered_map<std::string, std::size_t> chunk_of;
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      cudaLibrary_t library = nullptr;
+      const auto err = cudaLibraryLoadData(&library, compiled[c].image.data(), nullptr, nullptr, 0,
+                                           nullptr, nullptr, 0);
+      if (err != cudaSuccess) {
+        unload();
+        check(err, "cudaLibraryLoadData (generated lazy kernels)", loc);
+      }
+      libraries.push_back(library);
+      for (const auto& n : chunks[c].names) chunk_of.emplace(n, c);
+    }
     std::vector<cudaKernel_t> kernels;
     for (const auto& n : names) {
       cudaKernel_t k = nullptr;
-      const auto err = cudaLibraryGetKernel(&k, library, n.c_str());
+      const auto it = chunk_of.find(n);
+      const auto err = it == chunk_of.end()
+                           ? cudaErrorSymbolNotFound
+                           : cudaLibraryGetKernel(&k, libraries[it->second], n.c_str());
       if (err != cudaSuccess) {
-        clear_error();
-        (void)cudaLibraryUnload(library);
+        unload();
         throw Error(
             Errc::backend_failure,
             "sluice::lazy: the generated module has no kernel " + n + " (" + describe(err) + ")",
@@ -175,7 +230,8 @@ class CudaLazyKernels final : public LazyKernels {
       }
       kernels.push_back(k);
     }
-    auto m = std::make_shared<const CudaModule>(ordinal, library, std::move(kernels), sms);
+    auto m =
+        std::make_shared<const CudaModule>(ordinal, std::move(libraries), std::move(kernels), sms);
     memory_[key] = m;
     info.ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

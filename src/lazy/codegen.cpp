@@ -482,6 +482,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   code.weight = weight_of(k);
   code.debug = debug;
   code.buffers = k.reads;
+  code.outputs = 1 + static_cast<int>(k.siblings.size());
   const bool cuda = d == LazyDialect::cuda;
   const int rank = static_cast<int>(k.shape.size());
   const int nred = k.kind == Kernel::Kind::reduce ? static_cast<int>(k.red.size()) : 0;
@@ -626,6 +627,10 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   } else {
     value = em.value(k.body);
   }
+  // A multi-output kernel's further values, after the first (shared loads and index arithmetic
+  // are named once, in the first that needs them).
+  std::vector<std::string> sibling_values;
+  for (const auto& sib : k.siblings) sibling_values.push_back(em.value(sib.body));
 
   const std::string args = "sl_a" + std::to_string(index) + suffix;
   std::string t;  // the function (its argument struct goes before it once all parameters exist)
@@ -641,6 +646,11 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     pro += "const " + std::string(ty) + "* SL_RESTRICT b" + std::to_string(j + 1) + " = (const " +
            ty + "*)" + slots + "[" + std::to_string(j + 1) + "];\n";
   }
+  for (std::size_t o = 0; o < k.siblings.size(); ++o) {
+    const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.siblings[o].out)].dtype);
+    pro += std::string(ty) + "* SL_RESTRICT out" + std::to_string(o + 1) + " = (" + ty + "*)" +
+           slots + "[" + std::to_string(k.reads.size() + o + 1) + "];\n";
+  }
   if (debug) {
     pro += "long long* err = (long long*)" + slots + "[" + std::to_string(code.buffer_slots() - 1) +
            "];\n";
@@ -648,7 +658,9 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const std::string one = code.name + "_one";
   const std::string S = std::to_string(code.buffer_slots());
   const std::string W = std::to_string(code.members);
-  const std::string store = "out[f] = " + value + ";\n";
+  std::string store = "out[f] = " + value + ";\n";
+  for (std::size_t o = 0; o < sibling_values.size(); ++o)
+    store += "out" + std::to_string(o + 1) + "[f] = " + sibling_values[o] + ";\n";
   if (cuda) {
     if (G > 1) {
       // Threads, a whole number of warps (every lane of a warp takes part in the shuffles).

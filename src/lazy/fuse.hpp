@@ -37,6 +37,19 @@ struct Kernel {
   // reduce: outputs along the last axis computed by one cuda thread (register tiles,
   // Options::tile); 1: one each. Fusion counted its readers' evaluations per tile.
   int tile = 1;
+  // map: further outputs computed in the same loop nest (multi-output fusion, merge_siblings):
+  // each one's lowered node and body over the same variables. `reads` and `parts` cover them.
+  struct Sibling {
+    int out = -1;
+    ExPtr body;
+  };
+  std::vector<Sibling> siblings;
+  /// Every lowered node it writes: `out`, then the siblings'.
+  [[nodiscard]] std::vector<int> outputs() const {
+    std::vector<int> o{out};
+    for (const auto& s : siblings) o.push_back(s.out);
+    return o;
+  }
 };
 
 struct Fused {
@@ -52,5 +65,13 @@ using GemmRule = std::function<bool(const GemmPlan&)>;
 /// (Kernel::tile) and fusion counts their reads of such operands once per tile.
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
                          const GemmRule& gemm, bool tile = false);
+
+/// Multi-output fusion (Options::multi_output): element-wise kernels over the same domain (output
+/// shape) that share a materialized input and are not ordered (neither reads, directly or through
+/// other kernels, what the other writes) become one kernel with several outputs (Kernel::siblings),
+/// so that what they share is loaded once per element and one launch does the pass. Merging only
+/// unordered kernels keeps the kernel DAG acyclic; the kernels stay in topological order.
+/// Returns how many kernels multi-output kernels compute (each one's outputs: 0 when none merged).
+std::size_t merge_siblings(Fused& fused, const Lowered& lowered);
 
 }  // namespace sluice::lazy::detail

@@ -1,4 +1,4 @@
-// Multi-output fusion: sibling element-wise kernels merged into one (see fuse.hpp).
+// Multi-output fusion: sibling kernels merged into one (see fuse.hpp).
 
 #include <algorithm>
 #include <cstdint>
@@ -45,8 +45,15 @@ bool sibling_identity(const Ex& l, std::size_t rank) {
   return true;
 }
 
+/// Terms of a reduction that merges at most: a thread per output sums them all (no lanes; with
+/// 8 terms and more cuda would also consider lanes per output).
+constexpr std::int64_t kMaxSiblingTerms = 8;
+
 bool sibling_eligible(const Kernel& k) {
-  return k.kind == Kernel::Kind::map && k.siblings.empty() && !k.epilogue && numel(k.shape) > 0;
+  if (!k.siblings.empty() || k.epilogue || numel(k.shape) <= 0) return false;
+  if (k.kind == Kernel::Kind::map) return true;
+  return k.kind == Kernel::Kind::reduce && k.tile == 1 && numel(k.red) > 0 &&
+         numel(k.red) < kMaxSiblingTerms;
 }
 
 }  // namespace
@@ -115,6 +122,11 @@ std::size_t merge_siblings(Fused& F, const Lowered& L) {
       const auto& members = groups[g];
       const Kernel& lead = F.kernels[static_cast<std::size_t>(members.front())];
       if (lead.shape != k.shape || members.size() >= kMaxSiblingOutputs) continue;
+      // A reduction joins a reduction over the same extents (one loop nest).
+      if (k.kind == Kernel::Kind::reduce &&
+          (lead.kind != Kernel::Kind::reduce || lead.red != k.red)) {
+        continue;
+      }
       if (has_member(desc[i], members)) continue;
       auto in_group = [&](int slot) {
         const int q = node_kernel[static_cast<std::size_t>(slot)];
@@ -124,7 +136,9 @@ std::size_t merge_siblings(Fused& F, const Lowered& L) {
       for_each_load(body[i], [&](const Ex& l) {
         if (!in_group(l.slot)) return;
         consumer = true;
-        identity = identity && sibling_identity(l, rank);
+        // Only an element value can stand for the load (a reduction's is known after its loop).
+        const auto q = static_cast<std::size_t>(node_kernel[static_cast<std::size_t>(l.slot)]);
+        identity = identity && sibling_identity(l, rank) && F.kernels[q].kind == Kernel::Kind::map;
       });
       if (!identity) continue;
       bool apart = true;
@@ -200,7 +214,7 @@ std::size_t merge_siblings(Fused& F, const Lowered& L) {
     Kernel& lead = F.kernels[static_cast<std::size_t>(members.front())];
     for (std::size_t j = 1; j < members.size(); ++j) {
       Kernel& m = F.kernels[static_cast<std::size_t>(members[j])];
-      lead.siblings.push_back({m.out, m.body});
+      lead.siblings.push_back({m.out, m.body, m.kind == Kernel::Kind::reduce, m.rop});
       for (int q : m.parts) {
         if (std::find(lead.parts.begin(), lead.parts.end(), q) == lead.parts.end())
           lead.parts.push_back(q);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <list>
 #include <memory>
 #include <random>
@@ -283,6 +284,59 @@ TEST_P(LazyMultiOutput, OrderedKernelsStayApart) {
   }
 }
 
+// Short reductions over the same extents merge (an accumulator each, one loop nest) with the
+// element-wise kernels beside them; a longer one, and one over other extents, stay apart.
+TEST_P(LazyMultiOutput, ShortReductionsMergeWithTheirSiblings) {
+  Context ctx = make_context();
+  const std::int64_t n = 11, r = 3, lr = 9;
+  auto x = L::placeholder<double>("x", {r, n});
+  auto a = L::placeholder<double>("a", {r, 1});
+  auto y = L::placeholder<double>("y", {lr, n});
+  auto s1 = L::sum(x * a, 0);                             // (n), 3 terms
+  auto s2 = L::max(L::sin(x), 0);                         // (n), 3 terms, another operation
+  auto m = L::index(x, {1, L::Slice{}}) * 2;              // (n), element-wise
+  auto s3 = L::sum(y * L::index(x, {0, L::Slice{}}), 0);  // (n), 9 terms: apart
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> hx(mo_at(r * n)), ha(mo_at(r)), hy(mo_at(lr * n));
+  for (auto* h : {&hx, &ha, &hy}) {
+    for (auto& v : *h) v = u(rng);
+  }
+  auto dx = mo_upload(ctx, hx), da = mo_upload(ctx, ha), dy = mo_upload(ctx, hy);
+  std::vector<std::vector<double>> expect(4, std::vector<double>(mo_at(n)));
+  for (std::int64_t j = 0; j < n; ++j) {
+    double e1 = 0, e2 = -std::numeric_limits<double>::infinity(), e3 = 0;
+    for (std::int64_t i = 0; i < r; ++i) {
+      e1 += hx[mo_at(i * n + j)] * ha[mo_at(i)];
+      e2 = std::max(e2, std::sin(hx[mo_at(i * n + j)]));
+    }
+    for (std::int64_t i = 0; i < lr; ++i) e3 += hy[mo_at(i * n + j)] * hx[mo_at(j)];
+    expect[0][mo_at(j)] = e1;
+    expect[1][mo_at(j)] = e2;
+    expect[2][mo_at(j)] = 2 * hx[mo_at(n + j)];
+    expect[3][mo_at(j)] = e3;
+  }
+  std::size_t kernels[2] = {0, 0};
+  for (const bool multi : {false, true}) {
+    SCOPED_TRACE(multi ? "multi-output" : "apart");
+    auto o = opts(multi);
+    o.gemm = L::Gemm::generated;  // s1 and s3 are products: generated kernels, not BLAS
+    L::Program p = L::compile({s1, s2, m, s3}, o);
+    DeviceBuffer<double> o0(ctx, mo_at(n)), o1(ctx, mo_at(n)), o2(ctx, mo_at(n)), o3(ctx, mo_at(n));
+    p.run(ctx, {{"x", dx}, {"a", da}, {"y", dy}}, {o0, o1, o2, o3});
+    expect_outputs(ctx, {&o0, &o1, &o2, &o3}, expect, p.source());
+    if (HasFatalFailure()) return;
+    kernels[multi] = p.stats().kernels;
+    if (multi) {
+      EXPECT_EQ(p.stats().multi_output_kernels, 3u) << p.dot();
+      std::size_t three = 0;
+      for (const auto& k : p.kernels()) three += k.outputs == 3 && k.kind == "reduce";
+      EXPECT_EQ(three, 1u) << p.dot();
+    }
+  }
+  EXPECT_EQ(kernels[1] + 2, kernels[0]);
+}
+
 // Rebinding: new input buffers, and only one of a merged kernel's outputs replaced, then the
 // first buffers again; every output holds the new results.
 TEST_P(LazyMultiOutput, RebindingInputsAndOneOutputOfAMergedKernel) {
@@ -464,24 +518,34 @@ TEST_P(LazyMultiOutput, DgRightHandSideMatchesPlainLoops) {
   auto u = L::placeholder<double>("u", {m.E, R.Np});
   auto v = L::placeholder<double>("v", {3, m.E, R.Np});
   const auto r = dg::rhs(ops, u, v, dg::Flux::upwind);
-  std::size_t kernels[2] = {0, 0};
-  for (const bool multi : {false, true}) {
-    SCOPED_TRACE(multi ? "multi-output" : "apart");
-    L::Program prog = L::compile(std::make_tuple(r.du, r.dv), opts(multi));
-    DeviceBuffer<double> ou(ctx, n), ov(ctx, 3 * n);
-    prog.run(ctx, {{"u", du}, {"v", dv}}, {ou, ov});
-    const auto gu = mo_download(ctx, ou), gv = mo_download(ctx, ov);
-    double scale = 1;
-    for (double x : eu) scale = std::max(scale, std::abs(x));
-    for (double x : ev) scale = std::max(scale, std::abs(x));
-    for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(gu[i], eu[i], 1e-12 * scale) << i;
-    for (std::size_t i = 0; i < 3 * n; ++i) ASSERT_NEAR(gv[i], ev[i], 1e-12 * scale) << i;
-    kernels[multi] = prog.stats().kernels;
-    if (multi) {
-      EXPECT_GE(prog.stats().multi_output_kernels, 2u) << prog.dot();
+  // Tile::on: the fusion cuda does (the flux fused into the lifting), the four face arrays
+  // u_in, u_ex, vn_in and vn_ex left to merge.
+  for (const auto tile : {L::Tile::automatic, L::Tile::on}) {
+    SCOPED_TRACE(tile == L::Tile::on ? "tiles on" : "tiles auto");
+    std::size_t kernels[2] = {0, 0};
+    for (const bool multi : {false, true}) {
+      SCOPED_TRACE(multi ? "multi-output" : "apart");
+      auto o = opts(multi);
+      o.tile = tile;
+      L::Program prog = L::compile(std::make_tuple(r.du, r.dv), o);
+      DeviceBuffer<double> ou(ctx, n), ov(ctx, 3 * n);
+      prog.run(ctx, {{"u", du}, {"v", dv}}, {ou, ov});
+      const auto gu = mo_download(ctx, ou), gv = mo_download(ctx, ov);
+      double scale = 1;
+      for (double x : eu) scale = std::max(scale, std::abs(x));
+      for (double x : ev) scale = std::max(scale, std::abs(x));
+      for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(gu[i], eu[i], 1e-12 * scale) << i;
+      for (std::size_t i = 0; i < 3 * n; ++i) ASSERT_NEAR(gv[i], ev[i], 1e-12 * scale) << i;
+      kernels[multi] = prog.stats().kernels;
+      if (multi) {
+        std::size_t four = 0;
+        for (const auto& k : prog.kernels()) four += k.outputs == 4;
+        EXPECT_EQ(four, 1u) << "the face arrays in one kernel\n" << prog.dot();
+        EXPECT_EQ(prog.stats().multi_output_kernels, 4u) << prog.dot();
+      }
     }
+    EXPECT_EQ(kernels[1] + 3, kernels[0]);
   }
-  EXPECT_LT(kernels[1], kernels[0]);
 }
 
 SLUICE_INSTANTIATE_BACKENDS(LazyMultiOutput);

@@ -10,8 +10,10 @@
 //                     [--quick] [--json FILE] [--dump-dg DIR]
 //                     [--tune off|on|cached] [--tune-report] [--gemm auto|blas|generated]
 //                     [--broadcast-sum auto|early|late] [--horizontal on|off]
-//                     [--tile auto|off|on]
+//                     [--tile auto|off|on] [--multi-output on|off]
 //
+// --multi-output off turns Options::multi_output off (sibling element-wise kernels apart); the
+// JSON rows record it, with the kernels multi-output kernels compute.
 // --tile sets Options::tile (register tiles of reductions and the fusion that counts on them;
 // default: SLUICE_LAZY_TILE, else auto); the JSON rows record it and the kernels tiled.
 // --horizontal off turns Options::horizontal off (each branch's kernels and products apart); the
@@ -90,6 +92,7 @@ struct Args {
   L::BroadcastSum broadcast_sum = L::BroadcastSum::automatic;
   bool horizontal = true;
   L::Tile tile = L::Tile::environment;
+  bool multi_output = true;
 };
 
 // Set from Args in main (measure() is called from every program's loop).
@@ -99,6 +102,7 @@ L::Gemm g_gemm = L::Gemm::environment;
 L::BroadcastSum g_broadcast_sum = L::BroadcastSum::automatic;
 bool g_horizontal = true;
 L::Tile g_tile = L::Tile::environment;
+bool g_multi_output = true;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -195,6 +199,7 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.broadcast_sum = g_broadcast_sum;
   o.horizontal = g_horizontal;
   o.tile = g_tile;
+  o.multi_output = g_multi_output;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
   L::clear_module_memory();
@@ -275,6 +280,8 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.values["merged_kernels"] = static_cast<double>(s.merged_kernels);
   row.values["batched_products"] = static_cast<double>(s.batched_products);
   row.text["horizontal"] = g_horizontal ? "on" : "off";
+  row.text["multi_output"] = g_multi_output ? "on" : "off";
+  row.values["multi_output_kernels"] = static_cast<double>(s.multi_output_kernels);
   row.text["tune"] = s.tune_mode;
   row.text["gemm"] = s.gemm_mode;
   row.text["tile"] = s.tile_mode;
@@ -693,6 +700,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       args.tile = v == "auto" ? L::Tile::automatic : v == "off" ? L::Tile::off : L::Tile::on;
+    } else if (a == "--multi-output") {
+      const auto v = value();
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "--multi-output takes on or off (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.multi_output = v == "on";
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend host|cuda] [--programs dg,figure1,wide,chain] "
@@ -700,7 +714,7 @@ int main(int argc, char** argv) {
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
                    "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report] "
                    "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late] "
-                   "[--horizontal on|off] [--tile auto|off|on]\n",
+                   "[--horizontal on|off] [--tile auto|off|on] [--multi-output on|off]\n",
                    argv[0]);
       return 2;
     }
@@ -711,6 +725,7 @@ int main(int argc, char** argv) {
   g_broadcast_sum = args.broadcast_sum;
   g_horizontal = args.horizontal;
   g_tile = args.tile;
+  g_multi_output = args.multi_output;
   try {
     Device device = default_device();
     if (!args.backend.empty()) device = Device{args.backend, 0};

@@ -870,6 +870,13 @@ struct Options {
   /// addresses). false: one kernel and one BLAS call per operation (Stats::merged_kernels and
   /// batched_products say what it did).
   bool horizontal = true;
+  /// Multi-output fusion: element-wise kernels over the same output shape that read some of the
+  /// same data and are not ordered (neither reads, directly or through other kernels, what the
+  /// other writes) run as one kernel writing every one's output in one pass, loading what they
+  /// share once per element (the DG right-hand side's face traces u_in and u_ex). Not with
+  /// Fusion::none (one kernel per operation). false: one kernel per fused output
+  /// (Stats::multi_output_kernels says what it did).
+  bool multi_output = true;
 };
 
 /// A buffer bound to a placeholder or an output: a DeviceBuffer, or a Managed for rank 0.
@@ -950,6 +957,8 @@ struct KernelInfo {
   std::string choice;  ///< "rule", "timed", "memory" or "disk" (where the shape came from)
   /// Kernels or matrix products it computes at once (horizontal fusion, Options::horizontal).
   std::size_t members = 1;
+  /// Arrays each member writes (several: multi-output fusion, Options::multi_output).
+  std::size_t outputs = 1;
 };
 
 /// What a program is and what it did.
@@ -966,6 +975,9 @@ struct Stats {
   /// operands, counted in `kernels`).
   std::size_t merged_kernels = 0;
   std::size_t batched_products = 0;
+  /// Multi-output fusion (Options::multi_output): kernels computed by multi-output kernels (each
+  /// of those counts its outputs; the kernels saved are this minus the multi-output kernels).
+  std::size_t multi_output_kernels = 0;
   double codegen_ms = 0;     ///< generating the source (the first instance)
   double build_ms = 0;       ///< compiling and loading it (the first instance)
   std::string build_origin;  ///< "compiled", "disk" or "memory" (the first instance)

@@ -220,6 +220,7 @@ py::dict stats_dict(const lz::Stats& s) {
   d["gemm_mode"] = s.gemm_mode;
   d["tile_mode"] = s.tile_mode;
   d["tiled_kernels"] = s.tiled_kernels;
+  d["multi_output_kernels"] = s.multi_output_kernels;
   d["tune_groups"] = s.tune_groups;
   d["tuned_groups"] = s.tuned_groups;
   d["tune_hits"] = s.tune_hits;

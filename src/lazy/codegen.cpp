@@ -325,18 +325,26 @@ class Emitter {
   int next_ = 0;
 };
 
-std::string combine(ReduceOp op, const std::string& v) {
+std::string combine(ReduceOp op, const std::string& v, const std::string& acc = "acc") {
   switch (op) {
     case ReduceOp::sum:
-      return "acc += " + v + ";\n";
+      return acc + " += " + v + ";\n";
     case ReduceOp::prod:
-      return "acc *= " + v + ";\n";
+      return acc + " *= " + v + ";\n";
     case ReduceOp::min:
-      return "acc = " + v + " < acc ? " + v + " : acc;\n";
+      return acc + " = " + v + " < " + acc + " ? " + v + " : " + acc + ";\n";
     case ReduceOp::max:
-      return "acc = acc < " + v + " ? " + v + " : acc;\n";
+      return acc + " = " + acc + " < " + v + " ? " + v + " : " + acc + ";\n";
   }
   return {};
+}
+
+/// The initial value of a reduction's accumulator.
+std::string reduce_init(ReduceOp op, DType t) {
+  const ExPtr id = reduce_identity(op, t);
+  if (is_float(id->dtype)) return float_text(id->lit.f, id->dtype);
+  if (id->dtype == DType::i32) return std::to_string(id->lit.i);
+  return std::to_string(id->lit.i) + "LL";
 }
 
 /// Factors of a product tree (of one type).
@@ -482,6 +490,7 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   code.weight = weight_of(k);
   code.debug = debug;
   code.buffers = k.reads;
+  code.outputs = 1 + static_cast<int>(k.siblings.size());
   const bool cuda = d == LazyDialect::cuda;
   const int rank = static_cast<int>(k.shape.size());
   const int nred = k.kind == Kernel::Kind::reduce ? static_cast<int>(k.red.size()) : 0;
@@ -536,13 +545,16 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   // The element's value (and for a reduction, its loop).
   std::string inner;  // code of the element level after the blocks, up to the store
   std::string value;
-  const std::string init = [&] {
-    if (k.kind != Kernel::Kind::reduce) return std::string();
-    const ExPtr id = reduce_identity(k.rop, k.body->dtype);
-    if (is_float(id->dtype)) return float_text(id->lit.f, id->dtype);
-    if (id->dtype == DType::i32) return std::to_string(id->lit.i);
-    return std::to_string(id->lit.i) + "LL";
-  }();
+  const std::string init =
+      k.kind == Kernel::Kind::reduce ? reduce_init(k.rop, k.body->dtype) : std::string();
+  // A multi-output reduction has one loop nest, a thread per output (merge_siblings keeps its
+  // reductions short and untiled; its cuda shape never shares lanes or tiles).
+  if (!k.siblings.empty() && (G > 1 || T > 1)) {
+    throw Error(Errc::invalid_state,
+                "sluice::lazy internal error: a multi-output kernel with lanes or tiles");
+  }
+  // The store of each further output: its reduction's accumulator, or its element value.
+  std::vector<std::string> sibling_values(k.siblings.size());
   const std::string last_var = "i" + std::to_string(rank - 1);
   std::string tile_store;  // tiles: the loop over the tile's outputs that stores them
   if (T > 1) {
@@ -608,23 +620,41 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
              " w_ = __shfl_down_sync(0xffffffffu, acc, o_, " + std::to_string(G) + ");\n" +
              combine(k.rop, "w_") + "}\n";
     inner = loops + "if (live_ && lane_ == 0) {\n" + em.block(post);
-  } else if (k.kind == Kernel::Kind::reduce &&
+  } else if (k.kind == Kernel::Kind::reduce && k.siblings.empty() &&
              factored_sum(k, em, element, rank, red_ext, inner, value)) {
     // A sum of products with factors independent of the inner loops: nested partial sums.
   } else if (k.kind == Kernel::Kind::reduce) {
     const std::string v = em.value(k.body);
     value = k.epilogue ? em.value(k.epilogue) : "acc";
     std::string loops = std::string(ctype(k.body->dtype)) + " acc = " + init + ";\n";
+    // A multi-output reduction's further reductions: an accumulator each, over the same loops
+    // (their terms emitted before the loops' code is taken).
+    std::string more;
+    for (std::size_t o = 0; o < k.siblings.size(); ++o) {
+      const auto& sib = k.siblings[o];
+      if (!sib.reduce) continue;
+      const std::string acc = "acc" + std::to_string(o + 1);
+      const std::string sv = em.value(sib.body);
+      loops += std::string(ctype(sib.body->dtype)) + " " + acc + " = " +
+               reduce_init(sib.rop, sib.body->dtype) + ";\n";
+      more += combine(sib.rop, sv, acc);
+      sibling_values[o] = acc;
+    }
     for (int r = 0; r < nred; ++r) {
       loops += "for (long long i" + std::to_string(rank + r) + " = 0; i" +
                std::to_string(rank + r) + " < " + red_ext[static_cast<std::size_t>(r)] + "; ++i" +
                std::to_string(rank + r) + ") {\n" + em.block(element + 1 + r);
     }
-    loops += combine(k.rop, v);
+    loops += combine(k.rop, v) + more;
     for (int r = 0; r < nred; ++r) loops += "}\n";
     inner = loops + em.block(post);
   } else {
     value = em.value(k.body);
+  }
+  // A multi-output kernel's further element values (shared loads and index arithmetic are named
+  // once, in the first that needs them).
+  for (std::size_t o = 0; o < k.siblings.size(); ++o) {
+    if (!k.siblings[o].reduce) sibling_values[o] = em.value(k.siblings[o].body);
   }
 
   const std::string args = "sl_a" + std::to_string(index) + suffix;
@@ -641,6 +671,11 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
     pro += "const " + std::string(ty) + "* SL_RESTRICT b" + std::to_string(j + 1) + " = (const " +
            ty + "*)" + slots + "[" + std::to_string(j + 1) + "];\n";
   }
+  for (std::size_t o = 0; o < k.siblings.size(); ++o) {
+    const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.siblings[o].out)].dtype);
+    pro += std::string(ty) + "* SL_RESTRICT out" + std::to_string(o + 1) + " = (" + ty + "*)" +
+           slots + "[" + std::to_string(k.reads.size() + o + 1) + "];\n";
+  }
   if (debug) {
     pro += "long long* err = (long long*)" + slots + "[" + std::to_string(code.buffer_slots() - 1) +
            "];\n";
@@ -648,7 +683,9 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   const std::string one = code.name + "_one";
   const std::string S = std::to_string(code.buffer_slots());
   const std::string W = std::to_string(code.members);
-  const std::string store = "out[f] = " + value + ";\n";
+  std::string store = "out[f] = " + value + ";\n";
+  for (std::size_t o = 0; o < sibling_values.size(); ++o)
+    store += "out" + std::to_string(o + 1) + "[f] = " + sibling_values[o] + ";\n";
   if (cuda) {
     if (G > 1) {
       // Threads, a whole number of warps (every lane of a warp takes part in the shuffles).

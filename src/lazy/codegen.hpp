@@ -20,8 +20,9 @@ namespace sluice::lazy::detail {
 struct KernelCode {
   std::string name;          // "sl_k3"
   std::string text;          // its argument struct and function
-  std::vector<int> buffers;  // lowered nodes bound to b[1..] (b[0] is the output; the debug
-                             // error record, if any, comes last)
+  std::vector<int> buffers;  // lowered nodes bound to b[1..] (b[0] is the output; a multi-output
+                             // kernel's further outputs follow these, then the debug error
+                             // record, if any)
   std::vector<std::int64_t> params;
   std::int64_t elements = 0;    // output elements (cuda, lanes per output: threads)
   std::int64_t max_blocks = 0;  // cuda: the most blocks worth launching (0: no limit)
@@ -36,8 +37,11 @@ struct KernelCode {
   // with the buffer slots [m * buffer_slots(), (m + 1) * buffer_slots()) (`elements` and
   // `max_blocks` count them all; `buffers` are the first member's).
   int members = 1;
+  // Outputs per member (multi-output fusion, Kernel::siblings): output 0 in slot 0, output
+  // o > 0 in slot buffers.size() + o.
+  int outputs = 1;
   [[nodiscard]] std::size_t buffer_slots() const noexcept {
-    return 1 + buffers.size() + (debug ? 1 : 0);
+    return static_cast<std::size_t>(outputs) + buffers.size() + (debug ? 1 : 0);
   }
   /// Buffer slots of the argument struct (every member's); the parameters follow them.
   [[nodiscard]] std::size_t all_slots() const noexcept {

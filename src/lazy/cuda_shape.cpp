@@ -105,6 +105,8 @@ CudaShape choose_cuda_shape(const Kernel& k, const Lowered& L) {
 
   // Operands small enough for shared memory and read by many outputs.
   s.staged = stageable(k, L, rules.stage_reuse);
+  // A multi-output reduction (merge_siblings: short and untiled) keeps a thread per output.
+  if (!k.siblings.empty()) return s;
   // Fused for register tiles: tiled (the fusion counted on it), never lanes.
   if (k.tile > 1) {
     s.tile = k.tile;
@@ -141,7 +143,7 @@ std::vector<CudaShape> cuda_shape_candidates(const Kernel& k, const Lowered& L) 
   const std::int64_t terms = numel(k.red);
   std::vector<std::vector<StagedBuffer>> stagings{out[0].staged, stageable(k, L, 2), {}};
   std::vector<int> groups{1};
-  if (!k.red.empty() && terms >= 8 && k.body->dtype != DType::boolean) {
+  if (!k.red.empty() && terms >= 8 && k.body->dtype != DType::boolean && k.siblings.empty()) {
     groups.push_back(std::max(out[0].group, lanes_for(terms)));
   }
   for (const auto& st : stagings) {

@@ -37,6 +37,23 @@ struct Kernel {
   // reduce: outputs along the last axis computed by one cuda thread (register tiles,
   // Options::tile); 1: one each. Fusion counted its readers' evaluations per tile.
   int tile = 1;
+  // Further outputs computed in the same loop nest (multi-output fusion, merge_siblings): each
+  // one's lowered node and body over the same variables; in a reduction, a sibling that is a
+  // reduction too (`reduce`) sums its body over the same `red` with `rop`, the others are
+  // element values. `reads` and `parts` cover them.
+  struct Sibling {
+    int out = -1;
+    ExPtr body;
+    bool reduce = false;
+    ReduceOp rop = ReduceOp::sum;
+  };
+  std::vector<Sibling> siblings;
+  /// Every lowered node it writes: `out`, then the siblings'.
+  [[nodiscard]] std::vector<int> outputs() const {
+    std::vector<int> o{out};
+    for (const auto& s : siblings) o.push_back(s.out);
+    return o;
+  }
 };
 
 struct Fused {
@@ -52,5 +69,17 @@ using GemmRule = std::function<bool(const GemmPlan&)>;
 /// (Kernel::tile) and fusion counts their reads of such operands once per tile.
 [[nodiscard]] Fused fuse(const Lowered& lowered, const std::vector<bool>& outputs, Fusion mode,
                          const GemmRule& gemm, bool tile = false);
+
+/// Multi-output fusion (Options::multi_output): kernels over the same domain (output shape) that
+/// share a materialized input and are not ordered (neither reads, directly or through other
+/// kernels, what the other writes) become one kernel with several outputs (Kernel::siblings), so
+/// that what they share is loaded once per element and one launch does the pass. Element-wise
+/// kernels merge, and so do short reductions (fewer than 8 terms, no epilogue, no register tiles:
+/// the DG normal fluxes' sum over x) with the same reduction extents, element-wise kernels joining
+/// them; a kernel that reads an element-wise member's output at its own indices only joins too
+/// (the load becomes the value computed in the same iteration) when nothing else orders them.
+/// Merging only such kernels keeps the kernel DAG acyclic; the kernels stay in topological order.
+/// Returns how many kernels multi-output kernels compute (each one's outputs: 0 when none merged).
+std::size_t merge_siblings(Fused& fused, const Lowered& lowered);
 
 }  // namespace sluice::lazy::detail

@@ -85,8 +85,10 @@ constexpr std::int64_t kMaxBatchedProductMacs = std::int64_t{1} << 24;
 std::vector<Unit> units_of(const Fused& F, const Lowered& L, const PlanInput& in) {
   const std::size_t nk = F.kernels.size();
   std::vector<int> producer(L.nodes.size(), -1);
-  for (std::size_t i = 0; i < nk; ++i)
-    producer[static_cast<std::size_t>(F.kernels[i].out)] = static_cast<int>(i);
+  for (std::size_t i = 0; i < nk; ++i) {
+    for (int o : F.kernels[i].outputs())
+      producer[static_cast<std::size_t>(o)] = static_cast<int>(i);
+  }
   auto inputs_of = [&](const Kernel& k) {
     return k.kind == Kernel::Kind::gemm ? std::vector<int>{k.gemm.a, k.gemm.b} : k.reads;
   };
@@ -179,6 +181,7 @@ std::string kernel_name(const Kernel& k, const Lowered& L, std::span<const NodeP
   std::string s = "k" + std::to_string(index);
   const LNode& out = L.nodes[static_cast<std::size_t>(k.out)];
   if (out.node >= 0) s += "_" + op_name(*order[static_cast<std::size_t>(out.node)]);
+  if (!k.siblings.empty()) s += "_o" + std::to_string(k.siblings.size() + 1);
   for (auto& c : s) {
     if (c == ' ' || c == '\'' || c == ',' || c == '>' || c == '-') c = '_';
   }
@@ -207,6 +210,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
     is_output[static_cast<std::size_t>(L.of_node[static_cast<std::size_t>(o)])] = true;
   }
   d.fused = fuse(L, is_output, in.fusion, in.gemm, tile);
+  if (in.multi_output && in.fusion != Fusion::none) d.siblings = merge_siblings(d.fused, L);
   const Fused& F = d.fused;
   for (const auto& k : F.kernels) d.tiled += k.kind == Kernel::Kind::reduce && k.tile > 1;
 
@@ -284,7 +288,9 @@ InstanceDesc plan_instance(const PlanInput& in) {
     Step s;
     s.kernel = k0;
     s.members = unit;
-    for (int m : unit) s.writes.push_back(buf(F.kernels[static_cast<std::size_t>(m)].out));
+    for (int m : unit) {
+      for (int o : F.kernels[static_cast<std::size_t>(m)].outputs()) s.writes.push_back(buf(o));
+    }
     s.name = kernel_name(k, L, in.order, k0);
     if (unit.size() > 1) s.name += "_x" + std::to_string(unit.size());
     if (k.kind == Kernel::Kind::gemm) {

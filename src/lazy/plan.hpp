@@ -33,7 +33,9 @@ struct Step {
   // bufs read: a kernel's per member in order (member m: [m * R, (m + 1) * R)); a batched gemm's
   // A and B of each member, then the table
   std::vector<int> reads;
-  std::vector<int> writes;     // bufs written: one per member (table, copy: one)
+  // bufs written: each member's outputs in order (member m: [m * O, (m + 1) * O), O outputs per
+  // member, several for a multi-output kernel); table, copy: one
+  std::vector<int> writes;
   std::vector<int> addresses;  // table: bufs whose addresses it stores (no access to them)
   std::vector<int> after;      // steps it runs after
   std::string name;
@@ -49,10 +51,11 @@ struct InstanceDesc {
   std::vector<int> buf_of;              // per lowered node (-1: not materialized)
   std::vector<std::size_t> temp_bytes;  // per physical temporary
   std::vector<Step> steps;
-  std::size_t width = 0;    // most kernel steps that may run at once
-  std::size_t merged = 0;   // kernels computed by horizontal kernels (horizontal fusion)
-  std::size_t batched = 0;  // matrix products computed by batched calls
-  std::size_t tiled = 0;    // reductions fused and generated for register tiles (Options::tile)
+  std::size_t width = 0;     // most kernel steps that may run at once
+  std::size_t merged = 0;    // kernels computed by horizontal kernels (horizontal fusion)
+  std::size_t batched = 0;   // matrix products computed by batched calls
+  std::size_t tiled = 0;     // reductions fused and generated for register tiles (Options::tile)
+  std::size_t siblings = 0;  // kernels computed by multi-output kernels (Options::multi_output)
   double codegen_ms = 0;
 };
 
@@ -75,6 +78,8 @@ struct PlanInput {
   /// the backend's batched BLAS over lists of operand addresses).
   bool horizontal = true;
   bool gemm_table = false;
+  /// Multi-output fusion (merge_siblings; not with Fusion::none, one kernel per operation).
+  bool multi_output = true;
 };
 
 /// Lowers, fuses, generates and plans one instance (no device work).

@@ -237,6 +237,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.tile = tile_;
   pin.dialect = inst->ext->dialect();
   pin.horizontal = options_.horizontal;
+  pin.multi_output = options_.multi_output;
   pin.gemm_table = inst->ext->has_gemm_table();
   if (inst->ext->has_gemm() && gemm_ != Gemm::generated) {
     const bool all = gemm_ == Gemm::blas;
@@ -298,6 +299,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   stats_.merged_kernels = d.merged;
   stats_.batched_products = d.batched;
   stats_.tiled_kernels = d.tiled;
+  stats_.multi_output_kernels = d.siblings;
   stats_.graph_nodes = d.steps.size();
   stats_.concurrency = d.width;
   stats_.temporaries = d.temp_bytes.size();
@@ -329,6 +331,7 @@ InstanceDesc ProgramImpl::plan_declared(LazyDialect dialect) const {
   pin.tile = tile_;
   pin.dialect = dialect;
   pin.horizontal = options_.horizontal;
+  pin.multi_output = options_.multi_output;
   return plan_instance(pin);
 }
 
@@ -406,6 +409,8 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
       }
       tg.buffers.push_back(t);
     }
+    for (const auto& sib : k.siblings)
+      tg.buffers.push_back({LazyTimedBuffer::Fill::zero, bytes_of(sib.out), nullptr});
     if (code.debug) tg.buffers.push_back({LazyTimedBuffer::Fill::zero, 32, nullptr});
     for (const auto& c : g.codes) {
       std::vector<std::byte> args(c.arg_bytes());
@@ -511,11 +516,13 @@ std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
     put(0, at(s.writes.front()));
     for (std::size_t j = 0; j < s.addresses.size(); ++j) put(j + 1, at(s.addresses[j]));
   } else {
-    // Member m's slots: its output, its reads, the error record.
+    // Member m's slots: its first output, its reads, its further outputs, the error record.
     const std::size_t S = c.buffer_slots(), R = c.buffers.size();
-    for (std::size_t m = 0; m < s.writes.size(); ++m) {
-      put(m * S, at(s.writes[m]));
+    const auto O = static_cast<std::size_t>(c.outputs);
+    for (std::size_t m = 0; m * O < s.writes.size(); ++m) {
+      put(m * S, at(s.writes[m * O]));
       for (std::size_t j = 0; j < R; ++j) put(m * S + j + 1, at(s.reads[m * R + j]));
+      for (std::size_t o = 1; o < O; ++o) put(m * S + R + o, at(s.writes[m * O + o]));
       if (c.debug) put(m * S + S - 1, inst.err.data());
     }
   }
@@ -846,6 +853,7 @@ std::vector<KernelInfo> ProgramImpl::kernels() const {
                 : k.kind == Kernel::Kind::reduce ? "reduce"
                                                  : "map";
     info.members = s.members.size();
+    info.outputs = k.siblings.size() + 1;
     if (s.code >= 0) {
       const auto& c = d.codes[static_cast<std::size_t>(s.code)];
       info.source = c.text;
@@ -949,7 +957,7 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   std::ostringstream o;
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
     << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
-    << static_cast<int>(options.broadcast_sum) << options.horizontal
+    << static_cast<int>(options.broadcast_sum) << options.horizontal << options.multi_output
     << static_cast<int>(resolve_tile(options.tile, std::source_location::current())) << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','

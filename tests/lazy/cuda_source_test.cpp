@@ -218,6 +218,48 @@ TEST(LazyCudaSource, TiledKernelsCompile) {
   EXPECT_GT(tiles, 0);
 }
 
+// Multi-output kernels (Options::multi_output): the DG right-hand side's face arrays at p = 1..4
+// (one kernel of 4 outputs, two of them short reductions), and random programs with every
+// reduction forced towards lanes and staging (a multi-output kernel keeps a thread per output),
+// debug checks on half, compile with NVRTC.
+TEST(LazyCudaSource, MultiOutputKernelsCompile) {
+  Context ctx;
+  for (int p = 1; p <= 4; ++p) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    const auto R = dg::make_reference(p);
+    const auto m = dg::make_mesh(R, 4);
+    const auto ops = dg::operators(ctx, R, m);
+    auto u = L::placeholder<double>("u", {m.E, R.Np});
+    auto v = L::placeholder<double>("v", {3, m.E, R.Np});
+    const auto r = dg::rhs(ops, u, v, dg::Flux::upwind);
+    const auto src = expect_compiles({r.du, r.dv}, {.debug = p % 2 == 0});
+    const auto apart = expect_compiles({r.du, r.dv}, {.multi_output = false});
+    if (HasFailure()) return;
+    EXPECT_NE(src.find("out1[f] = acc1;"), std::string::npos) << src;
+    EXPECT_NE(src.find("out3[f] = "), std::string::npos) << src;
+    EXPECT_EQ(apart.find("out1[f]"), std::string::npos);
+  }
+  struct Force {
+    L::detail::CudaShapeRules saved = L::detail::cuda_shape_rules();
+    Force() {
+      L::detail::cuda_shape_rules().stage_reuse = 0;
+      L::detail::cuda_shape_rules().force_group = true;
+    }
+    ~Force() { L::detail::cuda_shape_rules() = saved; }
+  } force;
+  int merged = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    Generator gen(7000 + seed);
+    std::vector<L::Array<double>> arrays;
+    for (const auto& o : gen.program(12, 4)) arrays.push_back(o.a);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const auto src = expect_compiles(arrays, {.debug = seed % 2 == 0});
+    if (HasFailure()) return;
+    merged += src.find("out1[f]") != std::string::npos;
+  }
+  EXPECT_GT(merged, 0);
+}
+
 // Every candidate shape that tuning would time (the DG einsums at p = 1..4, the wide DAG's
 // branch) compiles with NVRTC in the one module a tuning request builds.
 TEST(LazyCudaSource, EveryTuningCandidateCompiles) {

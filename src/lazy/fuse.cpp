@@ -207,6 +207,20 @@ bool tile_shares(const LNode& n, int slot) {
 
 }  // namespace
 
+std::vector<int> kernel_reads(const Kernel& k) {
+  std::vector<int> r;
+  auto add = [&](const ExPtr& e) {
+    if (!e) return;
+    for_each_load(e, [&](const Ex& l) {
+      if (std::find(r.begin(), r.end(), l.slot) == r.end()) r.push_back(l.slot);
+    });
+  };
+  add(k.body);
+  add(k.epilogue);
+  for (const auto& sib : k.siblings) add(sib.body);
+  return r;
+}
+
 Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, const GemmRule& gemm,
            bool tile) {
   const std::size_t count = L.nodes.size();
@@ -299,19 +313,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, cons
     kernel_of[k] = static_cast<int>(f.kernels.size());
     f.kernels.push_back(std::move(kn));
   }
-  auto reads_of = [](const Kernel& k) {
-    std::vector<int> r;
-    auto add = [&](const ExPtr& e) {
-      if (!e) return;
-      for_each_load(e, [&](const Ex& l) {
-        if (std::find(r.begin(), r.end(), l.slot) == r.end()) r.push_back(l.slot);
-      });
-    };
-    add(k.body);
-    add(k.epilogue);
-    return r;
-  };
-  for (auto& k : f.kernels) k.reads = reads_of(k);
+  for (auto& k : f.kernels) k.reads = kernel_reads(k);
 
   // Epilogues: a reduction read by one element-wise kernel only, at that kernel's own indices.
   if (mode == Fusion::full) {
@@ -365,7 +367,7 @@ Fused fuse(const Lowered& L, const std::vector<bool>& outputs, Fusion mode, cons
       }
       absorbed[static_cast<std::size_t>(ki)] = true;
       f.materialized[c] = false;
-      m.reads = reads_of(m);
+      m.reads = kernel_reads(m);
     }
     std::vector<Kernel> kept;
     for (std::size_t i = 0; i < f.kernels.size(); ++i) {

@@ -82,4 +82,7 @@ using GemmRule = std::function<bool(const GemmPlan&)>;
 /// Returns how many kernels multi-output kernels compute (each one's outputs: 0 when none merged).
 std::size_t merge_siblings(Fused& fused, const Lowered& lowered);
 
+/// The lowered nodes a kernel's bodies load (its siblings' too), in order of first load.
+[[nodiscard]] std::vector<int> kernel_reads(const Kernel& k);
+
 }  // namespace sluice::lazy::detail

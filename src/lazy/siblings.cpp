@@ -21,21 +21,6 @@ bool sibling_bit(const SiblingBits& b, std::size_t i) {
   return (b[i / 64] >> (i % 64)) & 1u;
 }
 
-/// Lowered nodes loaded by the kernel's bodies, in order of first load.
-std::vector<int> sibling_reads(const Kernel& k) {
-  std::vector<int> r;
-  auto add = [&](const ExPtr& e) {
-    if (!e) return;
-    for_each_load(e, [&](const Ex& l) {
-      if (std::find(r.begin(), r.end(), l.slot) == r.end()) r.push_back(l.slot);
-    });
-  };
-  add(k.body);
-  add(k.epilogue);
-  for (const auto& s : k.siblings) add(s.body);
-  return r;
-}
-
 /// Whether load `l` reads at the kernel's own indices (variable d along axis d).
 bool sibling_identity(const Ex& l, std::size_t rank) {
   if (l.args.size() != rank) return false;
@@ -177,7 +162,7 @@ std::size_t merge_siblings(Fused& F, const Lowered& L) {
       return ex_load_slot(l.slot, l.dtype, args);
     });
     k.body = body[i];
-    k.reads = sibling_reads(k);
+    k.reads = kernel_reads(k);
     groups[g].push_back(static_cast<int>(i));
     group_of[i] = joined;
     node_kernel[static_cast<std::size_t>(k.out)] = static_cast<int>(i);
@@ -221,7 +206,7 @@ std::size_t merge_siblings(Fused& F, const Lowered& L) {
       }
       absorbed[static_cast<std::size_t>(members[j])] = true;
     }
-    lead.reads = sibling_reads(lead);
+    lead.reads = kernel_reads(lead);
     merged += members.size();
     ++groups_merged;
   }

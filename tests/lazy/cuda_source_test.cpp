@@ -38,6 +38,16 @@ void expect_chunks_compile(const std::string& source, const std::vector<std::str
   EXPECT_EQ(found, names);
 }
 
+/// The DG right-hand side (upwind) at order p on a box of 4 cubes a side.
+dg::Rhs dg_rhs_of(const Context& ctx, int p) {
+  const auto R = dg::make_reference(p);
+  const auto m = dg::make_mesh(R, 4);
+  const auto ops = dg::operators(ctx, R, m);
+  auto u = L::placeholder<double>("u", {m.E, R.Np});
+  auto v = L::placeholder<double>("v", {3, m.E, R.Np});
+  return dg::rhs(ops, u, v, dg::Flux::upwind);
+}
+
 /// Compiles the program's cuda source with NVRTC; returns the source.
 std::string expect_compiles(const std::vector<L::Array<double>>& outputs, const L::Options& o) {
   std::vector<L::detail::NodePtr> nodes;
@@ -188,12 +198,7 @@ TEST(LazyCudaSource, TiledKernelsCompile) {
   Context ctx;
   for (int p = 1; p <= 4; ++p) {
     SCOPED_TRACE("p = " + std::to_string(p));
-    const auto R = dg::make_reference(p);
-    const auto m = dg::make_mesh(R, 4);
-    const auto ops = dg::operators(ctx, R, m);
-    auto u = L::placeholder<double>("u", {m.E, R.Np});
-    auto v = L::placeholder<double>("v", {3, m.E, R.Np});
-    const auto r = dg::rhs(ops, u, v, dg::Flux::upwind);
+    const auto r = dg_rhs_of(ctx, p);
     const auto tiled = expect_compiles({r.du, r.dv}, {.tile = L::Tile::automatic});
     const auto untiled = expect_compiles({r.du, r.dv}, {.tile = L::Tile::off});
     if (HasFailure()) return;
@@ -226,12 +231,7 @@ TEST(LazyCudaSource, MultiOutputKernelsCompile) {
   Context ctx;
   for (int p = 1; p <= 4; ++p) {
     SCOPED_TRACE("p = " + std::to_string(p));
-    const auto R = dg::make_reference(p);
-    const auto m = dg::make_mesh(R, 4);
-    const auto ops = dg::operators(ctx, R, m);
-    auto u = L::placeholder<double>("u", {m.E, R.Np});
-    auto v = L::placeholder<double>("v", {3, m.E, R.Np});
-    const auto r = dg::rhs(ops, u, v, dg::Flux::upwind);
+    const auto r = dg_rhs_of(ctx, p);
     const auto src = expect_compiles({r.du, r.dv}, {.debug = p % 2 == 0});
     const auto apart = expect_compiles({r.du, r.dv}, {.multi_output = false});
     if (HasFailure()) return;

@@ -228,6 +228,42 @@ TEST_P(LazyMultiOutput, FaceTracesAreOneKernel) {
   }
 }
 
+// From a cold start, a merged kernel's input written on one context (held back by a gate), the
+// program run on a second, and its second output read and its third overwritten on a third: the
+// tracker orders each against the one kernel that writes all three, as it would three kernels.
+TEST_P(LazyMultiOutput, MergedKernelIsOrderedAgainstOtherContexts) {
+  Context a = make_context(), b = make_context(), c = make_context();
+  const TraceProgram t;
+  TraceData data(a, 2);
+  L::Program p = L::compile({t.u_in, t.u_ex, t.prod}, opts(true));
+  const auto n = mo_at(Faces::F * Faces::K);
+  DeviceBuffer<double> o0(b, n), o1(b, n), o2(b, n), seen(c, n);
+  std::vector<L::Input> in;
+  std::list<std::string> names;
+  data.bind("", in, names);
+  const auto base = data.hu;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const double scale = 2.0 + round;
+    for (std::size_t i = 0; i < base.size(); ++i) data.hu[i] = scale * base[i];
+    Gate gate(device());
+    gate.block(a);
+    copy(a, data.u, data.hu);    // a writes u (held back)
+    p.run(b, in, {o0, o1, o2});  // after a's write
+    copy(c, seen, o1);           // c reads the second output: after the run
+    memset(c, o2, 0);            // c overwrites the third: after the run
+    gate.open();
+    c.synchronize();
+    b.synchronize();
+    a.synchronize();
+    auto expect = data.expected();
+    expect[2].assign(expect[2].size(), 0.0);
+    ASSERT_EQ(p.stats().kernels, 1u) << p.dot();
+    expect_outputs(b, {&o0, &seen, &o2}, expect, "three contexts\n" + p.source());
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Kernels of one shape sharing an input are not merged when one reads the other's output,
 // directly or through a reduction, or when an earlier merge orders them: {A, B} merged makes
 // C -> sum(C) -> B ~ A -> sum(A) -> D a path, so C and D (unordered before) stay apart.

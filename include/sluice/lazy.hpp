@@ -872,8 +872,9 @@ struct Options {
   bool horizontal = true;
   /// Multi-output fusion: element-wise kernels over the same output shape that read some of the
   /// same data and are not ordered (neither reads, directly or through other kernels, what the
-  /// other writes) run as one kernel writing every one's output in one pass, loading what they
-  /// share once per element (the DG right-hand side's face traces u_in and u_ex). Not with
+  /// other writes), and short reductions (fewer than 8 terms) over the same extents, run as one
+  /// kernel writing every one's output in one pass, loading what they share once per element
+  /// (the DG right-hand side's face traces u_in, u_ex and the normals' sums vn_in, vn_ex). Not with
   /// Fusion::none (one kernel per operation). false: one kernel per fused output
   /// (Stats::multi_output_kernels says what it did).
   bool multi_output = true;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <source_location>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,6 +182,14 @@ class GraphExecutable {
   /// an empty string, or why the backend could not update in place (the core re-instantiates).
   /// Launches already issued keep the parameters they were issued with.
   [[nodiscard]] virtual std::string update(const std::shared_ptr<const ir::Graph>& graph) = 0;
+  /// As update(graph), where only the nodes at `changed` (ascending, no repeats) differ from the
+  /// graph of the last instantiation or update: a backend may look at those alone (a rebinding
+  /// then costs in proportion to what changed, not to the graph's size).
+  [[nodiscard]] virtual std::string update_changed(const std::shared_ptr<const ir::Graph>& graph,
+                                                   std::span<const std::uint32_t> changed) {
+    (void)changed;
+    return update(graph);
+  }
   /// Nodes of the launched graph that the backend runs merged into batched nodes (such as one
   /// kernel performing many small memsets, sluice/ext/graph_batches.hpp), and how many batched
   /// nodes it made of them; for graph::stats().

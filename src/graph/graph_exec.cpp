@@ -350,7 +350,7 @@ void GraphExecImpl::update_nodes(std::span<GraphExec::NodeUpdate> updates,
       set_accesses(next->ir);
       require_live_buffers(loc);
     }
-    auto reason = exec_->update(ir_of(next));
+    auto reason = exec_->update_changed(ir_of(next), changed_);
     if (!reason.empty()) {
       retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
       count_instantiation(*exec_);

@@ -459,6 +459,9 @@ class CudaGraph final : public GraphExecutable {
     }
     wait_set_.assign(graph_->nodes.size(), unrecorded_);
     holds_ir_ = launch_reads_ir(*graph_);
+    has_host_ = std::any_of(graph_->nodes.begin(), graph_->nodes.end(), [](const ir::Node& n) {
+      return std::holds_alternative<ir::Host>(n.params);
+    });
   }
   ~CudaGraph() override {
     DeviceGuard guard(device_, std::nothrow);
@@ -555,7 +558,16 @@ class CudaGraph final : public GraphExecutable {
     return {built_.plan.merged(), built_.plan.members.size()};
   }
 
-  std::string update(const ir::GraphPtr& next) override {
+  std::string update(const ir::GraphPtr& next) override { return update_with(next, nullptr); }
+
+  std::string update_changed(const ir::GraphPtr& next,
+                             std::span<const std::uint32_t> changed) override {
+    return update_with(next, has_host_ ? nullptr : &changed);
+  }
+
+ private:
+  /// update(), looking only at the nodes at `*only` where it is given.
+  std::string update_with(const ir::GraphPtr& next, const std::span<const std::uint32_t>* only) {
     DeviceGuard guard(device_);
     // A batch whose members now overlap, or whose memory its kernel does not reach, needs
     // another plan: a new instantiation.
@@ -563,7 +575,7 @@ class CudaGraph final : public GraphExecutable {
     // Many changed nodes: one whole-graph update may cost less than a SetParams call per node
     // (decided by count, see whole_update_from).
     const std::size_t whole = whole_update_from();
-    if ((whole == 0 || changed_nodes(*next) < whole) && update_in_place(*next)) {
+    if ((whole == 0 || changed_nodes(*next) < whole) && update_in_place(*next, only)) {
       graph_ = next;
       return {};
     }
@@ -590,7 +602,6 @@ class CudaGraph final : public GraphExecutable {
     return {};
   }
 
- private:
   /// Whether a launch reads its IR after cudaGraphLaunch returned: host nodes and captured host
   /// tasks call into it, nested graphs, alloc and free nodes and the graph's own keep-alives own
   /// memory the launch uses. CUDA copied the parameters of kernel, copy and memset nodes when they
@@ -608,9 +619,10 @@ class CudaGraph final : public GraphExecutable {
     });
   }
 
-  /// Compares `next` with the current IR node by node and applies only the parameters that
-  /// changed. False if some node needs the whole-graph path (CUDA's error cleared).
-  bool update_in_place(const Graph& next) {
+  /// Compares `next` with the current IR node by node (only the nodes at `*only` where given: the
+  /// others are the same) and applies only the parameters that changed. False if some node needs
+  /// the whole-graph path (CUDA's error cleared).
+  bool update_in_place(const Graph& next, const std::span<const std::uint32_t>* only) {
     const Graph& cur = *graph_;
     if (next.nodes.size() != built_.nodes.size()) return false;
     auto ok = [](cudaError_t err) {
@@ -622,13 +634,14 @@ class CudaGraph final : public GraphExecutable {
     auto calls = built_.calls;  // replaced only if a host node is updated
     const auto& plan = built_.plan;
     std::vector<char> dirty(plan.members.size(), 0);  // batches with a changed member
-    for (std::size_t i = 0; i < next.nodes.size(); ++i) {
+    // One node; false: the whole-graph path.
+    auto node = [&](std::size_t i) -> bool {
       const ir::Params& pa = cur.nodes[i].params;
       const ir::Params& pb = next.nodes[i].params;
       if (pa.index() != pb.index()) return false;
       if (!plan.members.empty() && plan.batch_of[i] >= 0) {
         dirty[plan.batch_of[i]] |= member_changed(cur.nodes[i], next.nodes[i], true);
-        continue;
+        return true;
       }
       cudaGraphNode_t h = built_.nodes[i];
       if (const auto* b = std::get_if<ir::Copy>(&pb)) {
@@ -643,13 +656,13 @@ class CudaGraph final : public GraphExecutable {
         const auto& a = std::get<ir::Memset>(pa);
         if ((a.bytes == 0) != (b->bytes == 0)) return false;
         if (b->bytes == 0 || (a.dst == b->dst && a.value == b->value && a.bytes == b->bytes)) {
-          continue;
+          return true;
         }
         const auto p = memset_params(*b);
         if (!ok(cudaGraphExecMemsetNodeSetParams(exec_, h, &p))) return false;
       } else if (const auto* b = std::get_if<ir::Kernel>(&pb)) {
         const auto& a = std::get<ir::Kernel>(pa);
-        if (same_kernel(*a.work.device, *b->work.device)) continue;
+        if (same_kernel(*a.work.device, *b->work.device)) return true;
         const auto p = kernel_params(*b->work.device, args);
         if (!ok(cudaGraphExecKernelNodeSetParams(exec_, h, &p))) return false;
       } else if (std::holds_alternative<ir::Host>(pb)) {
@@ -661,7 +674,7 @@ class CudaGraph final : public GraphExecutable {
         if (!ok(cudaGraphExecHostNodeSetParams(exec_, h, &p))) return false;
       } else if (const auto* b = std::get_if<ir::Captured>(&pb)) {
         const auto& a = std::get<ir::Captured>(pa);
-        if (a.recording == b->recording) continue;
+        if (a.recording == b->recording) return true;
         const auto* r = static_cast<const CudaRecording*>(b->recording.get());
         if (r == nullptr || r->graph == nullptr) return false;
         if (!ok(cudaGraphExecChildGraphNodeSetParams(exec_, h, r->graph))) return false;
@@ -670,7 +683,7 @@ class CudaGraph final : public GraphExecutable {
         if (ir::nested(cur.nodes[i]) != ir::nested(next.nodes[i])) return false;
         const auto* ca = ir::condition(cur.nodes[i]);
         const auto* cb = ir::condition(next.nodes[i]);
-        if (cb == nullptr) continue;
+        if (cb == nullptr) return true;
         if (ca->value != cb->value || ca->bytes != cb->bytes) return false;
         if (cb->initial && *ca->initial != *cb->initial) {
           AssignDefault d;  // CUDA copies the arguments
@@ -684,6 +697,16 @@ class CudaGraph final : public GraphExecutable {
         }
       }
       // Empty, alloc and free nodes have nothing to set; event nodes are set by each launch.
+      return true;
+    };
+    if (only != nullptr) {
+      for (auto i : *only) {
+        if (!node(i)) return false;
+      }
+    } else {
+      for (std::size_t i = 0; i < next.nodes.size(); ++i) {
+        if (!node(i)) return false;
+      }
     }
     // A changed batch: its whole table anew, one call.
     for (std::size_t b = 0; b < dirty.size(); ++b) {
@@ -812,6 +835,9 @@ class CudaGraph final : public GraphExecutable {
   std::vector<cudaEvent_t> spare_;
   std::vector<void*> args_;  // update_in_place's scratch
   bool holds_ir_ = true;     // launch_reads_ir of the graph
+  // A host node's call points at its node in the IR version it was set from: every update sets
+  // them all again, so a graph with host nodes is compared whole (update_with).
+  bool has_host_ = false;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_memory.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "backends/cuda/kernel_preload.hpp"
 #include "sluice/error.hpp"
 
 namespace sluice::detail::cuda {
@@ -23,12 +24,18 @@ class CudaBackend final : public Backend {
     return t.devices.empty() ? t.unavailable_reason : std::string();
   }
 
+  // A device's first stream loads sluice's kernels on it (kernel_preload.hpp: a lazy load may
+  // wait for the work running on the device).
   std::unique_ptr<Stream> create_stream(const StreamConfig& config) override {
-    return std::make_unique<CudaStream>(config);
+    auto s = std::make_unique<CudaStream>(config);
+    load_kernels_once(config.device);
+    return s;
   }
 
   std::unique_ptr<Stream> wrap_stream(const StreamConfig& config, void* native) override {
-    return std::make_unique<CudaStream>(config, static_cast<cudaStream_t>(native));
+    auto s = std::make_unique<CudaStream>(config, static_cast<cudaStream_t>(native));
+    load_kernels_once(config.device);
+    return s;
   }
 
   void* allocate_pinned(std::size_t bytes) override { return cuda::allocate_pinned(bytes); }

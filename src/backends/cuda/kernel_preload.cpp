@@ -8,11 +8,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -214,6 +217,25 @@ PreloadReport preload_kernels(int device) noexcept {
     report.failure += (report.failure.empty() ? "" : "; ") + std::string(e.what());
   }
   return report;
+}
+
+void load_kernels_once(int device) noexcept {
+  static const bool enabled = [] {
+    const char* v = std::getenv("SLUICE_CUDA_PRELOAD");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  if (!enabled) return;
+  static std::mutex mutex;
+  static auto* done = new std::set<int>;  // never destroyed
+  try {
+    std::lock_guard lock(mutex);
+    if (!done->insert(device).second) return;
+    DeviceGuard guard(device);
+    PreloadReport ignored;
+    walk(ignored, true);
+  } catch (...) {
+    // Left to lazy loading (the report's failures say nothing a launch would not).
+  }
 }
 
 PreloadReport kernel_status(int device) noexcept {

@@ -54,6 +54,15 @@ PreloadReport preload_kernels(int device) noexcept;
 /// Counts the functions and those loaded on `device`, loading nothing.
 PreloadReport kernel_status(int device) noexcept;
 
+/// Loads every function of every registered file on `device` (no warm-ups), once per device and
+/// process; the cuda backend calls it when it makes a device's first stream, so that no later
+/// first launch, graph instantiation or capture of sluice's own kernels loads code while work
+/// runs on the device (a load may wait for it: the host held until the device drained, or, with
+/// a kernel spinning on a flag the host would set next, until that kernel gave up).
+/// SLUICE_CUDA_PRELOAD=0 leaves the loading to CUDA (lazy by default). Never throws; a failure
+/// leaves those kernels to load lazily.
+void load_kernels_once(int device) noexcept;
+
 }  // namespace sluice::detail::cuda
 
 #define SLUICE_CUDA_KERNEL_FILE_CAT2(a, b) a##b

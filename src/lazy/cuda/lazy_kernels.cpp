@@ -228,6 +228,16 @@ class CudaLazyKernels final : public LazyKernels {
             "sluice::lazy: the generated module has no kernel " + n + " (" + describe(err) + ")",
             loc);
       }
+      // Loaded into the device's context now: with CUDA's lazy loading a kernel's first use
+      // (here the program's first graph instantiation) loads it, and loading may wait for the
+      // kernels running on the device, so a first run would hold the host until the device's
+      // queued work drained (CUDA programming guide, "Lazy Loading", concurrent execution).
+      cudaFuncAttributes attr{};
+      if (const auto e = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k));
+          e != cudaSuccess) {
+        unload();
+        check(e, "cudaFuncGetAttributes (loading a generated lazy kernel)", loc);
+      }
       kernels.push_back(k);
     }
     auto m =

@@ -1,6 +1,12 @@
 #include "backend_param.hpp"
 
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -93,8 +99,47 @@ Gate::Gate(const Device& device) : cuda_(device.backend == "cuda") {
   }
 }
 
+namespace {
+constexpr long long kGateTimeout = 30'000'000'000;
+
+// The stack of the thread that took the signal, to stderr (async-signal-safe once backtrace's
+// library is loaded: watch_gate calls it once first).
+void print_stack(int) {
+  static const char head[] = "[ gate     ] held 10 s; the thread that blocked it is at:\n";
+  (void)!::write(2, head, sizeof head - 1);
+  void* frames[64];
+  ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), 2);
+}
+
+/// After 10 s of `flag` still closed, the native stack of the main thread, where it called
+/// block() (most likely held since in a call that waits for the gated work), goes to stderr: a
+/// GPU machine may have no debugger to attach.
+void watch_gate(std::shared_ptr<std::atomic<int>> flag) {
+  static const bool installed = [] {
+    void* warm[1];
+    (void)::backtrace(warm, 1);
+    struct sigaction sa {};
+    sa.sa_handler = print_stack;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return ::sigaction(SIGUSR2, &sa, nullptr) == 0;
+  }();
+  // Only the main thread's: it lives as long as the process (another may be gone in 10 s).
+  if (!installed || ::gettid() != ::getpid()) return;
+  std::thread([thread = ::pthread_self(), flag = std::move(flag)] {
+    for (int i = 0; i < 100 && flag->load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (flag->load() == 0) ::pthread_kill(thread, SIGUSR2);
+  }).detach();
+}
+}  // namespace
+
 void Gate::block(const Context& ctx) {
-  static constexpr long long kGateTimeout = 30'000'000'000;
+  if (!blocked_at_) {
+    blocked_at_ = std::chrono::steady_clock::now();
+    watch_gate(host_flag_);
+  }
   if (cuda_) {
 #ifdef SLUICE_TEST_CUDA
     launch_gate(ctx.native_handle(), device_flag_.data(), kGateTimeout);
@@ -112,6 +157,16 @@ void Gate::block(const Context& ctx) {
 }
 
 void Gate::open() {
+  if (blocked_at_ &&
+      std::chrono::steady_clock::now() - *blocked_at_ >= std::chrono::nanoseconds(kGateTimeout)) {
+    ADD_FAILURE() << "the gate gave up (30 s) before open(): the host waited between block() and "
+                     "open() for the work the gate held back, so nothing issued in between was "
+                     "ordered behind it";
+  }
+  release();
+}
+
+void Gate::release() {
   host_flag_->store(1);
   if (cuda_ && device_flag_.size() > 0) {
     // Raw store, bypassing the tracker on purpose: the kernel polls this word.

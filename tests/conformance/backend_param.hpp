@@ -1,4 +1,7 @@
 #pragma once
+
+#include <chrono>
+#include <optional>
 // Parametrizes a test suite over every backend. A backend without devices is reported as
 // skipped (with the reason), never as passed. SLUICE_TEST_BACKENDS=cuda,host restricts the list.
 
@@ -56,18 +59,25 @@ class Rendezvous {
 /// Holds contexts back until `open()`: a host task on the host backend, a device kernel spinning
 /// on pinned memory on cuda (whose host tasks all share one thread, so a blocked host task there
 /// would stall every context). Opens itself on destruction; gives up after 30 s.
+///
+/// `open()` fails the test when the gate had already given up: the host was held between
+/// `block()` and `open()` (a call that waited for the held-back work, such as a kernel loaded
+/// lazily while the gate kernel spins), so the work meant to be issued behind the gate was
+/// issued after it, and the ordering the test checks was never put to the test.
 class Gate {
  public:
   explicit Gate(const Device& device);
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
-  ~Gate() { open(); }
+  ~Gate() { release(); }
   /// Issues the gate on `ctx`: work issued there afterwards waits for `open()`.
   void block(const Context& ctx);
   void open();
 
  private:
+  void release();
   bool cuda_;
+  std::optional<std::chrono::steady_clock::time_point> blocked_at_;  // the first block()
   std::shared_ptr<std::atomic<int>> host_flag_ = std::make_shared<std::atomic<int>>(0);
   PinnedBuffer<int> device_flag_;
 };

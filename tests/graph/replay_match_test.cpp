@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -91,6 +92,18 @@ struct Program {
   Op joined_op;             // ... and issues this there, then is joined back
   std::vector<int> epochs;  // per buffer: made anew this many times
 };
+
+/// What a run's body does, for a failure's message.
+std::string describe(const Program& r) {
+  std::string s = "body:";
+  for (const auto& o : r.body) {
+    s += o.kind == Kind::memset ? " memset" : o.kind == Kind::copy ? " copy" : " fill";
+  }
+  s += "; intent_at " + std::to_string(r.intent_at) + ", other_first " +
+       std::to_string(r.other_first) + ", waits " + std::to_string(r.waits) + ", join_at " +
+       std::to_string(r.join_at);
+  return s;
+}
 
 /// Whether two runs record the same graph (what the replay must count as unchanged): the same
 /// operations on the same buffers (not made anew between them), intents at the same places,
@@ -290,9 +303,22 @@ TEST_P(ReplayMatchTest, RandomMutationsMatchEagerIssueAndAreNeverCountedUnchange
       {
         Gate gate(device());
         gate.block(replayed.other);
+        // Nothing here may wait for the gate: a call that held the host this long is named.
+        auto held = [&, t = std::chrono::steady_clock::now()](const char* what) mutable {
+          const auto now = std::chrono::steady_clock::now();
+          if (now - t > std::chrono::seconds(20)) {
+            ADD_FAILURE() << where << ": " << what << " held the host behind the gate ("
+                          << describe(run) << ", counted before: " << graph::stats().unchanged
+                          << " unchanged, " << graph::stats().updates << " updates, "
+                          << graph::stats().reinstantiations << " re-instantiations)";
+          }
+          t = now;
+        };
         issue(replayed.other, replayed.bufs, before);
+        held("the other context's write");
         const auto s0 = graph::stats();
         replay.run(replayed.ctx, "body", [&] { replayed.body(run); });
+        held("the replay");
         const auto s1 = graph::stats();
         const auto counted = s1.unchanged - s0.unchanged;
         if (!same) {
@@ -303,6 +329,7 @@ TEST_P(ReplayMatchTest, RandomMutationsMatchEagerIssueAndAreNeverCountedUnchange
         unchanged += counted;
         // ... and reads what the replay wrote.
         copy(replayed.other, replayed.seen, replayed.bufs[static_cast<std::size_t>(read_back)]);
+        held("the read-back copy");
         gate.open();
       }
       issue(eager.other, eager.bufs, before);

@@ -245,7 +245,7 @@ void launch_kernel_in_group(PyHandler& ph, const PyKernel& k, const py::object& 
 #endif
 }
 
-void bind_events(py::module_& m) {
+void bind_dataflow_events(py::module_& m) {
   py::class_<df::Event>(m, "Event", "The completion of one command group.")
       .def(
           "wait",
@@ -272,7 +272,7 @@ void bind_dataflow(py::module_& parent) {
       "dataflow",
       "SYCL-style queues, buffers and accessors (reference 004): the accessors' modes build the "
       "task graph through sluice's dependency tracker.");
-  bind_events(m);
+  bind_dataflow_events(m);
 
   py::class_<df::Queue>(m, "Queue",
                         "A queue of command groups on one device: out-of-order by default (only "

@@ -91,7 +91,8 @@ void Rendezvous::arrive(const Context& ctx, int me) {
       "rendezvous");
 }
 
-Gate::Gate(const Device& device) : cuda_(device.backend == "cuda") {
+Gate::Gate(const Device& device, std::chrono::nanoseconds timeout)
+    : cuda_(device.backend == "cuda"), timeout_(timeout) {
   if (cuda_) {
     device_flag_ = PinnedBuffer<int>(device, 1);
     auto w = device_flag_.write();
@@ -100,8 +101,6 @@ Gate::Gate(const Device& device) : cuda_(device.backend == "cuda") {
 }
 
 namespace {
-constexpr long long kGateTimeout = 30'000'000'000;
-
 // The stack of the thread that took the signal, to stderr (async-signal-safe once backtrace's
 // library is loaded: watch_gate calls it once first).
 void print_stack(int) {
@@ -142,13 +141,13 @@ void Gate::block(const Context& ctx) {
   }
   if (cuda_) {
 #ifdef SLUICE_TEST_CUDA
-    launch_gate(ctx.native_handle(), device_flag_.data(), kGateTimeout);
+    launch_gate(ctx.native_handle(), device_flag_.data(), timeout_.count());
 #endif
     return;
   }
   ctx.host_task(
-      [flag = host_flag_] {
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kGateTimeout);
+      [flag = host_flag_, timeout = timeout_] {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
         while (flag->load() == 0 && std::chrono::steady_clock::now() < deadline) {
           std::this_thread::yield();
         }
@@ -157,11 +156,10 @@ void Gate::block(const Context& ctx) {
 }
 
 void Gate::open() {
-  if (blocked_at_ &&
-      std::chrono::steady_clock::now() - *blocked_at_ >= std::chrono::nanoseconds(kGateTimeout)) {
-    ADD_FAILURE() << "the gate gave up (30 s) before open(): the host waited between block() and "
-                     "open() for the work the gate held back, so nothing issued in between was "
-                     "ordered behind it";
+  if (blocked_at_ && std::chrono::steady_clock::now() - *blocked_at_ >= timeout_) {
+    ADD_FAILURE() << "the gate gave up (" << std::chrono::duration<double>(timeout_).count()
+                  << " s) before open(): the host waited between block() and open() for the work "
+                     "the gate held back, so nothing issued in between was ordered behind it";
   }
   release();
 }

@@ -58,7 +58,7 @@ class Rendezvous {
 
 /// Holds contexts back until `open()`: a host task on the host backend, a device kernel spinning
 /// on pinned memory on cuda (whose host tasks all share one thread, so a blocked host task there
-/// would stall every context). Opens itself on destruction; gives up after 30 s.
+/// would stall every context). Opens itself on destruction; gives up after its timeout (30 s).
 ///
 /// `open()` fails the test when the gate had already given up: the host was held between
 /// `block()` and `open()` (a call that waited for the held-back work, such as a kernel loaded
@@ -66,7 +66,9 @@ class Rendezvous {
 /// issued after it, and the ordering the test checks was never put to the test.
 class Gate {
  public:
-  explicit Gate(const Device& device);
+  /// `timeout`: when the gate gives up by itself (the tests' gates keep the 30 s default; the
+  /// gate's own test takes a short one).
+  explicit Gate(const Device& device, std::chrono::nanoseconds timeout = std::chrono::seconds(30));
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() { release(); }
@@ -77,6 +79,7 @@ class Gate {
  private:
   void release();
   bool cuda_;
+  std::chrono::nanoseconds timeout_;
   std::optional<std::chrono::steady_clock::time_point> blocked_at_;  // the first block()
   std::shared_ptr<std::atomic<int>> host_flag_ = std::make_shared<std::atomic<int>>(0);
   PinnedBuffer<int> device_flag_;

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <thread>
 
+#include <gtest/gtest-spi.h>
+
 #include "backend_param.hpp"
 
 namespace sluice::test {
@@ -157,6 +159,24 @@ TEST_P(ContextTest, AsyncContextDoesNotWaitForOthers) {
   EXPECT_FALSE(a.idle());
   gate.open();
   a.synchronize();
+}
+
+// The check behind every ordering test with a Gate: a host wait for the gated work between
+// block() and open() (here a synchronize) fails the test instead of passing once the gate gave
+// up by itself; a gate opened in time does not.
+TEST_P(ContextTest, AGateTheHostWaitedOutFailsTheTest) {
+  auto ctx = make_context();
+  {
+    Gate gate(device(), 200ms);
+    gate.block(ctx);
+    ctx.synchronize();  // returns when the gate gives up
+    EXPECT_NONFATAL_FAILURE(gate.open(), "the gate gave up");
+  }
+  Gate in_time(device());
+  in_time.block(ctx);
+  EXPECT_FALSE(ctx.idle());
+  in_time.open();
+  ctx.synchronize();
 }
 
 TEST_P(ContextTest, ForkStartsAfterParentAndJoinWaitsForChildren) {

@@ -13,7 +13,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -190,11 +189,16 @@ KernelFile::KernelFile(const char* file, const void* anchor, WarmUp warm_up) noe
   }
 }
 
-PreloadReport preload_kernels(int device) noexcept {
-  // Once per device; devices in parallel (the NCCL engine preloads each on a thread of its own).
+namespace {
+
+/// Loads the registered kernels on `device` once, and runs the warm-ups once when `warm_ups`;
+/// devices in parallel (the NCCL engine preloads each on a thread of its own). The report of
+/// what was done so far.
+PreloadReport load_once(int device, bool warm_ups) noexcept {
   struct Slot {
     std::mutex mutex;
-    bool done = false;
+    bool loaded = false;
+    bool warmed = false;
     PreloadReport report;
   };
   static std::mutex mutex;
@@ -207,16 +211,30 @@ PreloadReport preload_kernels(int device) noexcept {
       slot = &(*slots)[device];
     }
     std::lock_guard lock(slot->mutex);
-    if (slot->done) return slot->report;
-    DeviceGuard guard(device);
-    walk(report, true);
-    warm_up(report);
-    slot->report = report;
-    slot->done = true;
+    if (!slot->loaded || (warm_ups && !slot->warmed)) {
+      DeviceGuard guard(device);
+      if (!slot->loaded) {
+        PreloadReport r;
+        walk(r, true);
+        slot->report = std::move(r);
+        slot->loaded = true;
+      }
+      if (warm_ups && !slot->warmed) {
+        warm_up(slot->report);
+        slot->warmed = true;
+      }
+    }
+    return slot->report;
   } catch (const std::exception& e) {
     report.failure += (report.failure.empty() ? "" : "; ") + std::string(e.what());
   }
   return report;
+}
+
+}  // namespace
+
+PreloadReport preload_kernels(int device) noexcept {
+  return load_once(device, true);
 }
 
 void load_kernels_once(int device) noexcept {
@@ -224,18 +242,8 @@ void load_kernels_once(int device) noexcept {
     const char* v = std::getenv("SLUICE_CUDA_PRELOAD");
     return v == nullptr || std::string_view(v) != "0";
   }();
-  if (!enabled) return;
-  static std::mutex mutex;
-  static auto* done = new std::set<int>;  // never destroyed
-  try {
-    std::lock_guard lock(mutex);
-    if (!done->insert(device).second) return;
-    DeviceGuard guard(device);
-    PreloadReport ignored;
-    walk(ignored, true);
-  } catch (...) {
-    // Left to lazy loading (the report's failures say nothing a launch would not).
-  }
+  // A failure leaves the kernels to lazy loading (its report says nothing a launch would not).
+  if (enabled) (void)load_once(device, false);
 }
 
 PreloadReport kernel_status(int device) noexcept {

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
+#include "backends/cuda/cuda_exec_reaper.hpp"
 #include "backends/cuda/cuda_graph_batch.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_stream.hpp"
@@ -468,14 +469,12 @@ class CudaGraph final : public GraphExecutable {
     // Never waits for launches in flight (the backend contract): a host node of one may need
     // what the destroying thread holds (a lock, Python's GIL). What they use is kept by the
     // orphans and freed once they completed; CUDA frees the executable itself after its last
-    // run, and events once their work completed.
+    // run, and events once their work completed. The executable goes to the reaper: its destroy
+    // can wait for other streams' work (cuda_exec_reaper.hpp).
     retire_completed();
     orphans().adopt(std::move(in_flight_), errors_);
     for (auto e : spare_) (void)cudaEventDestroy(e);
-    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
-    if (source_ != nullptr) (void)cudaGraphDestroy(source_);
-    (void)cudaEventDestroy(unrecorded_);
-    (void)cudaEventDestroy(scratch_);
+    destroy_exec_later({device_, exec_, source_, {unrecorded_, scratch_}});
     clear_error();
   }
 

@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_exec_reaper.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #define SLUICE_IMPL_PUBLIC_INCLUDE  // a private header of sluice
 #include "sluice/detail/contract_holds.hpp"
@@ -21,6 +24,20 @@ void release_device_wide(std::function<void()> release) noexcept {
     return;
   }
   run_when_unheld(std::move(release));
+}
+
+void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept {
+  try {
+    release_device_wide([device, libraries = std::move(libraries)] {
+      drain_exec_reaper();
+      DeviceGuard guard(device, std::nothrow);
+      (void)cudaDeviceSynchronize();
+      for (auto l : libraries) (void)cudaLibraryUnload(l);
+      clear_error();
+    });
+  } catch (...) {
+    // Out of memory making the release: the libraries stay loaded (a leak, never a hang).
+  }
 }
 
 }  // namespace sluice::detail::cuda

@@ -8,11 +8,19 @@
 // through here: run at once where both are ruled out, otherwise kept and run when the last hold
 // ends (sluice::detail::run_when_unheld) or after the host function (cuda_host_callback.hpp).
 
+#include <cuda_runtime_api.h>
+
 #include <functional>
+#include <vector>
 
 namespace sluice::detail::cuda {
 
 /// Runs `release` now, or later where waiting for the device now could deadlock or is illegal.
 void release_device_wide(std::function<void()> release) noexcept;
+
+/// Unloads `libraries` of `device` through release_device_wide, once the device's queued work
+/// (which may still run their code) and the executables handed to the reaper (whose kernel nodes
+/// may name their kernels) are done.
+void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept;
 
 }  // namespace sluice::detail::cuda

@@ -29,14 +29,7 @@ class CudaKernel final : public LoadedKernel {
 
   // Launches already queued may still run code of the library: wait for the device's work
   // before unloading it (the last handle of a loaded kernel is rarely dropped on a hot path).
-  ~CudaKernel() override {
-    release_device_wide([device = device().index, library = library_] {
-      DeviceGuard guard(device, std::nothrow);
-      (void)cudaDeviceSynchronize();
-      (void)cudaLibraryUnload(library);
-      clear_error();
-    });
-  }
+  ~CudaKernel() override { unload_libraries_later(device().index, {library_}); }
 
   void launch(Stream& stream, const Dims& grid, const Block& block, void** args,
               const OpInfo& op) const override {

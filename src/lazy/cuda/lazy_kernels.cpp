@@ -40,14 +40,7 @@ class CudaModule final : public LazyModule {
         sms_(sms) {}
   // Launches already queued may still run its code: wait for the device before unloading (a
   // module is dropped with its program, rarely on a hot path).
-  ~CudaModule() override {
-    release_device_wide([device = device_, libraries = libraries_] {
-      DeviceGuard guard(device, std::nothrow);
-      (void)cudaDeviceSynchronize();
-      for (auto l : libraries) (void)cudaLibraryUnload(l);
-      clear_error();
-    });
-  }
+  ~CudaModule() override { unload_libraries_later(device_, libraries_); }
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
   [[nodiscard]] const void* function(std::size_t i) const {

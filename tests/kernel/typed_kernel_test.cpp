@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -232,6 +233,31 @@ TEST_P(TypedKernelTest, TrackedArgumentsOrderLaunchesAcrossContexts) {
   copy(b, hx, x);
   b.synchronize();
   for (unsigned i = 0; i < n; ++i) ASSERT_EQ(hx[i], 4.0f) << i;  // 1 + 3
+}
+
+// Dropping a kernel whose launch is still held back behind another context's work never waits
+// for the device (on cuda the unload of its library ran cudaDeviceSynchronize on this thread).
+TEST_P(TypedKernelTest, DroppingAKernelWhileItsLaunchIsHeldBackNeverWaits) {
+  auto a = make_context();
+  auto b = make_context();
+  constexpr unsigned n = 4096;
+  DeviceBuffer<float> x(a, n), y(a, n);
+  memset(a, y, 0);
+  a.synchronize();
+  auto axpy = std::make_unique<AxpyKernel>(a, axpy_spec());
+  {
+    Gate gate(device());
+    gate.block(a);
+    std::vector<float> twos(n, 2.0f);
+    copy(a, x, twos);                                                // held back
+    axpy->launch(b, n / 256, 256, n, 3.0f, read(x), read_write(y));  // ordered after it
+    axpy.reset();
+    gate.open();
+  }
+  std::vector<float> hy(n);
+  copy(b, hy, y);
+  b.synchronize();
+  for (unsigned i = 0; i < n; ++i) ASSERT_EQ(hy[i], 6.0f) << i;
 }
 
 // Random launches over random contexts and buffers, tracked, against the same steps run

@@ -311,6 +311,30 @@ TEST_P(Lazy, RunsAreOrderedAfterAnotherContextsWrites) {
   }
 }
 
+// Dropping a program whose run is still held back behind another context's work never waits
+// for the device (the gate fails the test if the host waited it out: on cuda the unload of a
+// dropped module ran cudaDeviceSynchronize on this thread), and the run still completes.
+TEST_P(Lazy, DroppingAProgramWhileItsRunIsHeldBackNeverWaits) {
+  Context a = make_context(), b = make_context();
+  const std::int64_t n = 4096;
+  DeviceBuffer<double> dx(a, n), out(b, n);
+  memset(a, dx, 0);
+  a.synchronize();
+  auto x = L::placeholder<double>("x", {n});
+  auto p = std::make_unique<L::Program>(L::compile({x * 2.0 + 1.0}, opts()));
+  {
+    Gate gate(device());
+    gate.block(a);
+    std::vector<double> h(static_cast<std::size_t>(n), 3.0);
+    copy(a, dx, h);                 // held back
+    p->run(b, {{"x", dx}}, {out});  // ordered after it
+    p.reset();                      // its executable and its kernels go
+    gate.open();
+  }
+  const auto r = download(b, out);
+  for (double v : r) ASSERT_EQ(v, 7.0);
+}
+
 TEST_P(Lazy, DebugModeReportsIndicesOutOfRange) {
   Context ctx = make_context();
   auto x = L::placeholder<double>("x", {5});

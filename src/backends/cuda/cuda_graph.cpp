@@ -17,9 +17,9 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
-#include "backends/cuda/cuda_exec_reaper.hpp"
 #include "backends/cuda/cuda_graph_batch.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "sluice/error.hpp"
 #include "sluice/ext/graph_batches.hpp"
@@ -470,7 +470,7 @@ class CudaGraph final : public GraphExecutable {
     // what the destroying thread holds (a lock, Python's GIL). What they use is kept by the
     // orphans and freed once they completed; CUDA frees the executable itself after its last
     // run, and events once their work completed. The executable goes to the reaper: its destroy
-    // can wait for other streams' work (cuda_exec_reaper.hpp).
+    // can wait for other streams' work (cuda_reaper.hpp).
     retire_completed();
     orphans().adopt(std::move(in_flight_), errors_);
     for (auto e : spare_) (void)cudaEventDestroy(e);

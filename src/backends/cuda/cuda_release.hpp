@@ -18,9 +18,9 @@ namespace sluice::detail::cuda {
 /// Runs `release` now, or later where waiting for the device now could deadlock or is illegal.
 void release_device_wide(std::function<void()> release) noexcept;
 
-/// Unloads `libraries` of `device` through release_device_wide, once the device's queued work
-/// (which may still run their code) and the executables handed to the reaper (whose kernel nodes
-/// may name their kernels) are done.
+/// Unloads `libraries` of `device` on the reaper's thread (cuda_reaper.hpp) once the device's
+/// earlier work (which may still run their code) and the executables handed over before (whose
+/// kernel nodes may name their kernels) are done; without a reaper, through release_device_wide.
 void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept;
 
 }  // namespace sluice::detail::cuda

@@ -27,8 +27,8 @@ class CudaKernel final : public LoadedKernel {
         library_(library),
         kernel_(kernel) {}
 
-  // Launches already queued may still run code of the library: wait for the device's work
-  // before unloading it (the last handle of a loaded kernel is rarely dropped on a hot path).
+  // Launches already queued may still run code of the library: unloaded after the device's
+  // earlier work, on the reaper's thread (never a wait here).
   ~CudaKernel() override { unload_libraries_later(device().index, {library_}); }
 
   void launch(Stream& stream, const Dims& grid, const Block& block, void** args,

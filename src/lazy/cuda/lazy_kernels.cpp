@@ -38,8 +38,8 @@ class CudaModule final : public LazyModule {
         libraries_(std::move(libraries)),
         kernels_(std::move(kernels)),
         sms_(sms) {}
-  // Launches already queued may still run its code: wait for the device before unloading (a
-  // module is dropped with its program, rarely on a hot path).
+  // Launches already queued may still run its code: unloaded after the device's earlier work,
+  // on the reaper's thread (never a wait here).
   ~CudaModule() override { unload_libraries_later(device_, libraries_); }
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;

@@ -1,33 +1,30 @@
-#include "backends/cuda/cuda_exec_reaper.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "backends/cuda/cuda_device.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
 
-void destroy_now(RetiredExec& r) noexcept {
-  DeviceGuard guard(r.device, std::nothrow);
-  if (r.exec != nullptr) (void)cudaGraphExecDestroy(r.exec);
-  if (r.source != nullptr) (void)cudaGraphDestroy(r.source);
-  for (auto e : r.events) (void)cudaEventDestroy(e);
-  (void)cudaGetLastError();  // this thread's error state only
-}
+struct Release {
+  int device;
+  std::function<void()> run;
+};
 
 class Reaper {
  public:
   ~Reaper() {
     // At exit, before the runtime's own teardown (this object was made after the runtime's first
-    // call): the worker finishes what it has, for a bounded time, or is left behind (a destroy
+    // call): the worker finishes what it has, for a bounded time, or is left behind (a release
     // held by device work that never ends must not hang the exit).
     std::unique_lock lock(mutex_);
     stop_ = true;
@@ -44,22 +41,17 @@ class Reaper {
     }
   }
 
-  bool hand_over(RetiredExec& retired) noexcept {
+  bool hand_over(Release& r) noexcept {
     try {
       std::lock_guard lock(mutex_);
       if (stop_) return false;
       if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
-      queue_.push_back(std::move(retired));
+      queue_.push_back(std::move(r));
     } catch (...) {
-      return false;  // no memory or no thread: the caller destroys it
+      return false;  // no memory or no thread
     }
     wake_.notify_one();
     return true;
-  }
-
-  void drain() noexcept {
-    std::unique_lock lock(mutex_);
-    idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
   }
 
  private:
@@ -68,22 +60,28 @@ class Reaper {
     for (;;) {
       wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      std::deque<RetiredExec> batch;
+      std::deque<Release> batch;
       batch.swap(queue_);
       busy_ = true;
       lock.unlock();
-      // The destroy holds a driver lock while it waits, so every CUDA call of every thread would
-      // wait with it: first wait here, without that lock, for the work issued before these
-      // executables were retired (only that: later work cannot starve the reaper).
       std::vector<int> synced;
       for (auto& r : batch) {
         if (std::find(synced.begin(), synced.end(), r.device) != synced.end()) continue;
         DeviceGuard guard(r.device, std::nothrow);
         (void)cudaDeviceSynchronize();
-        (void)cudaGetLastError();
+        (void)cudaGetLastError();  // this thread's error state only
         synced.push_back(r.device);
       }
-      for (auto& r : batch) destroy_now(r);
+      for (auto& r : batch) {
+        DeviceGuard guard(r.device, std::nothrow);
+        try {
+          r.run();
+        } catch (...) {
+          // Releases are best effort, like destructors.
+        }
+        (void)cudaGetLastError();
+      }
+      batch.clear();  // what the releases captured goes here, off the lock
       lock.lock();
       busy_ = false;
       if (queue_.empty()) idle_.notify_all();
@@ -92,7 +90,7 @@ class Reaper {
 
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
-  std::deque<RetiredExec> queue_;
+  std::deque<Release> queue_;
   bool busy_ = false;
   bool stop_ = false;
   std::thread worker_;
@@ -103,14 +101,30 @@ Reaper& reaper() {
   return r;
 }
 
-}  // namespace
-
-void destroy_exec_later(RetiredExec retired) noexcept {
-  if (!reaper().hand_over(retired)) destroy_now(retired);
+void destroy_now(RetiredExec& r) noexcept {
+  if (r.exec != nullptr) (void)cudaGraphExecDestroy(r.exec);
+  if (r.source != nullptr) (void)cudaGraphDestroy(r.source);
+  for (auto e : r.events) (void)cudaEventDestroy(e);
+  (void)cudaGetLastError();
 }
 
-void drain_exec_reaper() noexcept {
-  reaper().drain();
+}  // namespace
+
+bool after_device_work(int device, std::function<void()> release) noexcept {
+  Release r{device, std::move(release)};
+  return reaper().hand_over(r);
+}
+
+void destroy_exec_later(RetiredExec retired) noexcept {
+  try {
+    auto shared = std::make_shared<RetiredExec>(std::move(retired));
+    if (after_device_work(shared->device, [shared] { destroy_now(*shared); })) return;
+    retired = std::move(*shared);
+  } catch (...) {
+    // Out of memory: `retired` was not moved from (make_shared failed before the move).
+  }
+  DeviceGuard guard(retired.device, std::nothrow);
+  destroy_now(retired);
 }
 
 }  // namespace sluice::detail::cuda

@@ -245,10 +245,10 @@ TEST_P(TypedKernelTest, DroppingAKernelWhileItsLaunchIsHeldBackNeverWaits) {
   memset(a, y, 0);
   a.synchronize();
   auto axpy = std::make_unique<AxpyKernel>(a, axpy_spec());
+  const std::vector<float> twos(n, 2.0f);  // read when the copy runs
   {
     Gate gate(device());
     gate.block(a);
-    std::vector<float> twos(n, 2.0f);
     copy(a, x, twos);                                                // held back
     axpy->launch(b, n / 256, 256, n, 3.0f, read(x), read_write(y));  // ordered after it
     axpy.reset();

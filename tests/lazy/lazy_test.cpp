@@ -322,10 +322,10 @@ TEST_P(Lazy, DroppingAProgramWhileItsRunIsHeldBackNeverWaits) {
   a.synchronize();
   auto x = L::placeholder<double>("x", {n});
   auto p = std::make_unique<L::Program>(L::compile({x * 2.0 + 1.0}, opts()));
+  const std::vector<double> h(static_cast<std::size_t>(n), 3.0);  // read when the copy runs
   {
     Gate gate(device());
     gate.block(a);
-    std::vector<double> h(static_cast<std::size_t>(n), 3.0);
     copy(a, dx, h);                 // held back
     p->run(b, {{"x", dx}}, {out});  // ordered after it
     p.reset();                      // its executable and its kernels go

@@ -190,6 +190,19 @@ auto as_span(B&& b) {
     return std::span(b);
   }
 }
+template <class T>
+struct is_std_span : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_span<std::span<T, N>> : std::true_type {};
+/// An rvalue host container (a temporary std::vector or std::array): freed when the call returns,
+/// before the asynchronous copy, memset or fill reads or writes it. Sluice buffers (with `span()`)
+/// and std::span (a view) may be temporaries.
+template <class B>
+inline constexpr bool temporary_host_container =
+    !std::is_lvalue_reference_v<B> && !is_std_span<std::remove_cvref_t<B>>::value &&
+    !requires(std::remove_cvref_t<B> & b) {
+  b.span();
+};
 /// What sluice's copies, fills and memsets take: sluice buffers (with `span()`), std::vector,
 /// std::span, arrays.
 template <class B>
@@ -210,6 +223,14 @@ std::size_t checked_bytes(std::size_t count, std::size_t size, std::source_locat
 template <class Dst, class Src>
 void copy(const Context& ctx, Dst&& dst, Src&& src,
           std::source_location loc = std::source_location::current()) {
+  static_assert(!detail::temporary_host_container<Src>,
+                "sluice::copy: the source is a temporary host container, freed when copy() "
+                "returns but read when the asynchronous copy runs; keep it in a variable until "
+                "the copy completed (e.g. ctx.synchronize())");
+  static_assert(!detail::temporary_host_container<Dst>,
+                "sluice::copy: the destination is a temporary host container, freed when copy() "
+                "returns but written when the asynchronous copy runs; copy into a variable (or "
+                "use sluice::to_vector)");
   auto d = detail::as_span(dst);
   auto s = detail::as_span(src);
   static_assert(std::is_same_v<std::remove_cv_t<typename decltype(d)::element_type>,
@@ -225,6 +246,9 @@ void copy(const Context& ctx, Dst&& dst, Src&& src,
 template <class Dst>
 void memset(const Context& ctx, Dst&& dst, int value,
             std::source_location loc = std::source_location::current()) {
+  static_assert(!detail::temporary_host_container<Dst>,
+                "sluice::memset: the destination is a temporary host container, freed when "
+                "memset() returns but written when the asynchronous memset runs");
   auto d = detail::as_span(dst);
   detail::memset_bytes(ctx, d.data(), value, d.size_bytes(), loc);
 }
@@ -235,6 +259,9 @@ void memset(const Context& ctx, Dst&& dst, int value,
 template <class Dst, class V>
 void fill(const Context& ctx, Dst&& dst, const V& value,
           std::source_location loc = std::source_location::current()) {
+  static_assert(!detail::temporary_host_container<Dst>,
+                "sluice::fill: the destination is a temporary host container, freed when fill() "
+                "returns but written when the asynchronous fill runs");
   auto d = detail::as_span(dst);
   using T = std::remove_cv_t<typename decltype(d)::element_type>;
   static_assert(!std::is_const_v<typename decltype(d)::element_type>,

@@ -4,13 +4,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
 #include <utility>
 
+#include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_release.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
@@ -110,21 +111,37 @@ void destroy_now(RetiredExec& r) noexcept {
 
 }  // namespace
 
-bool after_device_work(int device, std::function<void()> release) noexcept {
+void after_device_work(int device, std::function<void()> release) noexcept {
   Release r{device, std::move(release)};
-  return reaper().hand_over(r);
+  if (reaper().hand_over(r)) return;
+  try {
+    release_device_wide([r = std::move(r)] {
+      DeviceGuard guard(r.device, std::nothrow);
+      (void)cudaDeviceSynchronize();
+      r.run();
+      clear_error();
+    });
+  } catch (...) {
+    // Out of memory: the resource leaks (never a hang).
+  }
 }
 
 void destroy_exec_later(RetiredExec retired) noexcept {
   try {
-    auto shared = std::make_shared<RetiredExec>(std::move(retired));
-    if (after_device_work(shared->device, [shared] { destroy_now(*shared); })) return;
-    retired = std::move(*shared);
+    after_device_work(retired.device, [retired]() mutable { destroy_now(retired); });
   } catch (...) {
-    // Out of memory: `retired` was not moved from (make_shared failed before the move).
+    // Out of memory copying it into the release: the executable leaks (never a hang).
   }
-  DeviceGuard guard(retired.device, std::nothrow);
-  destroy_now(retired);
+}
+
+void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept {
+  try {
+    after_device_work(device, [libraries = std::move(libraries)] {
+      for (auto l : libraries) (void)cudaLibraryUnload(l);
+    });
+  } catch (...) {
+    // Out of memory: the libraries stay loaded (a leak, never a hang).
+  }
 }
 
 }  // namespace sluice::detail::cuda

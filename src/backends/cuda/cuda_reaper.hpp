@@ -24,8 +24,9 @@ namespace sluice::detail::cuda {
 
 /// Runs `release` on the reaper's thread (started on first use), with `device` current, once the
 /// device's work issued before this call has completed. Never throws; where the thread cannot be
-/// had (out of memory, no threads, the process exiting) returns false and does nothing.
-[[nodiscard]] bool after_device_work(int device, std::function<void()> release) noexcept;
+/// had (out of memory, no threads, the process exiting), runs it after a cudaDeviceSynchronize
+/// through release_device_wide (cuda_release.hpp), as every such release ran before the reaper.
+void after_device_work(int device, std::function<void()> release) noexcept;
 
 /// What a destroyed executable graph leaves: destroyed in this order (the executable first: its
 /// event nodes name the events).
@@ -36,7 +37,11 @@ struct RetiredExec {
   std::vector<cudaEvent_t> events;
 };
 
-/// Destroys `retired` through after_device_work, or here where that cannot be had.
+/// Destroys `retired` through after_device_work.
 void destroy_exec_later(RetiredExec retired) noexcept;
+
+/// Unloads `libraries` of `device` through after_device_work: after the launches that may still
+/// run their code and the executables handed over before (whose kernel nodes may name them).
+void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept;
 
 }  // namespace sluice::detail::cuda

@@ -7,20 +7,14 @@
 // the holding thread never returns. And inside a host function CUDA forbids them. So they go
 // through here: run at once where both are ruled out, otherwise kept and run when the last hold
 // ends (sluice::detail::run_when_unheld) or after the host function (cuda_host_callback.hpp).
-
-#include <cuda_runtime_api.h>
+// Unloads and executables go to the reaper's thread instead (cuda_reaper.hpp), which comes back
+// here only where it cannot start.
 
 #include <functional>
-#include <vector>
 
 namespace sluice::detail::cuda {
 
 /// Runs `release` now, or later where waiting for the device now could deadlock or is illegal.
 void release_device_wide(std::function<void()> release) noexcept;
-
-/// Unloads `libraries` of `device` on the reaper's thread (cuda_reaper.hpp) once the device's
-/// earlier work (which may still run their code) and the executables handed over before (whose
-/// kernel nodes may name their kernels) are done; without a reaper, through release_device_wide.
-void unload_libraries_later(int device, std::vector<cudaLibrary_t> libraries) noexcept;
 
 }  // namespace sluice::detail::cuda

@@ -12,7 +12,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/cuda_release.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "backends/cuda/cuda_stream.hpp"
 #include "sluice/error.hpp"
 

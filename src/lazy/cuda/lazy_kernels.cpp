@@ -22,7 +22,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/cuda_release.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "lazy/units.hpp"
 #include "sluice/error.hpp"
 #include "sluice/kernel.hpp"

@@ -11,7 +11,12 @@
 //                     [--tune off|on|cached] [--tune-report] [--gemm auto|blas|generated]
 //                     [--broadcast-sum auto|early|late] [--horizontal on|off]
 //                     [--tile auto|off|on] [--multi-output on|off]
+//                     [--binding auto|arguments|table]
 //
+// --binding sets Options::binding (how a run's buffers reach the kernels: each kernel node's
+// arguments, or a table in device memory written by the graph's first node; default:
+// SLUICE_LAZY_BINDING, else auto); the JSON rows record what each program used and the graph
+// nodes a rebinding set.
 // --multi-output off turns Options::multi_output off (sibling element-wise kernels apart); the
 // JSON rows record it, with the kernels multi-output kernels compute.
 // --tile sets Options::tile (register tiles of reductions and the fusion that counts on them;
@@ -93,6 +98,7 @@ struct Args {
   bool horizontal = true;
   L::Tile tile = L::Tile::environment;
   bool multi_output = true;
+  L::Binding binding = L::Binding::environment;
 };
 
 // Set from Args in main (measure() is called from every program's loop).
@@ -102,6 +108,7 @@ L::Gemm g_gemm = L::Gemm::environment;
 L::BroadcastSum g_broadcast_sum = L::BroadcastSum::automatic;
 bool g_horizontal = true;
 L::Tile g_tile = L::Tile::environment;
+L::Binding g_binding = L::Binding::environment;
 bool g_multi_output = true;
 
 std::vector<std::string> split(const std::string& s) {
@@ -199,6 +206,7 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   o.broadcast_sum = g_broadcast_sum;
   o.horizontal = g_horizontal;
   o.tile = g_tile;
+  o.binding = g_binding;
   o.multi_output = g_multi_output;
   // Compile with nothing in memory: cold if this source is new to the run's cache directory
   // (then once more, from the disk cache), else from the disk cache.
@@ -286,6 +294,9 @@ void measure(const Context& ctx, Case& c, const Mode& mode, Row& row, bool quick
   row.text["gemm"] = s.gemm_mode;
   row.text["tile"] = s.tile_mode;
   row.values["tiled_kernels"] = static_cast<double>(s.tiled_kernels);
+  row.text["binding"] = s.table ? "table" : "arguments";
+  row.values["rebound_nodes_per_rebind"] =
+      s.rebinds == 0 ? 0.0 : static_cast<double>(s.rebound_nodes) / static_cast<double>(s.rebinds);
   row.text["broadcast_sum"] = g_broadcast_sum == L::BroadcastSum::early  ? "early"
                               : g_broadcast_sum == L::BroadcastSum::late ? "late"
                                                                          : "auto";
@@ -478,9 +489,11 @@ void bench_dg(const Context& ctx, const Args& args, std::vector<Row>& rows) {
         measure(ctx, c, mode, row, args.quick);
         // rebind_extra_us is what bench/lazy/summary.py checks against the 10 us goal.
         std::printf(
-            "  %-17s %10.1f us per call (%zu kernels), host %.1f us per call, rebinding +%.1f us\n",
+            "  %-17s %10.1f us per call (%zu kernels), host %.1f us per call, rebinding +%.1f us "
+            "(%s, %.1f nodes set)\n",
             mode.name, row.values["per_call_us"], static_cast<std::size_t>(row.values["kernels"]),
-            row.values["host_us"], row.values["rebind_extra_us"]);
+            row.values["host_us"], row.values["rebind_extra_us"], row.text["binding"].c_str(),
+            row.values["rebound_nodes_per_rebind"]);
         rows.push_back(std::move(row));
       }
       if (host) {
@@ -700,6 +713,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       args.tile = v == "auto" ? L::Tile::automatic : v == "off" ? L::Tile::off : L::Tile::on;
+    } else if (a == "--binding") {
+      const auto v = value();
+      if (v != "auto" && v != "arguments" && v != "table") {
+        std::fprintf(stderr, "--binding takes auto, arguments or table (not '%s')\n", v.c_str());
+        return 2;
+      }
+      args.binding = v == "auto"        ? L::Binding::automatic
+                     : v == "arguments" ? L::Binding::arguments
+                                        : L::Binding::table;
     } else if (a == "--multi-output") {
       const auto v = value();
       if (v != "on" && v != "off") {
@@ -714,7 +736,8 @@ int main(int argc, char** argv) {
                    "[--wide W,...] [--wide-rows 64,16384] [--chain L,...] [--quick] "
                    "[--json FILE] [--dump-dg DIR] [--tune off|on|cached] [--tune-report] "
                    "[--gemm auto|blas|generated] [--broadcast-sum auto|early|late] "
-                   "[--horizontal on|off] [--tile auto|off|on] [--multi-output on|off]\n",
+                   "[--horizontal on|off] [--tile auto|off|on] [--multi-output on|off] "
+                   "[--binding auto|arguments|table]\n",
                    argv[0]);
       return 2;
     }
@@ -725,6 +748,7 @@ int main(int argc, char** argv) {
   g_broadcast_sum = args.broadcast_sum;
   g_horizontal = args.horizontal;
   g_tile = args.tile;
+  g_binding = args.binding;
   g_multi_output = args.multi_output;
   try {
     Device device = default_device();

@@ -345,7 +345,10 @@ class GraphExec {
   /// One node's new parameters for `update(std::span<NodeUpdate>)`: a kernel node's work (as
   /// set_kernel), a captured node's new recording (internal: one the backend made for a node of
   /// Graph::add_recorded, of the same topology), or else a copy node's addresses (as set_copy),
-  /// and its uses from then on (for a copy, empty: those of its new addresses).
+  /// and its uses from then on (for a copy, empty: those of its new addresses). With
+  /// `uses_only`, a node of any kind keeps its parameters and takes only the new uses: for work
+  /// that finds its buffers elsewhere than in its parameters (a table of addresses another node
+  /// of the graph writes), whose uses still tell the tracker what it reads and writes.
   struct NodeUpdate {
     Node node;
     std::optional<KernelWork> kernel;
@@ -354,6 +357,7 @@ class GraphExec {
     const void* src = nullptr;
     std::size_t bytes = 0;
     std::vector<Use> uses;
+    bool uses_only = false;
   };
   /// Several nodes' updates at once, as the set_kernel / set_copy calls with uses would make them
   /// one by one, for the cost of one: one copy of the graph's parameters and one backend update

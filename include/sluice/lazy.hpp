@@ -848,6 +848,18 @@ enum class BroadcastSum : std::uint8_t { automatic, early, late };
 /// off or on; unset: auto).
 enum class Tile : std::uint8_t { environment, automatic, off, on };
 
+/// How a run's buffers reach the kernels. `arguments`: each kernel node's arguments hold the
+/// addresses, so a rebinding updates every node that uses a changed buffer (on cuda one
+/// `cudaGraphExecKernelNodeSetParams` each). `table`: a first node of the graph writes every
+/// buffer's address into a table in device memory and the generated kernels (and matrix
+/// products, as batched calls over lists there) read them from it, so a rebinding updates that
+/// one node's arguments, at the price of one more dependent launch per run and one more load per
+/// buffer in each kernel. `automatic` (the default) takes the table on cuda where the buffers a
+/// run binds (inputs and outputs) total 8 MB or more, and arguments otherwise. `environment`
+/// reads SLUICE_LAZY_BINDING (auto, arguments or table; unset: auto). A program with more than
+/// 256 buffers and operand lists in all keeps arguments.
+enum class Binding : std::uint8_t { environment, automatic, arguments, table };
+
 struct Options {
   Fusion fusion = Fusion::full;
   Schedule schedule = Schedule::dataflow;
@@ -864,6 +876,7 @@ struct Options {
   Gemm gemm = Gemm::environment;
   BroadcastSum broadcast_sum = BroadcastSum::automatic;
   Tile tile = Tile::environment;
+  Binding binding = Binding::environment;
   /// Horizontal fusion: independent kernels of the same code (the wide DAG's branches) run as one
   /// kernel over all of them, and independent matrix products of the same sizes and type as one
   /// batched BLAS call where the backend has one (cuda: cuBLAS's batched GEMM over lists of
@@ -988,11 +1001,18 @@ struct Stats {
   std::uint64_t instance_hits = 0;   ///< runs that found their instance in the cache
   std::uint64_t evictions = 0;
   std::uint64_t rebinds = 0;  ///< runs whose buffers differed from the previous run's
+  /// Graph nodes whose parameters those rebindings set (only the nodes that use a changed
+  /// buffer; under a binding table the table's node, and copies and strided batches of products)
+  std::uint64_t rebound_nodes = 0;
   std::uint64_t launches = 0;
   // Choosing kernel shapes (Options::tune), summed over the instances built.
-  std::string tune_mode;            ///< "off", "on" or "cached" (as resolved)
-  std::string gemm_mode;            ///< "auto", "blas" or "generated" (Options::gemm resolved)
-  std::string tile_mode;            ///< "auto", "off" or "on" (Options::tile resolved)
+  std::string tune_mode;  ///< "off", "on" or "cached" (as resolved)
+  std::string gemm_mode;  ///< "auto", "blas" or "generated" (Options::gemm resolved)
+  std::string tile_mode;  ///< "auto", "off" or "on" (Options::tile resolved)
+  /// "auto", "arguments" or "table" (Options::binding resolved); `table` is true where the most
+  /// recent instance reads its buffers' addresses from a binding table.
+  std::string binding_mode;
+  bool table = false;
   std::size_t tiled_kernels = 0;    ///< reductions fused and generated for register tiles
   std::size_t tune_groups = 0;      ///< kernels with more than one valid shape
   std::size_t tuned_groups = 0;     ///< of them, timed now

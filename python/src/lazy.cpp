@@ -215,6 +215,9 @@ py::dict stats_dict(const lz::Stats& s) {
   d["instance_hits"] = s.instance_hits;
   d["evictions"] = s.evictions;
   d["rebinds"] = s.rebinds;
+  d["rebound_nodes"] = s.rebound_nodes;
+  d["binding_mode"] = s.binding_mode;
+  d["table"] = s.table;
   d["launches"] = s.launches;
   d["tune_mode"] = s.tune_mode;
   d["gemm_mode"] = s.gemm_mode;

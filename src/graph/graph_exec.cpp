@@ -211,8 +211,10 @@ void GraphExecImpl::forget_versions() {
 
 std::shared_ptr<GraphData> GraphExecImpl::next_version() {
   auto& nodes = graph_->ir.nodes;
+  // Nodes whose parameters the update overwrites (a node whose uses alone change takes the
+  // current parameters, then its new uses).
   touched_.assign(nodes.size(), 0);
-  for (auto i : changed_) touched_[i] = 1;
+  for (auto i : params_changed_) touched_[i] = 1;
   for (auto it = spare_.begin(); it != spare_.end(); ++it) {
     if (it->data.use_count() != 1) continue;  // a launch still holds it
     // use_count() is a relaxed read: copying the pointer is a read-modify-write of the count
@@ -304,14 +306,24 @@ void GraphExecImpl::apply_renames(bool back) {
 
 void GraphExecImpl::update_nodes(std::span<GraphExec::NodeUpdate> updates,
                                  std::span<const std::uint32_t> index, std::source_location loc) {
+  auto sorted = [](std::vector<std::uint32_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
   changed_.assign(index.begin(), index.end());
-  std::sort(changed_.begin(), changed_.end());
-  changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+  sorted(changed_);
+  params_changed_.clear();
+  for (std::size_t k = 0; k < updates.size(); ++k) {
+    if (!updates[k].uses_only) params_changed_.push_back(index[k]);
+  }
+  sorted(params_changed_);
   auto next = next_version();
   for (std::size_t k = 0; k < updates.size(); ++k) {
     auto& u = updates[k];
     auto& n = next->ir.nodes[index[k]];
-    if (u.kernel) {
+    if (u.uses_only) {
+      std::swap(n.uses, u.uses);
+    } else if (u.kernel) {
       std::get<ir::Kernel>(n.params).work = std::move(*u.kernel);
       std::swap(n.uses, u.uses);  // moved; the caller gets a vector to reuse
     } else if (u.recording) {
@@ -350,7 +362,9 @@ void GraphExecImpl::update_nodes(std::span<GraphExec::NodeUpdate> updates,
       set_accesses(next->ir);
       require_live_buffers(loc);
     }
-    auto reason = exec_->update_changed(ir_of(next), changed_);
+    // Always called, with no node where only uses changed: the backend moves to the new version
+    // (a version it holds is one no later update may reuse).
+    auto reason = exec_->update_changed(ir_of(next), params_changed_);
     if (!reason.empty()) {
       retire(std::exchange(exec_, backend_->instantiate_graph(ir_of(next), device_.index)));
       count_instantiation(*exec_);
@@ -401,6 +415,18 @@ std::uint32_t checked_index(const detail::GraphExecImpl* impl, const Node& node,
                 loc);
   }
   return node.index();
+}
+
+/// The kind of `node` in impl's graph (any kind where the node is not one of it: checked_index
+/// then says so).
+NodeKind node_kind(const detail::GraphExecImpl* impl, const Node& node, std::source_location loc) {
+  if (impl == nullptr) {
+    throw Error(Errc::invalid_state, "GraphExec is empty (default-constructed or moved from)", loc);
+  }
+  const auto& g = *impl->graph();
+  return node.valid() && node.index() < g.ir.nodes.size()
+             ? detail::kind_of(g.ir.nodes[node.index()])
+             : NodeKind::kernel;
 }
 
 }  // namespace
@@ -551,6 +577,20 @@ void GraphExec::update(std::span<NodeUpdate> updates, std::source_location loc) 
   auto& index = impl_->index_scratch();
   index.clear();
   for (const auto& u : updates) {
+    if (u.uses_only) {
+      if (u.kernel || u.recording || u.dst != nullptr || u.src != nullptr || u.bytes != 0) {
+        throw Error(Errc::invalid_argument,
+                    "update: node '" + u.node.name() +
+                        "' is updated with uses_only and also new parameters; give one or the "
+                        "other",
+                    loc);
+      }
+      const auto i =
+          checked_index(impl_.get(), u.node, node_kind(impl_.get(), u.node, loc), "update", loc);
+      check_uses(u.uses, "update", loc);
+      index.push_back(i);
+      continue;
+    }
     const bool kernel = u.kernel.has_value();
     const bool recorded = !kernel && u.recording != nullptr;
     const auto i = checked_index(impl_.get(), u.node,

@@ -89,7 +89,9 @@ class GraphExecImpl {
   std::vector<std::uint64_t> node_gen_;
   std::vector<std::pair<ObjectId, std::uint32_t>> refs_;  // by id: node uses naming it
   // Scratch of update_nodes, kept for its capacity.
-  std::vector<std::uint32_t> index_, changed_;
+  // changed_: nodes updated (their uses may have changed); params_changed_: those of them whose
+  // parameters did (the rest are uses_only updates).
+  std::vector<std::uint32_t> index_, changed_, params_changed_;
   std::vector<char> touched_;
   std::vector<Rename> renames_;
   std::vector<Use> fresh_;

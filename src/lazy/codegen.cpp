@@ -430,6 +430,9 @@ std::string prelude(LazyDialect d) {
          "#define SL_NAN __builtin_nan(\"\")\n"
          "#define SL_RESTRICT __restrict__\n";
   }
+  // A buffer slot holds its buffer's address (SL_B), or under a binding table the address of
+  // the table's entry that holds it (SL_BT, bind_through_table).
+  s += "#define SL_B(p) (p)\n#define SL_BT(p) (*(void* const*)(p))\n";
   // Math in both precisions: the CUDA math library's names are C's, the host's are builtins.
   const char* host_fns[][2] = {{"sqrt", "sqrt"}, {"exp", "exp"},     {"log", "log"},
                                {"sin", "sin"},   {"cos", "cos"},     {"tan", "tan"},
@@ -665,16 +668,17 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
   // A horizontal kernel's body is a function of one member's slots (bp_) and the parameters.
   const std::string slots = horizontal ? "bp_" : a + "b";
   if (!horizontal) pro += std::string("const long long* SL_RESTRICT P = ") + a + "p;\n";
-  pro += std::string(out_type) + "* SL_RESTRICT out = (" + out_type + "*)" + slots + "[0];\n";
+  auto slot = [&](std::size_t j) { return "SL_B(" + slots + "[" + std::to_string(j) + "])"; };
+  pro += std::string(out_type) + "* SL_RESTRICT out = (" + out_type + "*)" + slot(0) + ";\n";
   for (std::size_t j = 0; j < k.reads.size(); ++j) {
     const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.reads[j])].dtype);
     pro += "const " + std::string(ty) + "* SL_RESTRICT b" + std::to_string(j + 1) + " = (const " +
-           ty + "*)" + slots + "[" + std::to_string(j + 1) + "];\n";
+           ty + "*)" + slot(j + 1) + ";\n";
   }
   for (std::size_t o = 0; o < k.siblings.size(); ++o) {
     const char* ty = ctype(L.nodes[static_cast<std::size_t>(k.siblings[o].out)].dtype);
     pro += std::string(ty) + "* SL_RESTRICT out" + std::to_string(o + 1) + " = (" + ty + "*)" +
-           slots + "[" + std::to_string(k.reads.size() + o + 1) + "];\n";
+           slot(k.reads.size() + o + 1) + ";\n";
   }
   if (debug) {
     pro += "long long* err = (long long*)" + slots + "[" + std::to_string(code.buffer_slots() - 1) +
@@ -869,6 +873,16 @@ KernelCode emit_kernel(const Kernel& k, const Lowered& L, LazyDialect d, int ind
               "]; long long p[" + std::to_string(std::max<std::size_t>(code.params.size(), 1)) +
               "]; };\n" + t;
   return code;
+}
+
+void read_slots_through_table(KernelCode& code) {
+  if (code.indirect) return;
+  static constexpr std::string_view from = "SL_B(", to = "SL_BT(";
+  for (auto at = code.text.find(from); at != std::string::npos;
+       at = code.text.find(from, at + to.size())) {
+    code.text.replace(at, from.size(), to);
+  }
+  code.indirect = true;
 }
 
 KernelCode emit_table(int index, std::int64_t count, LazyDialect d) {

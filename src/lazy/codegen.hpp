@@ -28,6 +28,9 @@ struct KernelCode {
   std::int64_t max_blocks = 0;  // cuda: the most blocks worth launching (0: no limit)
   double weight = 1;            // work per element (host chunking)
   bool debug = false;
+  // Its buffer slots hold addresses of a binding table's entries, read there (the debug error
+  // record's slot excepted): read_slots_through_table.
+  bool indirect = false;
   int kernel = -1;    // the fused kernel it computes
   std::string shape;  // cuda: describe(shape) of the kernel's shape (empty on the host)
   std::vector<std::string> candidates;  // cuda, with alternatives: every candidate's shape
@@ -63,6 +66,9 @@ inline constexpr std::size_t kMaxMemberSlots = 256;
 [[nodiscard]] KernelCode emit_kernel(const Kernel& k, const Lowered& lowered, LazyDialect dialect,
                                      int index, bool debug, const CudaShape* shape = nullptr,
                                      const std::string& suffix = {}, int members = 1);
+/// Makes generated kernel `code` read each buffer's address from the table entry its slot points
+/// at (a binding table, InstanceDesc::table) instead of from the slot.
+void read_slots_through_table(KernelCode& code);
 /// Kernel `index` that stores the addresses in its buffer slots 1..count into the buffer of slot
 /// 0 (a batched matrix product's lists of operands), one element per address.
 [[nodiscard]] KernelCode emit_table(int index, std::int64_t count, LazyDialect dialect);

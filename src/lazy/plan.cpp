@@ -196,6 +196,16 @@ std::string assemble_source(const InstanceDesc& d, LazyDialect dialect) {
   return src;
 }
 
+void finish_binding(InstanceDesc& d, LazyDialect dialect) {
+  if (d.table < 0) return;
+  for (const auto& s : d.steps) {
+    if (s.kind == Step::Kind::kernel && s.code >= 0) {
+      read_slots_through_table(d.codes[static_cast<std::size_t>(s.code)]);
+    }
+  }
+  d.source = assemble_source(d, dialect);
+}
+
 InstanceDesc plan_instance(const PlanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   InstanceDesc d;
@@ -260,6 +270,19 @@ InstanceDesc plan_instance(const PlanInput& in) {
     }
   }
 
+  // The binding table: every buffer's address, then three per matrix product (its operand
+  // lists), written by a first step; needs the backend's batched products over lists.
+  std::size_t products = 0, bound_bytes = 0;
+  for (const auto& k : F.kernels) products += k.kind == Kernel::Kind::gemm;
+  for (const auto& b : d.bufs) {
+    if (b.role == Buf::Role::placeholder || b.role == Buf::Role::output) bound_bytes += b.bytes;
+  }
+  const bool table = (in.binding == Binding::table ||
+                      (in.binding == Binding::automatic && in.dialect == LazyDialect::cuda &&
+                       bound_bytes >= kTableFromBytes)) &&
+                     (products == 0 || in.gemm_table) &&
+                     d.bufs.size() + 3 * products <= kMaxMemberSlots;
+
   // Steps: kernels (alone, horizontal or batched) in order, then copies into outputs that are
   // inputs or repeat another output.
   std::vector<int> writer(d.bufs.size(), -1);
@@ -282,6 +305,17 @@ InstanceDesc plan_instance(const PlanInput& in) {
     return i;
   };
   auto buf = [&](int ln) { return d.buf_of[static_cast<std::size_t>(ln)]; };
+  std::vector<int> lists;  // under a binding table: the products' operand lists, in order
+  if (table) {
+    d.table = static_cast<int>(d.bufs.size());
+    Step t;
+    t.kind = Step::Kind::table;
+    t.writes = {d.table};
+    for (int b = 0; b < d.table; ++b) t.addresses.push_back(b);
+    t.name = "binding table";
+    d.bufs.push_back({Buf::Role::table, -1, 0});  // sized below
+    add_step(std::move(t));
+  }
   for (const Unit& unit : units_of(F, L, in)) {
     const int k0 = unit.front();
     const Kernel& k = F.kernels[static_cast<std::size_t>(k0)];
@@ -300,7 +334,20 @@ InstanceDesc plan_instance(const PlanInput& in) {
         s.reads.push_back(buf(g.a));
         s.reads.push_back(buf(g.b));
       }
-      if (unit.size() > 1) {
+      if (table && k.gemm.batch == 1) {
+        // Its operand lists in the binding table (a strided batch keeps its addresses in its
+        // arguments: one list entry per product of it would be needed).
+        s.list = static_cast<int>(d.steps.front().addresses.size());
+        auto& t = d.steps.front().addresses;
+        for (int part = 0; part < 3; ++part) {
+          for (int m : unit) {
+            const auto& km = F.kernels[static_cast<std::size_t>(m)];
+            t.push_back(part == 0 ? buf(km.gemm.a) : part == 1 ? buf(km.gemm.b) : buf(km.out));
+          }
+        }
+        s.after.push_back(0);
+        if (unit.size() > 1) d.batched += unit.size();
+      } else if (unit.size() > 1) {
         // The operands' addresses, written into a temporary by a kernel of their own: the
         // batched call reads them there, so a new binding changes that kernel's arguments only.
         Step t;
@@ -335,6 +382,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
         d.codes.push_back(emit_kernel(k, L, in.dialect, s.code, in.debug, nullptr, {},
                                       static_cast<int>(unit.size())));
         d.codes.back().kernel = k0;
+        if (table) s.after.push_back(0);
       }
       if (unit.size() > 1) d.merged += unit.size();
     }
@@ -399,6 +447,14 @@ InstanceDesc plan_instance(const PlanInput& in) {
     d.bufs[bi].index = best;
   }
   for (const auto& p : phys) d.temp_bytes.push_back(p.bytes);
+  if (table) {
+    auto& t = d.steps.front();
+    const auto entries = static_cast<std::int64_t>(t.addresses.size());
+    d.bufs[static_cast<std::size_t>(d.table)].bytes =
+        static_cast<std::size_t>(entries) * sizeof(void*);
+    t.code = static_cast<int>(d.codes.size());
+    d.codes.push_back(emit_table(t.code, entries, in.dialect));
+  }
 
   if (in.debug) {
     Step s;

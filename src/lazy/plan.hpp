@@ -18,14 +18,16 @@ namespace sluice::lazy::detail {
 
 /// A buffer the steps use.
 struct Buf {
-  enum class Role : std::uint8_t { placeholder, constant, temp, output } role;
+  // table: the binding table (InstanceDesc::table), memory of its own
+  enum class Role : std::uint8_t { placeholder, constant, temp, output, table } role;
   int index =
       -1;  // placeholder: which; constant: the user node; temp: physical temp; output: which
   std::size_t bytes = 0;
 };
 
 struct Step {
-  // table: writes the addresses of `addresses` into its buffer (a batched gemm's operand lists)
+  // table: writes the addresses of `addresses` into its buffer (a batched gemm's operand lists,
+  // or the binding table: every buffer's address, then the products' operand lists)
   enum class Kind : std::uint8_t { kernel, gemm, table, copy, check } kind = Kind::kernel;
   int kernel = -1;           // fused kernel (the first member)
   std::vector<int> members;  // kernel, gemm: the fused kernels it computes (several: horizontal)
@@ -38,6 +40,9 @@ struct Step {
   std::vector<int> writes;
   std::vector<int> addresses;  // table: bufs whose addresses it stores (no access to them)
   std::vector<int> after;      // steps it runs after
+  // gemm under a binding table: its operand lists (A's, B's, C's) start at this entry of the
+  // table (a batched call, of one product where it stands alone)
+  int list = -1;
   std::string name;
 };
 
@@ -56,6 +61,10 @@ struct InstanceDesc {
   std::size_t batched = 0;   // matrix products computed by batched calls
   std::size_t tiled = 0;     // reductions fused and generated for register tiles (Options::tile)
   std::size_t siblings = 0;  // kernels computed by multi-output kernels (Options::multi_output)
+  // The binding table's buffer (-1: none; Binding::table): step 0 writes buffer b's address into
+  // entry b (b < table), then the operand lists; generated kernels are made to read their
+  // buffers there (read_slots_through_table) once their shapes are chosen.
+  int table = -1;
   double codegen_ms = 0;
 };
 
@@ -80,7 +89,16 @@ struct PlanInput {
   bool gemm_table = false;
   /// Multi-output fusion (merge_siblings; not with Fusion::none, one kernel per operation).
   bool multi_output = true;
+  /// Options::binding, resolved but for `automatic` (decided here by the bytes bound).
+  Binding binding = Binding::arguments;
 };
+
+/// Under Binding::automatic, a binding table from this many bytes of inputs and outputs.
+inline constexpr std::size_t kTableFromBytes = std::size_t{8} << 20;
+
+/// The kernels of `d` read their buffers through its binding table (if it has one): after the
+/// kernels' shapes are chosen (tune_instance generates them anew).
+void finish_binding(InstanceDesc& d, LazyDialect dialect);
 
 /// Lowers, fuses, generates and plans one instance (no device work).
 [[nodiscard]] InstanceDesc plan_instance(const PlanInput& in);

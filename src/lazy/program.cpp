@@ -42,6 +42,7 @@ struct Instance {
   std::shared_ptr<const LazyModule> module;
   LazyBuildInfo build;
   std::vector<DeviceBuffer<std::byte>> temps;
+  DeviceBuffer<std::byte> table;  // the binding table (desc.table)
   PinnedBuffer<long long> err;
   std::shared_ptr<const std::vector<std::string>> sites;
   std::vector<Resolved> binding;  // per buf, as last launched
@@ -100,6 +101,14 @@ class ProgramImpl {
   /// the backend records (gemm_recording).
   static std::optional<KernelWork> step_work(Instance& inst, const Step& s,
                                              const std::vector<Resolved>& ptrs);
+  /// A batched gemm step's operand lists: in its table (the step's last read), or in the binding
+  /// table from entry s.list.
+  static const void* operand_lists(const Instance& inst, const Step& s,
+                                   const std::vector<Resolved>& ptrs) {
+    if (s.list < 0) return ptrs[static_cast<std::size_t>(s.reads.back())].data;
+    return static_cast<const std::byte*>(ptrs[static_cast<std::size_t>(inst.desc.table)].data) +
+           sizeof(void*) * static_cast<std::size_t>(s.list);
+  }
   /// Gemm step `s`'s BLAS call under the binding `ptrs`.
   static BlasGemmArgs gemm_args(const Instance& inst, const Step& s,
                                 const std::vector<Resolved>& ptrs);
@@ -108,9 +117,10 @@ class ProgramImpl {
                                               const std::vector<Resolved>& ptrs,
                                               std::source_location loc);
   /// Rebinds inst's executable to `ptrs` by updating only the nodes whose buffers changed, in one
-  /// batch. False (nothing changed) where a changed buffer is used by a node that has no
-  /// parameters to update (an empty node, the bounds check).
-  static bool rebind(Instance& inst, const std::vector<Resolved>& ptrs, std::source_location loc);
+  /// batch (a node that reads its addresses from the binding table, or has none, takes its new
+  /// uses alone). `updated`: the nodes whose parameters it set (added to).
+  static void rebind(Instance& inst, const std::vector<Resolved>& ptrs, std::source_location loc,
+                     std::uint64_t& updated);
   [[noreturn]] void fail(const std::string& message, std::source_location loc) const {
     throw Error(Errc::invalid_argument, "sluice::lazy program '" + options_.name + "': " + message,
                 loc);
@@ -122,9 +132,10 @@ class ProgramImpl {
   std::vector<int> placeholders_;  // positions in order_
   std::vector<int> output_pos_;
   Options options_;
-  Tune tune_ = Tune::on;         // options_.tune resolved
-  Gemm gemm_ = Gemm::automatic;  // options_.gemm resolved
-  Tile tile_ = Tile::automatic;  // options_.tile resolved
+  Tune tune_ = Tune::on;                  // options_.tune resolved
+  Gemm gemm_ = Gemm::automatic;           // options_.gemm resolved
+  Tile tile_ = Tile::automatic;           // options_.tile resolved
+  Binding binding_ = Binding::automatic;  // options_.binding resolved
   mutable std::mutex mutex_;
   std::list<std::unique_ptr<Instance>> cache_;  // most recently used first
   Instance* last_ = nullptr;
@@ -148,6 +159,8 @@ ProgramImpl::ProgramImpl(std::vector<NodePtr> outputs, Options options, std::sou
   stats_.gemm_mode = gemm_name(gemm_);
   tile_ = resolve_tile(options_.tile, loc);
   stats_.tile_mode = tile_name(tile_);
+  binding_ = resolve_binding(options_.binding, loc);
+  stats_.binding_mode = binding_name(binding_);
   // Topological order: operands before their users (an explicit stack: chains may be deep).
   std::unordered_set<const Node*> done;
   for (const auto& root : outputs_) {
@@ -239,6 +252,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   pin.horizontal = options_.horizontal;
   pin.multi_output = options_.multi_output;
   pin.gemm_table = inst->ext->has_gemm_table();
+  pin.binding = binding_;
   if (inst->ext->has_gemm() && gemm_ != Gemm::generated) {
     const bool all = gemm_ == Gemm::blas;
     LazyKernels* ext = inst->ext;
@@ -260,6 +274,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
     stats_.tune_candidates += r.candidates;
     stats_.tune_ms += r.ms;
   }
+  finish_binding(inst->desc, pin.dialect);
   std::vector<std::string> names;
   for (const auto& c : inst->desc.codes) names.push_back(c.name);
   if (!names.empty()) {
@@ -299,6 +314,7 @@ Instance& ProgramImpl::instance(const Device& device, const std::vector<Shape>& 
   stats_.merged_kernels = d.merged;
   stats_.batched_products = d.batched;
   stats_.tiled_kernels = d.tiled;
+  stats_.table = d.table >= 0;
   stats_.multi_output_kernels = d.siblings;
   stats_.graph_nodes = d.steps.size();
   stats_.concurrency = d.width;
@@ -440,6 +456,11 @@ void ProgramImpl::step_uses(const Instance& inst, const Step& s, const std::vect
   };
   for (int b : s.reads) add(b, Access::read);
   for (int b : s.writes) add(b, Access::write);
+  // Under a binding table, what reads its addresses there reads the table.
+  if (inst.desc.table >= 0 && ((s.kind == Step::Kind::gemm && s.list >= 0) ||
+                               (s.kind == Step::Kind::kernel && s.code >= 0))) {
+    add(inst.desc.table, Access::read);
+  }
   const bool checked =
       s.kind == Step::Kind::check || (s.kind == Step::Kind::kernel && s.code >= 0 &&
                                       inst.desc.codes[static_cast<std::size_t>(s.code)].debug);
@@ -460,8 +481,9 @@ BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
   a.lda = k.gemm.lda;
   a.ldb = k.gemm.ldb;
   a.ldc = k.gemm.ldc;
-  if (s.members.size() > 1) {
-    // Batched over the table's lists (the step's last read): no operand of its own.
+  if (s.members.size() > 1 || s.list >= 0) {
+    // Batched over lists in a table (the step's last read, or the binding table's from entry
+    // s.list): no operand of its own.
     a.batch = static_cast<std::int64_t>(s.members.size());
     return a;
   }
@@ -480,11 +502,10 @@ BlasGemmArgs ProgramImpl::gemm_args(const Instance& inst, const Step& s,
 std::shared_ptr<void> ProgramImpl::gemm_recording(const Instance& inst, const Step& s,
                                                   const std::vector<Resolved>& ptrs,
                                                   std::source_location loc) {
-  auto r =
-      s.members.size() > 1
-          ? inst.ext->gemm_table_recording(inst.device, gemm_args(inst, s, ptrs),
-                                           ptrs[static_cast<std::size_t>(s.reads.back())].data, loc)
-          : inst.ext->gemm_recording(inst.device, gemm_args(inst, s, ptrs), loc);
+  auto r = s.members.size() > 1 || s.list >= 0
+               ? inst.ext->gemm_table_recording(inst.device, gemm_args(inst, s, ptrs),
+                                                operand_lists(inst, s, ptrs), loc)
+               : inst.ext->gemm_recording(inst.device, gemm_args(inst, s, ptrs), loc);
   if (!r) {
     throw Error(Errc::backend_failure,
                 "sluice::lazy: the backend's LazyKernels has_gemm() but gives neither a kernel nor "
@@ -499,9 +520,8 @@ std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
                                                  const std::vector<Resolved>& ptrs) {
   const auto& d = inst.desc;
   if (s.kind == Step::Kind::gemm) {
-    if (s.members.size() > 1) {
-      return inst.ext->gemm_table(gemm_args(inst, s, ptrs),
-                                  ptrs[static_cast<std::size_t>(s.reads.back())].data);
+    if (s.members.size() > 1 || s.list >= 0) {
+      return inst.ext->gemm_table(gemm_args(inst, s, ptrs), operand_lists(inst, s, ptrs));
     }
     return inst.ext->gemm(gemm_args(inst, s, ptrs));
   }
@@ -511,7 +531,13 @@ std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
   auto put = [&](std::size_t slot, const void* p) {
     std::memcpy(args.data() + 8 * slot, &p, sizeof p);
   };
-  auto at = [&](int b) { return ptrs[static_cast<std::size_t>(b)].data; };
+  auto at = [&](int b) -> const void* {
+    // An indirect kernel's slot holds buffer b's entry of the binding table.
+    if (c.indirect)
+      return static_cast<const std::byte*>(ptrs[static_cast<std::size_t>(d.table)].data) +
+             sizeof(void*) * static_cast<std::size_t>(b);
+    return ptrs[static_cast<std::size_t>(b)].data;
+  };
   if (s.kind == Step::Kind::table) {
     put(0, at(s.writes.front()));
     for (std::size_t j = 0; j < s.addresses.size(); ++j) put(j + 1, at(s.addresses[j]));
@@ -607,8 +633,8 @@ Graph ProgramImpl::build_graph(Instance& inst, const std::vector<Resolved>& ptrs
   return g;
 }
 
-bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
-                         std::source_location loc) {
+void ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
+                         std::source_location loc, std::uint64_t& updated) {
   const auto& d = inst.desc;
   // The steps whose node uses a buffer that changed (constants and temporaries never do), from
   // the lists made when the graph was built; in step order.
@@ -636,8 +662,13 @@ bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
     u.src = nullptr;
     u.bytes = 0;
     step_uses(inst, s, ptrs, u.uses);
-    if (s.kind == Step::Kind::gemm ||
-        ((s.kind == Step::Kind::kernel || s.kind == Step::Kind::table) && s.code >= 0)) {
+    u.uses_only = false;
+    if ((s.kind == Step::Kind::gemm && s.list >= 0) ||
+        (s.kind == Step::Kind::kernel && s.code >= 0 &&
+         d.codes[static_cast<std::size_t>(s.code)].indirect)) {
+      u.uses_only = true;  // its addresses are in the binding table (updated with step 0)
+    } else if (s.kind == Step::Kind::gemm ||
+               ((s.kind == Step::Kind::kernel || s.kind == Step::Kind::table) && s.code >= 0)) {
       u.kernel = step_work(inst, s, ptrs);
       if (!u.kernel) u.recording = gemm_recording(inst, s, ptrs, loc);
     } else if (s.kind == Step::Kind::copy &&
@@ -646,11 +677,11 @@ bool ProgramImpl::rebind(Instance& inst, const std::vector<Resolved>& ptrs,
       u.src = ptrs[static_cast<std::size_t>(s.reads[0])].data;
       u.bytes = d.bufs[static_cast<std::size_t>(s.writes.front())].bytes;
     } else {
-      return false;  // an empty node or the bounds check: rebuilt whole
+      u.uses_only = true;  // an empty node (no elements): nothing to set but its uses
     }
   }
   inst.exec->update(std::span(updates.data(), inst.changed_steps.size()), loc);
-  return true;
+  for (std::size_t k = 0; k < inst.changed_steps.size(); ++k) updated += !updates[k].uses_only;
 }
 
 void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
@@ -750,6 +781,10 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     for (auto bytes : d.temp_bytes) {
       inst.temps.emplace_back(ctx, std::max<std::size_t>(bytes, 8), loc);
     }
+    if (d.table >= 0) {
+      inst.table = DeviceBuffer<std::byte>(
+          ctx, std::max<std::size_t>(d.bufs[static_cast<std::size_t>(d.table)].bytes, 8), loc);
+    }
     if (options_.debug) {
       inst.err = PinnedBuffer<long long>(ctx.device(), 4, loc);
       std::memset(inst.err.data(), 0, 4 * sizeof(long long));
@@ -776,6 +811,9 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
         ptrs[b] = {t.data(), t.object_id()};
         break;
       }
+      case Buf::Role::table:
+        ptrs[b] = {inst.table.data(), inst.table.object_id()};
+        break;
     }
   }
   auto same = [](const std::vector<Resolved>& a, const std::vector<Resolved>& b) {
@@ -790,13 +828,8 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
     inst.exec.emplace(*inst.graph, ctx.device(), loc);
     inst.binding = ptrs;
   } else if (!same(inst.binding, ptrs)) {
-    // Only the nodes that use a changed buffer, in one batch; the whole graph anew where a node
-    // has nothing to update in place.
-    if (!rebind(inst, ptrs, loc)) {
-      auto g = build_graph(inst, ptrs, loc);
-      inst.exec->update(g, loc);
-      inst.graph = std::move(g);
-    }
+    // Only the nodes that use a changed buffer, in one batch.
+    rebind(inst, ptrs, loc, stats_.rebound_nodes);
     std::swap(inst.binding, ptrs);  // both keep their capacity
     ++stats_.rebinds;
   }
@@ -958,7 +991,8 @@ std::string structure_key(const NodePtr& root, const Options& options, const Dev
   o << device.to_string() << '|' << static_cast<int>(options.fusion)
     << static_cast<int>(options.schedule) << options.debug << static_cast<int>(options.gemm)
     << static_cast<int>(options.broadcast_sum) << options.horizontal << options.multi_output
-    << static_cast<int>(resolve_tile(options.tile, std::source_location::current())) << '|';
+    << static_cast<int>(resolve_tile(options.tile, std::source_location::current()))
+    << static_cast<int>(resolve_binding(options.binding, std::source_location::current())) << '|';
   std::function<void(const ExPtr&)> ex = [&](const ExPtr& e) {
     o << '(' << static_cast<int>(e->kind) << ',' << static_cast<int>(e->dtype) << ','
       << static_cast<int>(e->op) << ',' << e->lit.i << ',' << e->lit.f << ',' << e->var << ','

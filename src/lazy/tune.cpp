@@ -190,6 +190,33 @@ const char* tile_name(Tile mode) noexcept {
   return "environment";
 }
 
+Binding resolve_binding(Binding option, std::source_location loc) {
+  if (option != Binding::environment) return option;
+  const char* e = std::getenv("SLUICE_LAZY_BINDING");
+  if (e == nullptr || *e == 0) return Binding::automatic;
+  const std::string v = e;
+  if (v == "auto") return Binding::automatic;
+  if (v == "arguments") return Binding::arguments;
+  if (v == "table") return Binding::table;
+  throw Error(
+      Errc::invalid_argument,
+      "sluice::lazy: SLUICE_LAZY_BINDING is '" + v + "'; set it to auto, arguments or table", loc);
+}
+
+const char* binding_name(Binding mode) noexcept {
+  switch (mode) {
+    case Binding::automatic:
+      return "auto";
+    case Binding::arguments:
+      return "arguments";
+    case Binding::table:
+      return "table";
+    case Binding::environment:
+      break;
+  }
+  return "environment";
+}
+
 TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune mode,
                          const std::string& device_name, const TuneTimer& timer) {
   TuneReport report;

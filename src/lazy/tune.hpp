@@ -25,6 +25,9 @@ namespace sluice::lazy::detail {
 /// `option` resolved (`environment` reads SLUICE_LAZY_TILE); Error for an unknown value.
 [[nodiscard]] Tile resolve_tile(Tile option, std::source_location loc);
 [[nodiscard]] const char* tile_name(Tile mode) noexcept;
+/// Options::binding with `environment` resolved (SLUICE_LAZY_BINDING).
+[[nodiscard]] Binding resolve_binding(Binding option, std::source_location loc);
+[[nodiscard]] const char* binding_name(Binding mode) noexcept;
 
 /// One group to time: the code it replaces and its candidates' code, in the request's module.
 struct TuneGroup {

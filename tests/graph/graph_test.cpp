@@ -297,6 +297,48 @@ TEST_P(GraphTest, BatchedUpdatesOrderLaunchesByTheNewBuffersAndKeepLaunchesInFli
   EXPECT_EQ(read(ctx, x2), ones);
 }
 
+TEST_P(GraphTest, UsesOnlyUpdatesKeepTheParametersAndOrderLaunchesByTheNewUses) {
+  // The kernel adds 5 to z but is declared to update x (as a kernel that finds its buffers in a
+  // table would be, before the update that tells the tracker where they now are).
+  auto ctx = make_context(), other = make_context();
+  constexpr int n = 256;
+  DeviceBuffer<int> x(ctx, n), z(ctx, n);
+  memset(ctx, x, 0);
+  memset(ctx, z, 0);
+  Graph g("uses only");
+  auto k = g.add_kernel(add_work(z.data(), n, 5), {.name = "z += 5", .uses = {updates(x)}});
+  GraphExec exec(g, device());
+  exec.launch(ctx);  // ungated first: a kernel's first launch on cuda waits for running kernels
+  ctx.synchronize();
+  std::vector<GraphExec::NodeUpdate> both(1);
+  both[0].node = k;
+  both[0].uses_only = true;
+  both[0].uses = {updates(z)};
+  both[0].kernel = add_work(z.data(), n, 7);  // parameters and uses_only: refused
+  EXPECT_THROW(exec.update(both), Error);
+  std::vector<GraphExec::NodeUpdate> uses(1);
+  uses[0].node = k;
+  uses[0].uses_only = true;
+  uses[0].uses = {updates(z)};
+  const auto before = graph::stats().instantiations;
+  exec.update(uses);
+  EXPECT_EQ(graph::stats().instantiations, before);
+  {
+    // Another context's write of z, held back: the launch now waits for it (declared on x, it
+    // would have run first and the write would have left z at 1).
+    Gate gate(device());
+    gate.block(other);
+    const std::vector<int> ones(n, 1);
+    copy(other, z, ones);
+    exec.launch(ctx);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open();
+    other.synchronize();
+  }
+  EXPECT_EQ(read(ctx, z), std::vector<int>(n, 6));  // the kept parameters, after the write
+  EXPECT_EQ(read(ctx, x), std::vector<int>(n, 0));
+}
+
 TEST_P(GraphTest, WholeUpdateAndTopologyErrors) {
   auto ctx = make_context();
   constexpr int n = 64;

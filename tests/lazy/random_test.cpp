@@ -27,6 +27,8 @@ struct Mode {
   L::Schedule schedule;
   const char* name;
   bool tiles = false;  // Tile::on (every eligible reduction fused for register tiles)
+  // Binding::table: every kernel reads its buffers' addresses from the binding table
+  L::Binding binding = L::Binding::environment;
 };
 
 /// `tile`: the tiling of the modes without tiles of their own.
@@ -74,14 +76,20 @@ void run_seed(const Context& ctx, std::uint64_t seed, L::Tile tile = L::Tile::en
       {L::Fusion::full, L::Schedule::serial, "full/serial"},
       {L::Fusion::elementwise, L::Schedule::dataflow, "elementwise/dataflow"},
       {L::Fusion::none, L::Schedule::dataflow, "none/dataflow"},
-      {L::Fusion::full, L::Schedule::dataflow, "full/dataflow/tiles", true}};
+      {L::Fusion::full, L::Schedule::dataflow, "full/dataflow/tiles", true},
+      {L::Fusion::full, L::Schedule::dataflow, "full/dataflow/table", false, L::Binding::table},
+      {L::Fusion::none, L::Schedule::serial, "none/serial/table", false, L::Binding::table}};
   for (const auto& m : modes) {
     SCOPED_TRACE(std::string("seed ") + std::to_string(seed) + ", " + m.name);
     L::Program p = L::compile(arrays, {.fusion = m.fusion,
                                        .schedule = m.schedule,
                                        .device = ctx.device(),
                                        .name = "random",
-                                       .tile = m.tiles ? L::Tile::on : tile});
+                                       .tile = m.tiles ? L::Tile::on : tile,
+                                       .binding = m.binding});
+    if (m.binding == L::Binding::table) {
+      EXPECT_TRUE(p.stats().table) << "a binding table was asked for";
+    }
     std::vector<DeviceBuffer<double>> obufs;
     std::vector<L::Bind> binds;
     obufs.reserve(outs.size());
@@ -127,6 +135,10 @@ void run_seed(const Context& ctx, std::uint64_t seed, L::Tile tile = L::Tile::en
     for (auto& b : obufs2) memset(ctx, b, 0);
     p.run(ctx, used, binds2);
     EXPECT_EQ(p.stats().rebinds, 2u);
+    if (p.stats().table) {
+      // Through the table: its one node per rebinding, and the copies into outputs.
+      EXPECT_LE(p.stats().rebound_nodes, 2u * (1 + outs.size())) << p.dot();
+    }
     std::vector<std::vector<double>> all(outs.size());
     for (std::size_t o = 0; o < outs.size(); ++o) {
       all[o].resize(outs[o].r.v.size());

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,12 +25,16 @@ std::size_t at(std::int64_t v) {
   return static_cast<std::size_t>(v);
 }
 
+/// Both ways a run's buffers reach the kernels (Options::binding).
+constexpr L::Binding kBindings[] = {L::Binding::arguments, L::Binding::table};
+
 class LazyRebind : public BackendTest {
  protected:
-  L::Options opts(L::Fusion f, L::Schedule s) const {
+  L::Options opts(L::Fusion f, L::Schedule s, L::Binding b = L::Binding::environment) const {
     L::Options o;
     o.fusion = f;
     o.schedule = s;
+    o.binding = b;
     o.device = device();
     o.tune = L::Tune::off;
     return o;
@@ -99,10 +104,14 @@ TEST_P(LazyRebind, RandomProgramsWithAlternatingBuffersMatchTheReference) {
     L::Fusion fusion;
     L::Schedule schedule;
     const char* name;
+    L::Binding binding = L::Binding::environment;
   };
-  const Mode modes[] = {{L::Fusion::full, L::Schedule::dataflow, "fused dataflow"},
-                        {L::Fusion::elementwise, L::Schedule::serial, "elementwise serial"},
-                        {L::Fusion::none, L::Schedule::dataflow, "unfused dataflow"}};
+  const Mode modes[] = {
+      {L::Fusion::full, L::Schedule::dataflow, "fused dataflow"},
+      {L::Fusion::elementwise, L::Schedule::serial, "elementwise serial"},
+      {L::Fusion::none, L::Schedule::dataflow, "unfused dataflow"},
+      {L::Fusion::full, L::Schedule::dataflow, "fused dataflow, binding table", L::Binding::table},
+      {L::Fusion::none, L::Schedule::serial, "unfused serial, binding table", L::Binding::table}};
   constexpr int kSets = 3, kRuns = 6;
   std::mt19937 pick(7);
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
@@ -121,7 +130,7 @@ TEST_P(LazyRebind, RandomProgramsWithAlternatingBuffersMatchTheReference) {
     for (const auto& g : gens) data.push_back(upload(ctx, g));
     for (const auto& mode : modes) {
       SCOPED_TRACE(mode.name);
-      L::Program p = L::compile(arrays, opts(mode.fusion, mode.schedule));
+      L::Program p = L::compile(arrays, opts(mode.fusion, mode.schedule, mode.binding));
       // The inputs the program reads (an output may not depend on every placeholder).
       std::vector<std::vector<L::Input>> inputs(kSets);
       for (int k = 0; k < kSets; ++k) {
@@ -190,131 +199,141 @@ std::vector<double> figure1(const std::vector<double>& x, const std::vector<doub
 }
 
 TEST_P(LazyRebind, LaunchesInFlightKeepTheBuffersTheyWereLaunchedWith) {
-  Context ctx = make_context();
-  const std::int64_t n = 3000;
-  auto x = L::placeholder<double>("x", {n});
-  auto y = L::placeholder<double>("y", {n});
-  L::Program p = L::compile({L::where(x > y, 2 * x, L::sin(y)) + 1},
-                            opts(L::Fusion::none, L::Schedule::dataflow));
-  std::vector<std::vector<double>> hx(3), hy(3);
-  std::vector<DeviceBuffer<double>> dx, dy, out;
-  for (std::size_t k = 0; k < 3; ++k) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      hx[k].push_back(std::cos(0.01 * static_cast<double>(i) + static_cast<double>(k)));
-      hy[k].push_back(std::sin(0.013 * static_cast<double>(i) * static_cast<double>(k + 1)));
+  for (const auto binding : kBindings) {
+    SCOPED_TRACE(binding == L::Binding::table ? "binding table" : "arguments");
+    Context ctx = make_context();
+    const std::int64_t n = 3000;
+    auto x = L::placeholder<double>("x", {n});
+    auto y = L::placeholder<double>("y", {n});
+    L::Program p = L::compile({L::where(x > y, 2 * x, L::sin(y)) + 1},
+                              opts(L::Fusion::none, L::Schedule::dataflow, binding));
+    std::vector<std::vector<double>> hx(3), hy(3);
+    std::vector<DeviceBuffer<double>> dx, dy, out;
+    for (std::size_t k = 0; k < 3; ++k) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        hx[k].push_back(std::cos(0.01 * static_cast<double>(i) + static_cast<double>(k)));
+        hy[k].push_back(std::sin(0.013 * static_cast<double>(i) * static_cast<double>(k + 1)));
+      }
+      dx.emplace_back(ctx, at(n));
+      dy.emplace_back(ctx, at(n));
+      copy(ctx, dx.back(), hx[k]);
+      copy(ctx, dy.back(), hy[k]);
+      ctx.synchronize();
     }
-    dx.emplace_back(ctx, at(n));
-    dy.emplace_back(ctx, at(n));
-    copy(ctx, dx.back(), hx[k]);
-    copy(ctx, dy.back(), hy[k]);
+    for (int r = 0; r < 5; ++r) out.emplace_back(ctx, at(n));
+    // Five runs held back together: x and y from sets 0, 1, 0, 2, then x from 1 with y from 2,
+    // after a first run ungated with the first run's buffers (a kernel's first launch on cuda
+    // waits for the device's running kernels, the gate's among them).
+    const int xs[] = {0, 1, 0, 2, 1}, ys[] = {0, 1, 0, 2, 2};
+    p.run(ctx, {{"x", dx[0]}, {"y", dy[0]}}, {out[0]});
     ctx.synchronize();
-  }
-  for (int r = 0; r < 5; ++r) out.emplace_back(ctx, at(n));
-  // Five runs held back together: x and y from sets 0, 1, 0, 2, then x from 1 with y from 2,
-  // after a first run ungated with the first run's buffers (a kernel's first launch on cuda
-  // waits for the device's running kernels, the gate's among them).
-  const int xs[] = {0, 1, 0, 2, 1}, ys[] = {0, 1, 0, 2, 2};
-  p.run(ctx, {{"x", dx[0]}, {"y", dy[0]}}, {out[0]});
-  ctx.synchronize();
-  {
-    Gate gate(device());
-    gate.block(ctx);
+    {
+      Gate gate(device());
+      gate.block(ctx);
+      for (std::size_t r = 0; r < 5; ++r) {
+        p.run(ctx, {{"x", dx[at(xs[r])]}, {"y", dy[at(ys[r])]}}, {out[r]});
+      }
+      gate.open();
+    }
     for (std::size_t r = 0; r < 5; ++r) {
-      p.run(ctx, {{"x", dx[at(xs[r])]}, {"y", dy[at(ys[r])]}}, {out[r]});
+      const auto got = download(ctx, out[r]);
+      const auto expect = figure1(hx[at(xs[r])], hy[at(ys[r])]);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], expect[i], 1e-14) << "run " << r << " element " << i;
+      }
     }
-    gate.open();
+    EXPECT_EQ(p.stats().rebinds, 4u);
   }
-  for (std::size_t r = 0; r < 5; ++r) {
-    const auto got = download(ctx, out[r]);
-    const auto expect = figure1(hx[at(xs[r])], hy[at(ys[r])]);
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      ASSERT_NEAR(got[i], expect[i], 1e-14) << "run " << r << " element " << i;
-    }
-  }
-  EXPECT_EQ(p.stats().rebinds, 4u);
 }
 
 TEST_P(LazyRebind, PingPongBetweenTwoBuffersIteratesTheMap) {
-  // The input and the output swap at every run (as a time loop's stages do): the objects the
-  // graph reads and writes are renamed into each other.
-  Context ctx = make_context();
-  const std::int64_t n = 1000;
-  auto x = L::placeholder<double>("x", {n});
-  auto c = L::placeholder<double>("c", {n});
-  L::Program p = L::compile({x * 0.5 + c}, opts(L::Fusion::full, L::Schedule::dataflow));
-  std::vector<double> h(at(n)), hc(at(n));
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    h[i] = static_cast<double>(i);
-    hc[i] = 1.0 / static_cast<double>(i + 1);
-  }
-  DeviceBuffer<double> a(ctx, at(n)), b(ctx, at(n)), dc(ctx, at(n));
-  copy(ctx, a, h);
-  copy(ctx, dc, hc);
-  ctx.synchronize();                       // h is pageable memory, changed below
-  p.run(ctx, {{"x", a}, {"c", dc}}, {b});  // the first run's buffers, ungated (first loads)
-  ctx.synchronize();
-  {
-    Gate gate(device());
-    gate.block(ctx);
-    for (int k = 0; k < 7; ++k) {
-      p.run(ctx, {{"x", k % 2 ? b : a}, {"c", dc}}, {k % 2 ? a : b});
+  for (const auto binding : kBindings) {
+    SCOPED_TRACE(binding == L::Binding::table ? "binding table" : "arguments");
+    // The input and the output swap at every run (as a time loop's stages do): the objects the
+    // graph reads and writes are renamed into each other.
+    Context ctx = make_context();
+    const std::int64_t n = 1000;
+    auto x = L::placeholder<double>("x", {n});
+    auto c = L::placeholder<double>("c", {n});
+    L::Program p = L::compile({x * 0.5 + c}, opts(L::Fusion::full, L::Schedule::dataflow, binding));
+    std::vector<double> h(at(n)), hc(at(n));
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      h[i] = static_cast<double>(i);
+      hc[i] = 1.0 / static_cast<double>(i + 1);
     }
-    gate.open();
+    DeviceBuffer<double> a(ctx, at(n)), b(ctx, at(n)), dc(ctx, at(n));
+    copy(ctx, a, h);
+    copy(ctx, dc, hc);
+    ctx.synchronize();                       // h is pageable memory, changed below
+    p.run(ctx, {{"x", a}, {"c", dc}}, {b});  // the first run's buffers, ungated (first loads)
+    ctx.synchronize();
+    {
+      Gate gate(device());
+      gate.block(ctx);
+      for (int k = 0; k < 7; ++k) {
+        p.run(ctx, {{"x", k % 2 ? b : a}, {"c", dc}}, {k % 2 ? a : b});
+      }
+      gate.open();
+    }
+    for (int k = 0; k < 7; ++k) {
+      for (std::size_t i = 0; i < h.size(); ++i) h[i] = h[i] * 0.5 + hc[i];
+    }
+    EXPECT_EQ(download(ctx, b), h);  // 7 runs: the last wrote b
+    EXPECT_EQ(p.stats().rebinds, 6u);
   }
-  for (int k = 0; k < 7; ++k) {
-    for (std::size_t i = 0; i < h.size(); ++i) h[i] = h[i] * 0.5 + hc[i];
-  }
-  EXPECT_EQ(download(ctx, b), h);  // 7 runs: the last wrote b
-  EXPECT_EQ(p.stats().rebinds, 6u);
 }
 
 TEST_P(LazyRebind, RunsAreOrderedAgainstOtherContextsWritingTheOldAndNewBuffers) {
-  // Each writer is held back by a gate of its own while the other side is free to run, so that
-  // a run not ordered after a write (or a write not after a run) would happen meanwhile.
-  Context a = make_context(), w1 = make_context(), w2 = make_context();
-  const std::int64_t n = 4096;
-  auto x = L::placeholder<double>("x", {n});
-  L::Program p = L::compile({x * 2.0 + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow));
-  DeviceBuffer<double> x_old(a, at(n)), x_new(a, at(n)), out_old(a, at(n)), out_new(a, at(n));
-  double old_value = 1;
-  std::vector<double> h(at(n), old_value);
-  copy(a, x_old, h);
-  a.synchronize();
-  const auto pause = std::chrono::milliseconds(20);
-  p.run(a, {{"x", x_old}}, {out_old});  // ungated: a kernel's first load waits for the gates
-  a.synchronize();
-  for (int round = 0; round < 3; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
-    const double fresh = 10 + round, later = 100 + round;
-    std::vector<double> h_new(at(n), fresh), h_later(at(n), later);
-    {
-      // Rebound to a buffer another context writes: the run waits for the write.
-      Gate gate(device());
-      gate.block(w1);
-      copy(w1, x_new, h_new);
-      p.run(a, {{"x", x_new}}, {out_new});
-      std::this_thread::sleep_for(pause);
-      gate.open();
-      a.synchronize();
-      w1.synchronize();
+  for (const auto binding : kBindings) {
+    SCOPED_TRACE(binding == L::Binding::table ? "binding table" : "arguments");
+    // Each writer is held back by a gate of its own while the other side is free to run, so that
+    // a run not ordered after a write (or a write not after a run) would happen meanwhile.
+    Context a = make_context(), w1 = make_context(), w2 = make_context();
+    const std::int64_t n = 4096;
+    auto x = L::placeholder<double>("x", {n});
+    L::Program p =
+        L::compile({x * 2.0 + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow, binding));
+    DeviceBuffer<double> x_old(a, at(n)), x_new(a, at(n)), out_old(a, at(n)), out_new(a, at(n));
+    double old_value = 1;
+    std::vector<double> h(at(n), old_value);
+    copy(a, x_old, h);
+    a.synchronize();
+    const auto pause = std::chrono::milliseconds(20);
+    p.run(a, {{"x", x_old}}, {out_old});  // ungated: a kernel's first load waits for the gates
+    a.synchronize();
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      const double fresh = 10 + round, later = 100 + round;
+      std::vector<double> h_new(at(n), fresh), h_later(at(n), later);
+      {
+        // Rebound to a buffer another context writes: the run waits for the write.
+        Gate gate(device());
+        gate.block(w1);
+        copy(w1, x_new, h_new);
+        p.run(a, {{"x", x_new}}, {out_new});
+        std::this_thread::sleep_for(pause);
+        gate.open();
+        a.synchronize();
+        w1.synchronize();
+      }
+      {
+        // Rebound back to the old buffer, which another context then writes: the write waits for
+        // the run (held back by its own gate) that reads it.
+        Gate gate(device());
+        gate.block(a);
+        p.run(a, {{"x", x_old}}, {out_old});
+        copy(w2, x_old, h_later);
+        std::this_thread::sleep_for(pause);
+        gate.open();
+        w2.synchronize();
+        a.synchronize();
+      }
+      for (double v : download(a, out_new)) ASSERT_EQ(v, 2 * fresh + 1);
+      for (double v : download(a, out_old)) ASSERT_EQ(v, 2 * old_value + 1);
+      old_value = later;  // w2's write, after the run
     }
-    {
-      // Rebound back to the old buffer, which another context then writes: the write waits for
-      // the run (held back by its own gate) that reads it.
-      Gate gate(device());
-      gate.block(a);
-      p.run(a, {{"x", x_old}}, {out_old});
-      copy(w2, x_old, h_later);
-      std::this_thread::sleep_for(pause);
-      gate.open();
-      w2.synchronize();
-      a.synchronize();
-    }
-    for (double v : download(a, out_new)) ASSERT_EQ(v, 2 * fresh + 1);
-    for (double v : download(a, out_old)) ASSERT_EQ(v, 2 * old_value + 1);
-    old_value = later;  // w2's write, after the run
+    EXPECT_EQ(p.stats().rebinds, 6u);
   }
-  EXPECT_EQ(p.stats().rebinds, 6u);
 }
 
 TEST_P(LazyRebind, AnOutputBoundAsAnInputIsAnErrorAndChangesNothing) {
@@ -366,6 +385,120 @@ TEST_P(LazyRebind, AnOutputBoundAsAnInputIsAnErrorAndChangesNothing) {
 }
 
 }  // namespace
+
+TEST_P(LazyRebind, ThroughABindingTableARebindingSetsOneNode) {
+  // Four kernels that read the inputs and write the outputs (no fusion), two matrix products
+  // of the same sizes (one batched call) and a strided batch of them (its addresses stay in its
+  // arguments): under a binding table a rebinding of every input and output sets the table's
+  // node and the strided batch's only, and each run gives its own buffers' results.
+  Context ctx = make_context();
+  const std::int64_t n = 48, b = 2;
+  auto x = L::placeholder<double>("x", {n, n});
+  auto y = L::placeholder<double>("y", {n, n});
+  auto z = L::placeholder<double>("z", {b, n, n});
+  auto outs = std::vector<L::Array<double>>{
+      L::einsum("ik,kj->ij", x, y), L::einsum("ik,kj->ij", y, x), L::sin(x) + L::cos(y) * 2.0,
+      L::einsum("bik,bkj->bij", z, L::cos(z))};
+  std::vector<std::size_t> updated;
+  for (const auto binding : kBindings) {
+    SCOPED_TRACE(binding == L::Binding::table ? "binding table" : "arguments");
+    auto o = opts(L::Fusion::none, L::Schedule::dataflow, binding);
+    o.gemm = L::Gemm::blas;
+    L::Program p = L::compile(outs, o);
+    EXPECT_EQ(p.stats().table, binding == L::Binding::table);
+    EXPECT_EQ(p.stats().binding_mode, binding == L::Binding::table ? "table" : "arguments");
+    // Two data sets, each with its own outputs.
+    std::vector<std::vector<double>> hx(2), hy(2), hz(2);
+    std::vector<DeviceBuffer<double>> dx, dy, dz;
+    std::vector<std::vector<DeviceBuffer<double>>> out(2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      for (std::int64_t i = 0; i < n * n; ++i) {
+        hx[k].push_back(std::cos(0.37 * static_cast<double>(i) + static_cast<double>(k)));
+        hy[k].push_back(std::sin(0.11 * static_cast<double>(i) * static_cast<double>(k + 1)));
+      }
+      for (std::int64_t i = 0; i < b * n * n; ++i) {
+        hz[k].push_back(std::cos(0.07 * static_cast<double>(i) - static_cast<double>(k)));
+      }
+      dx.emplace_back(ctx, at(n * n));
+      dy.emplace_back(ctx, at(n * n));
+      dz.emplace_back(ctx, at(b * n * n));
+      copy(ctx, dx.back(), hx[k]);
+      copy(ctx, dy.back(), hy[k]);
+      copy(ctx, dz.back(), hz[k]);
+      for (std::int64_t e : {n * n, n * n, n * n, b * n * n}) out[k].emplace_back(ctx, at(e));
+      ctx.synchronize();
+    }
+    auto run = [&](std::size_t k) {
+      const std::vector<L::Bind> binds(out[k].begin(), out[k].end());
+      const std::vector<L::Input> inputs{{"x", dx[k]}, {"y", dy[k]}, {"z", dz[k]}};
+      p.run(ctx, inputs, binds);
+    };
+    for (int r = 0; r < 5; ++r) run(static_cast<std::size_t>(r % 2));
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto got0 = download(ctx, out[k][0]), got1 = download(ctx, out[k][1]),
+                 got2 = download(ctx, out[k][2]), got3 = download(ctx, out[k][3]);
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          double xy = 0, yx = 0;
+          for (std::int64_t q = 0; q < n; ++q) {
+            xy += hx[k][at(i * n + q)] * hy[k][at(q * n + j)];
+            yx += hy[k][at(i * n + q)] * hx[k][at(q * n + j)];
+          }
+          ASSERT_NEAR(got0[at(i * n + j)], xy, 1e-12) << "set " << k;
+          ASSERT_NEAR(got1[at(i * n + j)], yx, 1e-12) << "set " << k;
+          ASSERT_NEAR(got2[at(i * n + j)],
+                      std::sin(hx[k][at(i * n + j)]) + std::cos(hy[k][at(i * n + j)]) * 2.0, 1e-14)
+              << "set " << k;
+          for (std::int64_t c = 0; c < b; ++c) {
+            double zz = 0;
+            for (std::int64_t q = 0; q < n; ++q) {
+              zz += hz[k][at((c * n + i) * n + q)] * std::cos(hz[k][at((c * n + q) * n + j)]);
+            }
+            ASSERT_NEAR(got3[at((c * n + i) * n + j)], zz, 1e-12) << "set " << k;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(p.stats().blas, 2u) << p.dot();  // the batched pair, the strided batch
+    EXPECT_EQ(p.stats().rebinds, 4u);
+    updated.push_back(p.stats().rebound_nodes / 4);
+  }
+  // The table's node and the strided batch; with arguments, every kernel and product node (the
+  // batched products' list kernel among them).
+  EXPECT_EQ(updated[1], 2u);
+  EXPECT_GE(updated[0], 5u);
+}
+
+TEST_P(LazyRebind, TheBindingModeComesFromTheEnvironment) {
+  struct Env {
+    Env() { setenv("SLUICE_LAZY_BINDING", "table", 1); }
+    ~Env() { unsetenv("SLUICE_LAZY_BINDING"); }
+  };
+  auto x = L::placeholder<double>("x", {8});
+  {
+    Env env;
+    EXPECT_EQ(
+        L::compile({x + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow)).stats().binding_mode,
+        "table");
+    setenv("SLUICE_LAZY_BINDING", "tables", 1);
+    try {
+      (void)L::compile({x + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow));
+      FAIL() << "a bad SLUICE_LAZY_BINDING was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("SLUICE_LAZY_BINDING is 'tables'"), std::string::npos)
+          << e.what();
+    }
+  }
+  // Unset: automatic, arguments for small buffers on every backend.
+  L::Program p = L::compile({x + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow));
+  EXPECT_EQ(p.stats().binding_mode, "auto");
+  Context ctx = make_context();
+  DeviceBuffer<double> dx(ctx, 8), out(ctx, 8);
+  memset(ctx, dx, 0);
+  p.run(ctx, {{"x", dx}}, {out});
+  EXPECT_FALSE(p.stats().table);
+  EXPECT_EQ(download(ctx, out), std::vector<double>(8, 1.0));
+}
 
 SLUICE_INSTANTIATE_BACKENDS(LazyRebind);
 

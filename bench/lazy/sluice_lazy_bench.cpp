@@ -606,11 +606,13 @@ void bench_wide(const Context& ctx, const Args& args, std::vector<Row>& rows) {
       auto& fused = rows[rows.size() - 4].values;
       std::printf(
           "wide W=%d rows=%lld: dataflow %.1f us, serial %.1f us (fused: %.0f kernels, %.0f BLAS "
-          "calls, %.0f nodes; horizontal %s: %.0f kernels merged, %.0f products batched)\n",
+          "calls, %.0f nodes; horizontal %s: %.0f kernels merged, %.0f products batched; "
+          "rebinding +%.1f us, %s)\n",
           W, static_cast<long long>(e), fused["per_call_us"],
           rows[rows.size() - 3].values["per_call_us"], fused["kernels"], fused["blas"],
           fused["graph_nodes"], g_horizontal ? "on" : "off", fused["merged_kernels"],
-          fused["batched_products"]);
+          fused["batched_products"], fused["rebind_extra_us"],
+          rows[rows.size() - 4].text["binding"].c_str());
     }
   }
 }

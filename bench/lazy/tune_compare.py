@@ -41,12 +41,19 @@ def floor_ratio(row):
     return f"{row['per_call_us'] / floor:.1f}x" if floor > 0 else "-"
 
 
+def rebind(a, b):
+    """Host time a rebinding adds to a run, in each file (rebind_extra_us)."""
+    if "rebind_extra_us" not in a or "rebind_extra_us" not in b:
+        return "-"
+    return f"{a['rebind_extra_us']:.1f}->{b['rebind_extra_us']:.1f}"
+
+
 def table(off, on, labels=("off", "on")):
     a_name, b_name = labels
     lines = [f"{'program':8} {'size':34} {a_name + ' us':>9} {b_name + ' us':>9} "
              f"{b_name + '/' + a_name:>9} "
              f"{'blas':>9} {'kernels':>9} {'groups':>6} {'cands':>6} {'tune ms':>8} "
-             f"{b_name + '/floor':>12}"]
+             f"{b_name + '/floor':>12} {'rebind us':>13}"]
     for key in sorted(set(off) & set(on)):
         a, b = off[key], on[key]
         t0, t1 = a["per_call_us"], b["per_call_us"]
@@ -55,7 +62,7 @@ def table(off, on, labels=("off", "on")):
         kernels = f"{count(a, 'kernels')}->{count(b, 'kernels')}"
         lines.append(f"{key[0]:8} {key[1]:34} {t0:9.1f} {t1:9.1f} {ratio} {blas:>9} {kernels:>9} "
                      f"{count(b, 'tuned_groups'):6d} {count(b, 'tune_candidates'):6d} "
-                     f"{b.get('tune_ms', 0):8.0f} {floor_ratio(b):>12}")
+                     f"{b.get('tune_ms', 0):8.0f} {floor_ratio(b):>12} {rebind(a, b):>13}")
     for key in sorted(set(off) ^ set(on)):
         lines.append(f"{key[0]:8} {key[1]:34} only in the "
                      f"{a_name if key in off else b_name} file")

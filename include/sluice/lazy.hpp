@@ -850,14 +850,17 @@ enum class Tile : std::uint8_t { environment, automatic, off, on };
 
 /// How a run's buffers reach the kernels. `arguments`: each kernel node's arguments hold the
 /// addresses, so a rebinding updates every node that uses a changed buffer (on cuda one
-/// `cudaGraphExecKernelNodeSetParams` each). `table`: a first node of the graph writes every
-/// buffer's address into a table in device memory and the generated kernels (and matrix
-/// products, as batched calls over lists there) read them from it, so a rebinding updates that
-/// one node's arguments, at the price of one more dependent launch per run and one more load per
-/// buffer in each kernel. `automatic` (the default) takes the table on cuda where the buffers a
-/// run binds (inputs and outputs) total 8 MB or more, and arguments otherwise. `environment`
-/// reads SLUICE_LAZY_BINDING (auto, arguments or table; unset: auto). A program with more than
-/// 256 buffers and operand lists in all keeps arguments.
+/// `cudaGraphExecKernelNodeSetParams` each, and a matrix product through cuBLAS is recorded
+/// again). `table`: the graph's first node writes every buffer's address into a table in device
+/// memory (one such node per 256 addresses) and the generated kernels, and the matrix products as
+/// batched calls over operand lists there, read them from it, so a rebinding updates that node's
+/// arguments alone; the price is one more dependent launch per run, one more load per buffer in
+/// each kernel, and a product as a batched call of one (cuBLAS's batched GEMM, which may be
+/// slower than its plain one). `automatic` (the default) takes the table on cuda where a
+/// rebinding of every input and output would otherwise set 5 graph nodes or more, and arguments
+/// otherwise (and on the host, where a node's update costs little). `environment` reads
+/// SLUICE_LAZY_BINDING (auto, arguments or table; unset: auto). A program with more than 4096
+/// addresses keeps arguments; a strided batch of products keeps its addresses in its arguments.
 enum class Binding : std::uint8_t { environment, automatic, arguments, table };
 
 struct Options {

@@ -270,18 +270,38 @@ InstanceDesc plan_instance(const PlanInput& in) {
     }
   }
 
-  // The binding table: every buffer's address, then three per matrix product (its operand
-  // lists), written by a first step; needs the backend's batched products over lists.
-  std::size_t products = 0, bound_bytes = 0;
-  for (const auto& k : F.kernels) products += k.kind == Kernel::Kind::gemm;
-  for (const auto& b : d.bufs) {
-    if (b.role == Buf::Role::placeholder || b.role == Buf::Role::output) bound_bytes += b.bytes;
+  // The binding table: every buffer's address, then three per matrix product of one (its
+  // operand lists), written by the first steps (kMaxMemberSlots entries each); needs the
+  // backend's batched products over lists. Under `automatic` (cuda): where a rebinding of every
+  // input and output would set kTableFromNodes nodes or more with addresses in arguments.
+  const std::vector<Unit> units = units_of(F, L, in);
+  auto bound = [&](int ln) {
+    const int b = d.buf_of[static_cast<std::size_t>(ln)];
+    if (b < 0) return false;
+    const auto role = d.bufs[static_cast<std::size_t>(b)].role;
+    return role == Buf::Role::placeholder || role == Buf::Role::output;
+  };
+  std::size_t listed = 0, rebound = 0;
+  for (const Unit& unit : units) {
+    bool uses_bound = false;
+    for (int m : unit) {
+      const Kernel& k = F.kernels[static_cast<std::size_t>(m)];
+      if (k.kind == Kernel::Kind::gemm) {
+        listed += k.gemm.batch == 1;
+        uses_bound = uses_bound || bound(k.gemm.a) || bound(k.gemm.b) || bound(k.out);
+      } else if (numel(k.shape) > 0) {
+        for (int r : k.reads) uses_bound = uses_bound || bound(r);
+        for (int o : k.outputs()) uses_bound = uses_bound || bound(o);
+      }
+    }
+    rebound += uses_bound;
   }
+  const std::size_t entries = d.bufs.size() + 3 * listed;
+  const std::size_t heads = (entries + kMaxMemberSlots - 1) / kMaxMemberSlots;
   const bool table = (in.binding == Binding::table ||
                       (in.binding == Binding::automatic && in.dialect == LazyDialect::cuda &&
-                       bound_bytes >= kTableFromBytes)) &&
-                     (products == 0 || in.gemm_table) &&
-                     d.bufs.size() + 3 * products <= kMaxMemberSlots;
+                       rebound >= kTableFromNodes)) &&
+                     (listed == 0 || in.gemm_table) && heads <= kMaxTableSteps;
 
   // Steps: kernels (alone, horizontal or batched) in order, then copies into outputs that are
   // inputs or repeat another output.
@@ -305,18 +325,23 @@ InstanceDesc plan_instance(const PlanInput& in) {
     return i;
   };
   auto buf = [&](int ln) { return d.buf_of[static_cast<std::size_t>(ln)]; };
-  std::vector<int> lists;  // under a binding table: the products' operand lists, in order
+  // Under a binding table: every entry's buffer (buffer b in entry b, then the operand lists),
+  // divided among the first `heads` steps at the end.
+  std::vector<int> table_entries;
+  std::vector<int> after_heads;
   if (table) {
     d.table = static_cast<int>(d.bufs.size());
-    Step t;
-    t.kind = Step::Kind::table;
-    t.writes = {d.table};
-    for (int b = 0; b < d.table; ++b) t.addresses.push_back(b);
-    t.name = "binding table";
+    for (int b = 0; b < d.table; ++b) table_entries.push_back(b);
     d.bufs.push_back({Buf::Role::table, -1, 0});  // sized below
-    add_step(std::move(t));
+    for (std::size_t h = 0; h < heads; ++h) {
+      Step t;
+      t.kind = Step::Kind::table;
+      t.writes = {d.table};
+      t.name = heads == 1 ? "binding table" : "binding table " + std::to_string(h);
+      after_heads.push_back(add_step(std::move(t)));
+    }
   }
-  for (const Unit& unit : units_of(F, L, in)) {
+  for (const Unit& unit : units) {
     const int k0 = unit.front();
     const Kernel& k = F.kernels[static_cast<std::size_t>(k0)];
     Step s;
@@ -337,15 +362,15 @@ InstanceDesc plan_instance(const PlanInput& in) {
       if (table && k.gemm.batch == 1) {
         // Its operand lists in the binding table (a strided batch keeps its addresses in its
         // arguments: one list entry per product of it would be needed).
-        s.list = static_cast<int>(d.steps.front().addresses.size());
-        auto& t = d.steps.front().addresses;
+        s.list = static_cast<int>(table_entries.size());
+        auto& t = table_entries;
         for (int part = 0; part < 3; ++part) {
           for (int m : unit) {
             const auto& km = F.kernels[static_cast<std::size_t>(m)];
             t.push_back(part == 0 ? buf(km.gemm.a) : part == 1 ? buf(km.gemm.b) : buf(km.out));
           }
         }
-        s.after.push_back(0);
+        s.after.insert(s.after.end(), after_heads.begin(), after_heads.end());
         if (unit.size() > 1) d.batched += unit.size();
       } else if (unit.size() > 1) {
         // The operands' addresses, written into a temporary by a kernel of their own: the
@@ -382,7 +407,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
         d.codes.push_back(emit_kernel(k, L, in.dialect, s.code, in.debug, nullptr, {},
                                       static_cast<int>(unit.size())));
         d.codes.back().kernel = k0;
-        if (table) s.after.push_back(0);
+        s.after.insert(s.after.end(), after_heads.begin(), after_heads.end());
       }
       if (unit.size() > 1) d.merged += unit.size();
     }
@@ -448,12 +473,18 @@ InstanceDesc plan_instance(const PlanInput& in) {
   }
   for (const auto& p : phys) d.temp_bytes.push_back(p.bytes);
   if (table) {
-    auto& t = d.steps.front();
-    const auto entries = static_cast<std::int64_t>(t.addresses.size());
-    d.bufs[static_cast<std::size_t>(d.table)].bytes =
-        static_cast<std::size_t>(entries) * sizeof(void*);
-    t.code = static_cast<int>(d.codes.size());
-    d.codes.push_back(emit_table(t.code, entries, in.dialect));
+    d.bufs[static_cast<std::size_t>(d.table)].bytes = table_entries.size() * sizeof(void*);
+    for (std::size_t h = 0; h < heads; ++h) {
+      auto& t = d.steps[static_cast<std::size_t>(after_heads[h])];
+      const std::size_t from = h * kMaxMemberSlots,
+                        to = std::min(table_entries.size(), from + kMaxMemberSlots);
+      t.list = static_cast<int>(from);
+      t.addresses.assign(table_entries.begin() + static_cast<std::ptrdiff_t>(from),
+                         table_entries.begin() + static_cast<std::ptrdiff_t>(to));
+      t.code = static_cast<int>(d.codes.size());
+      d.codes.push_back(
+          emit_table(t.code, static_cast<std::int64_t>(t.addresses.size()), in.dialect));
+    }
   }
 
   if (in.debug) {

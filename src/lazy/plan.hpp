@@ -41,7 +41,8 @@ struct Step {
   std::vector<int> addresses;  // table: bufs whose addresses it stores (no access to them)
   std::vector<int> after;      // steps it runs after
   // gemm under a binding table: its operand lists (A's, B's, C's) start at this entry of the
-  // table (a batched call, of one product where it stands alone)
+  // table (a batched call, of one product where it stands alone); a binding table's step: the
+  // first entry it writes
   int list = -1;
   std::string name;
 };
@@ -61,9 +62,9 @@ struct InstanceDesc {
   std::size_t batched = 0;   // matrix products computed by batched calls
   std::size_t tiled = 0;     // reductions fused and generated for register tiles (Options::tile)
   std::size_t siblings = 0;  // kernels computed by multi-output kernels (Options::multi_output)
-  // The binding table's buffer (-1: none; Binding::table): step 0 writes buffer b's address into
-  // entry b (b < table), then the operand lists; generated kernels are made to read their
-  // buffers there (read_slots_through_table) once their shapes are chosen.
+  // The binding table's buffer (-1: none; Binding::table): the first steps write buffer b's
+  // address into entry b (b < table), then the operand lists; generated kernels are made to read
+  // their buffers there (read_slots_through_table) once their shapes are chosen.
   int table = -1;
   double codegen_ms = 0;
 };
@@ -93,8 +94,12 @@ struct PlanInput {
   Binding binding = Binding::arguments;
 };
 
-/// Under Binding::automatic, a binding table from this many bytes of inputs and outputs.
-inline constexpr std::size_t kTableFromBytes = std::size_t{8} << 20;
+/// Under Binding::automatic, a binding table where a rebinding of every input and output would
+/// otherwise set this many graph nodes or more (on an H100 a fused DG right-hand side sets 3 and
+/// its rebinding adds 6.6-9.1 us either way, while the table's first node costs 1-5 % per run).
+inline constexpr std::size_t kTableFromNodes = 5;
+/// The most steps that write a binding table (kMaxMemberSlots entries each).
+inline constexpr std::size_t kMaxTableSteps = 16;
 
 /// The kernels of `d` read their buffers through its binding table (if it has one): after the
 /// kernels' shapes are chosen (tune_instance generates them anew).

@@ -539,7 +539,10 @@ std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
     return ptrs[static_cast<std::size_t>(b)].data;
   };
   if (s.kind == Step::Kind::table) {
-    put(0, at(s.writes.front()));
+    // A binding table's step writes its entries from s.list on.
+    put(0, s.list < 0 ? at(s.writes.front())
+                      : static_cast<const std::byte*>(at(s.writes.front())) +
+                            sizeof(void*) * static_cast<std::size_t>(s.list));
     for (std::size_t j = 0; j < s.addresses.size(); ++j) put(j + 1, at(s.addresses[j]));
   } else {
     // Member m's slots: its first output, its reads, its further outputs, the error record.

@@ -489,7 +489,21 @@ TEST_P(LazyRebind, TheBindingModeComesFromTheEnvironment) {
           << e.what();
     }
   }
-  // Unset: automatic, arguments for small buffers on every backend.
+  // Unset: automatic. Five unfused nodes use the inputs and output: a table on cuda, arguments
+  // on the host.
+  {
+    auto y = L::placeholder<double>("y", {8});
+    L::Program five = L::compile({x * 0.5 + y * 0.25 + L::sin(x) + L::cos(y)},
+                                 opts(L::Fusion::none, L::Schedule::dataflow));
+    Context ctx = make_context();
+    DeviceBuffer<double> dx(ctx, 8), dy(ctx, 8), out(ctx, 8);
+    memset(ctx, dx, 0);
+    memset(ctx, dy, 0);
+    five.run(ctx, {{"x", dx}, {"y", dy}}, {out});
+    EXPECT_EQ(five.stats().table, !is_host());
+    EXPECT_EQ(download(ctx, out), std::vector<double>(8, 1.0));
+  }
+  // A kernel alone: arguments on every backend.
   L::Program p = L::compile({x + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow));
   EXPECT_EQ(p.stats().binding_mode, "auto");
   Context ctx = make_context();
@@ -498,6 +512,51 @@ TEST_P(LazyRebind, TheBindingModeComesFromTheEnvironment) {
   p.run(ctx, {{"x", dx}}, {out});
   EXPECT_FALSE(p.stats().table);
   EXPECT_EQ(download(ctx, out), std::vector<double>(8, 1.0));
+}
+
+TEST_P(LazyRebind, ABindingTableOfManyBuffersIsWrittenByOneNodePer256) {
+  // 260 inputs in one fused kernel: 261 buffers, two nodes write the table (the output and the
+  // first 255 inputs, then the rest); a rebinding of the last input sets only the second.
+  Context ctx = make_context();
+  constexpr int kInputs = 260;
+  const std::int64_t n = 32;
+  std::vector<std::string> names;  // Input names a string it does not own
+  std::vector<L::Array<double>> xs;
+  for (int i = 0; i < kInputs; ++i) {
+    names.push_back("x" + std::to_string(i));
+    xs.push_back(L::placeholder<double>(names.back(), {n}));
+  }
+  auto total = xs[0];
+  for (int i = 1; i < kInputs; ++i) total = total * 0.5 + xs[at(i)];
+  std::vector<DeviceBuffer<double>> dx;
+  std::vector<L::Input> inputs;
+  dx.reserve(kInputs + 1);
+  for (int i = 0; i <= kInputs; ++i) {
+    dx.emplace_back(ctx, at(n));
+    memset(ctx, dx.back(), 0);
+  }
+  for (int i = 0; i < kInputs; ++i) inputs.emplace_back(names[at(i)], dx[at(i)]);
+  const std::vector<double> ones(at(n), 1.0);
+  copy(ctx, dx[kInputs], ones);  // the spare input: all ones
+  ctx.synchronize();
+  DeviceBuffer<double> out(ctx, at(n));
+  L::Program p =
+      L::compile({total}, opts(L::Fusion::full, L::Schedule::dataflow, L::Binding::table));
+  p.run(ctx, inputs, {out});
+  EXPECT_EQ(download(ctx, out), std::vector<double>(at(n), 0.0));
+  ASSERT_TRUE(p.stats().table);
+  std::size_t tables = 0;
+  for (const auto& k : p.kernels()) tables += k.kind == "table";
+  EXPECT_EQ(tables, 2u);
+  // The last input bound to the ones: the sum is 1 everywhere; then back.
+  auto rebound = inputs;
+  rebound.back() = L::Input(names.back(), dx[kInputs]);
+  p.run(ctx, rebound, {out});
+  EXPECT_EQ(download(ctx, out), std::vector<double>(at(n), 1.0));
+  p.run(ctx, inputs, {out});
+  EXPECT_EQ(download(ctx, out), std::vector<double>(at(n), 0.0));
+  EXPECT_EQ(p.stats().rebinds, 2u);
+  EXPECT_EQ(p.stats().rebound_nodes, 2u) << "the second table node, each time";
 }
 
 SLUICE_INSTANTIATE_BACKENDS(LazyRebind);

@@ -857,8 +857,9 @@ enum class Tile : std::uint8_t { environment, automatic, off, on };
 /// arguments alone; the price is one more dependent launch per run, one more load per buffer in
 /// each kernel, and a product as a batched call of one (cuBLAS's batched GEMM, which may be
 /// slower than its plain one). `automatic` (the default) takes the table on cuda where a
-/// rebinding of every input and output would otherwise set 5 graph nodes or more, and arguments
-/// otherwise (and on the host, where a node's update costs little). `environment` reads
+/// rebinding of every input and output would otherwise record a cuBLAS product again (one that
+/// reads or writes an input or output) or set 16 graph nodes or more, and arguments otherwise
+/// (and on the host, where a node's update costs little). `environment` reads
 /// SLUICE_LAZY_BINDING (auto, arguments or table; unset: auto). A program with more than 4096
 /// addresses keeps arguments; a strided batch of products keeps its addresses in its arguments.
 enum class Binding : std::uint8_t { environment, automatic, arguments, table };

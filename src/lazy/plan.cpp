@@ -273,7 +273,8 @@ InstanceDesc plan_instance(const PlanInput& in) {
   // The binding table: every buffer's address, then three per matrix product of one (its
   // operand lists), written by the first steps (kMaxMemberSlots entries each); needs the
   // backend's batched products over lists. Under `automatic` (cuda): where a rebinding of every
-  // input and output would set kTableFromNodes nodes or more with addresses in arguments.
+  // input and output would, with addresses in arguments, record a product again or set
+  // kTableFromNodes nodes or more.
   const std::vector<Unit> units = units_of(F, L, in);
   auto bound = [&](int ln) {
     const int b = d.buf_of[static_cast<std::size_t>(ln)];
@@ -282,13 +283,16 @@ InstanceDesc plan_instance(const PlanInput& in) {
     return role == Buf::Role::placeholder || role == Buf::Role::output;
   };
   std::size_t listed = 0, rebound = 0;
+  bool bound_product = false;
   for (const Unit& unit : units) {
     bool uses_bound = false;
     for (int m : unit) {
       const Kernel& k = F.kernels[static_cast<std::size_t>(m)];
       if (k.kind == Kernel::Kind::gemm) {
         listed += k.gemm.batch == 1;
-        uses_bound = uses_bound || bound(k.gemm.a) || bound(k.gemm.b) || bound(k.out);
+        const bool b = bound(k.gemm.a) || bound(k.gemm.b) || bound(k.out);
+        bound_product = bound_product || (b && k.gemm.batch == 1);
+        uses_bound = uses_bound || b;
       } else if (numel(k.shape) > 0) {
         for (int r : k.reads) uses_bound = uses_bound || bound(r);
         for (int o : k.outputs()) uses_bound = uses_bound || bound(o);
@@ -300,7 +304,7 @@ InstanceDesc plan_instance(const PlanInput& in) {
   const std::size_t heads = (entries + kMaxMemberSlots - 1) / kMaxMemberSlots;
   const bool table = (in.binding == Binding::table ||
                       (in.binding == Binding::automatic && in.dialect == LazyDialect::cuda &&
-                       rebound >= kTableFromNodes)) &&
+                       (bound_product || rebound >= kTableFromNodes))) &&
                      (listed == 0 || in.gemm_table) && heads <= kMaxTableSteps;
 
   // Steps: kernels (alone, horizontal or batched) in order, then copies into outputs that are

@@ -95,9 +95,11 @@ struct PlanInput {
 };
 
 /// Under Binding::automatic, a binding table where a rebinding of every input and output would
-/// otherwise set this many graph nodes or more (on an H100 a fused DG right-hand side sets 3 and
-/// its rebinding adds 6.6-9.1 us either way, while the table's first node costs 1-5 % per run).
-inline constexpr std::size_t kTableFromNodes = 5;
+/// otherwise set this many graph nodes or more, or record a cuBLAS product again (10-15 us each).
+/// On an H100 (2026-11-27) a fused DG right-hand side's rebinding added 6.5-11.5 us with
+/// arguments and 5.5-12.3 with the table, whose first node cost 1-5 % per run at full size (up
+/// to 33 % at 1/8): it keeps arguments (at most 14 kernels).
+inline constexpr std::size_t kTableFromNodes = 16;
 /// The most steps that write a binding table (kMaxMemberSlots entries each).
 inline constexpr std::size_t kMaxTableSteps = 16;
 

@@ -21,9 +21,11 @@ namespace {
 
 class LazyHorizontal : public BackendTest {
  public:
+  /// Arguments: the counts below are of that plan (a binding table adds its own kernels).
   L::Options opts(bool horizontal, L::Gemm gemm = L::Gemm::automatic) const {
     L::Options o;
     o.device = device();
+    o.binding = L::Binding::arguments;
     o.tune = L::Tune::off;
     o.gemm = gemm;
     o.horizontal = horizontal;

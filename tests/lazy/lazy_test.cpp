@@ -35,10 +35,13 @@ class Lazy : public BackendTest {
     ctx.synchronize();
     return h;
   }
+  /// Arguments: the kernel counts below are of that plan (a binding table adds its own kernel;
+  /// rebind_test.cpp and random_test.cpp run programs through one).
   L::Options opts(L::Fusion f = L::Fusion::full) const {
     L::Options o;
     o.fusion = f;
     o.device = device();
+    o.binding = L::Binding::arguments;
     return o;
   }
 };

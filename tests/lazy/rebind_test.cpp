@@ -489,19 +489,23 @@ TEST_P(LazyRebind, TheBindingModeComesFromTheEnvironment) {
           << e.what();
     }
   }
-  // Unset: automatic. Five unfused nodes use the inputs and output: a table on cuda, arguments
-  // on the host.
+  // Unset: automatic. A product through BLAS of the inputs into the output (recorded again at
+  // every rebinding with arguments on cuda): a table on cuda, arguments on the host.
   {
-    auto y = L::placeholder<double>("y", {8});
-    L::Program five = L::compile({x * 0.5 + y * 0.25 + L::sin(x) + L::cos(y)},
-                                 opts(L::Fusion::none, L::Schedule::dataflow));
+    auto a = L::placeholder<double>("a", {8, 8});
+    auto b = L::placeholder<double>("b", {8, 8});
+    auto o = opts(L::Fusion::full, L::Schedule::dataflow);
+    o.gemm = L::Gemm::blas;
+    L::Program product = L::compile({L::einsum("ik,kj->ij", a, b)}, o);
     Context ctx = make_context();
-    DeviceBuffer<double> dx(ctx, 8), dy(ctx, 8), out(ctx, 8);
-    memset(ctx, dx, 0);
-    memset(ctx, dy, 0);
-    five.run(ctx, {{"x", dx}, {"y", dy}}, {out});
-    EXPECT_EQ(five.stats().table, !is_host());
-    EXPECT_EQ(download(ctx, out), std::vector<double>(8, 1.0));
+    DeviceBuffer<double> da(ctx, 64), db(ctx, 64), out(ctx, 64);
+    const std::vector<double> twos(64, 2.0);
+    copy(ctx, da, twos);
+    copy(ctx, db, twos);
+    product.run(ctx, {{"a", da}, {"b", db}}, {out});
+    EXPECT_EQ(product.stats().blas, 1u);
+    EXPECT_EQ(product.stats().table, !is_host());
+    EXPECT_EQ(download(ctx, out), std::vector<double>(64, 32.0));
   }
   // A kernel alone: arguments on every backend.
   L::Program p = L::compile({x + 1.0}, opts(L::Fusion::full, L::Schedule::dataflow));

@@ -18,9 +18,15 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <shared_mutex>
 #include <vector>
 
 namespace sluice::detail::cuda {
+
+/// A stream capture invalidates when any thread synchronizes the device meanwhile (even in
+/// relaxed mode): sluice's captures hold this shared from begin to end, the reaper's
+/// cudaDeviceSynchronize holds it exclusive (a capture may then wait for the device's work).
+[[nodiscard]] std::shared_mutex& capture_exclusion() noexcept;
 
 /// Runs `release` on the reaper's thread (started on first use), with `device` current, once the
 /// device's work issued before this call has completed. Never throws; where the thread cannot be

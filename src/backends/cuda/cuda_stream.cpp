@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_memory.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "backends/cuda/cuda_staging.hpp"
 #include "backends/cuda/cuda_vendor.hpp"
 #include "sluice/error.hpp"
@@ -272,9 +273,12 @@ void CudaStream::begin_capture(const OpInfo& op) {
                 "the context's cudaStream_t is already being captured by code outside sluice",
                 op.where);
   }
-  // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded.
+  // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded;
+  // the reaper's device synchronize waits for it to end.
+  std::shared_lock capturing(capture_exclusion());
   check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture",
         op.where);
+  capturing_ = std::move(capturing);
   recorded_.clear();
   recording_ = &recorded_;
 }
@@ -286,6 +290,7 @@ std::shared_ptr<void> CudaStream::end_capture(const OpInfo& op) {
   r->keep_alive = std::move(recorded_);
   recorded_.clear();
   const auto err = cudaStreamEndCapture(stream_, &r->graph);
+  if (capturing_.owns_lock()) capturing_.unlock();
   if (err != cudaSuccess) {
     clear_error();
     throw Error(Errc::invalid_state,
@@ -336,6 +341,7 @@ void CudaStream::abort_capture() noexcept {
   DeviceGuard guard(device_, std::nothrow);
   cudaGraph_t g = nullptr;
   if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g != nullptr) (void)cudaGraphDestroy(g);
+  if (capturing_.owns_lock()) capturing_.unlock();
   clear_error();
 }
 

@@ -106,8 +106,12 @@ class ProgramImpl {
   static const void* operand_lists(const Instance& inst, const Step& s,
                                    const std::vector<Resolved>& ptrs) {
     if (s.list < 0) return ptrs[static_cast<std::size_t>(s.reads.back())].data;
+    return table_entry(inst, ptrs, s.list);
+  }
+  /// The address of entry `e` of the binding table.
+  static const void* table_entry(const Instance& inst, const std::vector<Resolved>& ptrs, int e) {
     return static_cast<const std::byte*>(ptrs[static_cast<std::size_t>(inst.desc.table)].data) +
-           sizeof(void*) * static_cast<std::size_t>(s.list);
+           sizeof(void*) * static_cast<std::size_t>(e);
   }
   /// Gemm step `s`'s BLAS call under the binding `ptrs`.
   static BlasGemmArgs gemm_args(const Instance& inst, const Step& s,
@@ -533,16 +537,11 @@ std::optional<KernelWork> ProgramImpl::step_work(Instance& inst, const Step& s,
   };
   auto at = [&](int b) -> const void* {
     // An indirect kernel's slot holds buffer b's entry of the binding table.
-    if (c.indirect)
-      return static_cast<const std::byte*>(ptrs[static_cast<std::size_t>(d.table)].data) +
-             sizeof(void*) * static_cast<std::size_t>(b);
-    return ptrs[static_cast<std::size_t>(b)].data;
+    return c.indirect ? table_entry(inst, ptrs, b) : ptrs[static_cast<std::size_t>(b)].data;
   };
   if (s.kind == Step::Kind::table) {
     // A binding table's step writes its entries from s.list on.
-    put(0, s.list < 0 ? at(s.writes.front())
-                      : static_cast<const std::byte*>(at(s.writes.front())) +
-                            sizeof(void*) * static_cast<std::size_t>(s.list));
+    put(0, s.list < 0 ? at(s.writes.front()) : table_entry(inst, ptrs, s.list));
     for (std::size_t j = 0; j < s.addresses.size(); ++j) put(j + 1, at(s.addresses[j]));
   } else {
     // Member m's slots: its first output, its reads, its further outputs, the error record.

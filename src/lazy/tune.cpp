@@ -111,110 +111,73 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+namespace {
+
+/// The names of an option's modes (environment excepted), in the order an error lists them.
+template <class E>
+struct Named {
+  const char* name;
+  E mode;
+};
+
+/// `option`, or where it is `environment` the mode the variable `var` names (`unset` when it is
+/// unset or empty); an unknown name is an Error listing the names.
+template <class E, std::size_t N>
+E from_environment(E option, const char* var, E unset, const Named<E> (&names)[N],
+                   std::source_location loc) {
+  if (option != E::environment) return option;
+  const char* e = std::getenv(var);
+  if (e == nullptr || *e == 0) return unset;
+  const std::string v = e;
+  std::string list;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (v == names[i].name) return names[i].mode;
+    list += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i].name);
+  }
+  throw Error(Errc::invalid_argument,
+              std::string("sluice::lazy: ") + var + " is '" + v + "'; set it to " + list, loc);
+}
+
+template <class E, std::size_t N>
+const char* name_of(E mode, const Named<E> (&names)[N]) noexcept {
+  for (const auto& n : names) {
+    if (n.mode == mode) return n.name;
+  }
+  return "environment";
+}
+
+constexpr Named<Tune> kTunes[] = {{"off", Tune::off}, {"on", Tune::on}, {"cached", Tune::cached}};
+constexpr Named<Gemm> kGemms[] = {
+    {"auto", Gemm::automatic}, {"blas", Gemm::blas}, {"generated", Gemm::generated}};
+constexpr Named<Tile> kTiles[] = {{"auto", Tile::automatic}, {"off", Tile::off}, {"on", Tile::on}};
+constexpr Named<Binding> kBindings[] = {
+    {"auto", Binding::automatic}, {"arguments", Binding::arguments}, {"table", Binding::table}};
+
+}  // namespace
+
 Tune resolve_tune(Tune option, std::source_location loc) {
-  if (option != Tune::environment) return option;
-  const char* e = std::getenv("SLUICE_LAZY_TUNE");
-  if (e == nullptr || *e == 0) return Tune::on;
-  const std::string v = e;
-  if (v == "on") return Tune::on;
-  if (v == "off") return Tune::off;
-  if (v == "cached") return Tune::cached;
-  throw Error(Errc::invalid_argument,
-              "sluice::lazy: SLUICE_LAZY_TUNE is '" + v + "'; set it to off, on or cached", loc);
+  return from_environment(option, "SLUICE_LAZY_TUNE", Tune::on, kTunes, loc);
 }
-
 const char* tune_name(Tune mode) noexcept {
-  switch (mode) {
-    case Tune::off:
-      return "off";
-    case Tune::on:
-      return "on";
-    case Tune::cached:
-      return "cached";
-    case Tune::environment:
-      break;
-  }
-  return "environment";
+  return name_of(mode, kTunes);
 }
-
 Gemm resolve_gemm(Gemm option, std::source_location loc) {
-  if (option != Gemm::environment) return option;
-  const char* e = std::getenv("SLUICE_LAZY_GEMM");
-  if (e == nullptr || *e == 0) return Gemm::automatic;
-  const std::string v = e;
-  if (v == "auto") return Gemm::automatic;
-  if (v == "blas") return Gemm::blas;
-  if (v == "generated") return Gemm::generated;
-  throw Error(Errc::invalid_argument,
-              "sluice::lazy: SLUICE_LAZY_GEMM is '" + v + "'; set it to auto, blas or generated",
-              loc);
+  return from_environment(option, "SLUICE_LAZY_GEMM", Gemm::automatic, kGemms, loc);
 }
-
 const char* gemm_name(Gemm mode) noexcept {
-  switch (mode) {
-    case Gemm::automatic:
-      return "auto";
-    case Gemm::blas:
-      return "blas";
-    case Gemm::generated:
-      return "generated";
-    case Gemm::environment:
-      break;
-  }
-  return "environment";
+  return name_of(mode, kGemms);
 }
-
 Tile resolve_tile(Tile option, std::source_location loc) {
-  if (option != Tile::environment) return option;
-  const char* e = std::getenv("SLUICE_LAZY_TILE");
-  if (e == nullptr || *e == 0) return Tile::automatic;
-  const std::string v = e;
-  if (v == "auto") return Tile::automatic;
-  if (v == "off") return Tile::off;
-  if (v == "on") return Tile::on;
-  throw Error(Errc::invalid_argument,
-              "sluice::lazy: SLUICE_LAZY_TILE is '" + v + "'; set it to auto, off or on", loc);
+  return from_environment(option, "SLUICE_LAZY_TILE", Tile::automatic, kTiles, loc);
 }
-
 const char* tile_name(Tile mode) noexcept {
-  switch (mode) {
-    case Tile::automatic:
-      return "auto";
-    case Tile::off:
-      return "off";
-    case Tile::on:
-      return "on";
-    case Tile::environment:
-      break;
-  }
-  return "environment";
+  return name_of(mode, kTiles);
 }
-
 Binding resolve_binding(Binding option, std::source_location loc) {
-  if (option != Binding::environment) return option;
-  const char* e = std::getenv("SLUICE_LAZY_BINDING");
-  if (e == nullptr || *e == 0) return Binding::automatic;
-  const std::string v = e;
-  if (v == "auto") return Binding::automatic;
-  if (v == "arguments") return Binding::arguments;
-  if (v == "table") return Binding::table;
-  throw Error(
-      Errc::invalid_argument,
-      "sluice::lazy: SLUICE_LAZY_BINDING is '" + v + "'; set it to auto, arguments or table", loc);
+  return from_environment(option, "SLUICE_LAZY_BINDING", Binding::automatic, kBindings, loc);
 }
-
 const char* binding_name(Binding mode) noexcept {
-  switch (mode) {
-    case Binding::automatic:
-      return "auto";
-    case Binding::arguments:
-      return "arguments";
-    case Binding::table:
-      return "table";
-    case Binding::environment:
-      break;
-  }
-  return "environment";
+  return name_of(mode, kBindings);
 }
 
 TuneReport tune_instance(InstanceDesc& d, LazyDialect dialect, bool debug, Tune mode,

@@ -53,11 +53,6 @@ Fence record_on(cudaStream_t stream, int device) noexcept {
 
 }  // namespace
 
-std::shared_mutex& capture_exclusion() noexcept {
-  static std::shared_mutex m;
-  return m;
-}
-
 void register_stream(cudaStream_t stream, int device) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);

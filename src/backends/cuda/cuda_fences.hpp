@@ -9,7 +9,6 @@
 
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <vector>
 
 namespace sluice::detail::cuda {
@@ -24,12 +23,6 @@ void unregister_stream(cudaStream_t stream) noexcept;
 /// Marks a capture on `stream` begun or ended (set before cudaStreamBeginCapture, cleared after
 /// cudaStreamEndCapture).
 void set_capturing(cudaStream_t stream, bool capturing) noexcept;
-
-/// Held shared by each of sluice's captures from its begin to its end, and exclusively by the
-/// reaper while it runs releases: an executable's destroy or a library's unload, run while
-/// another stream's work is under way, invalidated captures as a device synchronize does (on an
-/// H100 with fences alone, 7 of 16 processes of the KSP and lazy BLAS tests failed so).
-[[nodiscard]] std::shared_mutex& capture_exclusion() noexcept;
 
 using Fence = std::shared_ptr<CUevent_st>;
 /// Events that complete once the work issued so far on every sluice stream of `device` has

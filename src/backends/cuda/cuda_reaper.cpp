@@ -81,8 +81,6 @@ class Reaper {
         (void)cudaGetLastError();  // this thread's error state only
         synced.push_back(r.device);
       }
-      // After the fences (no capture waits for device work), with no capture under way.
-      std::unique_lock no_capture(capture_exclusion());
       for (auto& r : batch) {
         DeviceGuard guard(r.device, std::nothrow);
         try {
@@ -92,7 +90,6 @@ class Reaper {
         }
         (void)cudaGetLastError();
       }
-      no_capture.unlock();
       batch.clear();  // what the releases captured goes here, off the lock
       lock.lock();
       busy_ = false;
@@ -129,10 +126,6 @@ void after_device_work(int device, std::function<void()> release) noexcept {
     release_device_wide([r = std::move(r)] {
       DeviceGuard guard(r.device, std::nothrow);
       wait_for_device_work(r.device);
-      // This thread may be inside a capture of its own: then the release leaks (never a hang,
-      // never a capture invalidated).
-      std::unique_lock no_capture(capture_exclusion(), std::try_to_lock);
-      if (!no_capture.owns_lock()) return;
       r.run();
       clear_error();
     });

@@ -12,10 +12,9 @@
 // test's gate). So these go to a worker that first waits, through a fence on every sluice stream
 // of the device (cuda_fences.hpp: not cudaDeviceSynchronize, which would invalidate any stream
 // capture under way), for the work issued before they were handed over (only that: later work
-// cannot starve it), then runs them in the order they were handed over, while no capture is under
-// way (capture_exclusion: a destroy or an unload beside running work invalidated captures too). An
-// executable is handed over before the kernels it names can be (its graph keeps them alive), so it
-// is destroyed before their library is unloaded.
+// cannot starve it), then runs them in the order they were handed over. An executable
+// is handed over before the kernels it names can be (its graph keeps them alive), so it is
+// destroyed before their library is unloaded.
 
 #include <cuda_runtime_api.h>
 

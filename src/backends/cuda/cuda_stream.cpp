@@ -282,14 +282,11 @@ void CudaStream::begin_capture(const OpInfo& op) {
                 op.where);
   }
   // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded.
-  // Marked first: no release's fence may be recorded on the stream meanwhile, and no release runs
-  // until it ends.
-  std::shared_lock capturing(capture_exclusion());
+  // Marked first: no release's fence may be recorded on the stream meanwhile.
   set_capturing(stream_, true);
   const auto err = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
   if (err != cudaSuccess) set_capturing(stream_, false);
   check(err, "cudaStreamBeginCapture", op.where);
-  capturing_ = std::move(capturing);
   recorded_.clear();
   recording_ = &recorded_;
 }
@@ -302,7 +299,6 @@ std::shared_ptr<void> CudaStream::end_capture(const OpInfo& op) {
   recorded_.clear();
   const auto err = cudaStreamEndCapture(stream_, &r->graph);
   set_capturing(stream_, false);
-  if (capturing_.owns_lock()) capturing_.unlock();
   if (err != cudaSuccess) {
     clear_error();
     throw Error(Errc::invalid_state,
@@ -354,7 +350,6 @@ void CudaStream::abort_capture() noexcept {
   cudaGraph_t g = nullptr;
   if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g != nullptr) (void)cudaGraphDestroy(g);
   set_capturing(stream_, false);
-  if (capturing_.owns_lock()) capturing_.unlock();
   clear_error();
 }
 

@@ -11,18 +11,10 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/cuda_fences.hpp"
 #include "backends/cuda/cuda_release.hpp"
 
 namespace sluice::detail::cuda {
 namespace {
-
-/// The work issued so far on the device's sluice streams, waited for through fences (a device
-/// synchronize would invalidate any capture under way); the device synchronized only where a
-/// fence could not be had.
-void wait_for_device_work(int device) noexcept {
-  if (!wait_for_streams(device)) (void)cudaDeviceSynchronize();
-}
 
 struct Release {
   int device;
@@ -77,7 +69,10 @@ class Reaper {
       for (auto& r : batch) {
         if (std::find(synced.begin(), synced.end(), r.device) != synced.end()) continue;
         DeviceGuard guard(r.device, std::nothrow);
-        wait_for_device_work(r.device);
+        {
+          std::unique_lock no_capture(capture_exclusion());
+          (void)cudaDeviceSynchronize();
+        }
         (void)cudaGetLastError();  // this thread's error state only
         synced.push_back(r.device);
       }
@@ -119,13 +114,23 @@ void destroy_now(RetiredExec& r) noexcept {
 
 }  // namespace
 
+std::shared_mutex& capture_exclusion() noexcept {
+  static std::shared_mutex m;
+  return m;
+}
+
 void after_device_work(int device, std::function<void()> release) noexcept {
   Release r{device, std::move(release)};
   if (reaper().hand_over(r)) return;
   try {
     release_device_wide([r = std::move(r)] {
       DeviceGuard guard(r.device, std::nothrow);
-      wait_for_device_work(r.device);
+      // This thread may be inside a capture of its own: then the release leaks (never a hang,
+      // never a capture invalidated).
+      std::unique_lock no_capture(capture_exclusion(), std::try_to_lock);
+      if (!no_capture.owns_lock()) return;
+      (void)cudaDeviceSynchronize();
+      no_capture.unlock();
       r.run();
       clear_error();
     });

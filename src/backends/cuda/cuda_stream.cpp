@@ -8,10 +8,10 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_event.hpp"
-#include "backends/cuda/cuda_fences.hpp"
 #include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_host_callback.hpp"
 #include "backends/cuda/cuda_memory.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "backends/cuda/cuda_staging.hpp"
 #include "backends/cuda/cuda_vendor.hpp"
 #include "sluice/error.hpp"
@@ -78,12 +78,6 @@ CudaStream::CudaStream(const StreamConfig& config)
   // sluice counts like CUDA: 0 is the least urgent, more negative is more urgent.
   check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority_),
         "cudaStreamCreateWithPriority");
-  try {
-    register_stream(stream_, device_);
-  } catch (...) {
-    (void)cudaStreamDestroy(stream_);
-    throw;
-  }
 }
 
 CudaStream::CudaStream(const StreamConfig& config, cudaStream_t native)
@@ -105,14 +99,12 @@ CudaStream::CudaStream(const StreamConfig& config, cudaStream_t native)
   int p = 0;
   check(cudaStreamGetPriority(native, &p), "cudaStreamGetPriority");
   priority_ = p;
-  register_stream(stream_, device_);
 }
 
 CudaStream::~CudaStream() {
   auto release = [stream = stream_, owned = owned_, blas = blas_, sparse = sparse_,
                   device = device_] {
     DeviceGuard guard(device, std::nothrow);
-    unregister_stream(stream);  // a last fence for its queued work (cuda_fences.hpp)
     destroy_blas_handle(blas);
     destroy_sparse_handle(sparse);
     if (owned && cudaStreamDestroy(stream) != cudaSuccess) clear_error();
@@ -281,12 +273,12 @@ void CudaStream::begin_capture(const OpInfo& op) {
                 "the context's cudaStream_t is already being captured by code outside sluice",
                 op.where);
   }
-  // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded.
-  // Marked first: no release's fence may be recorded on the stream meanwhile.
-  set_capturing(stream_, true);
-  const auto err = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
-  if (err != cudaSuccess) set_capturing(stream_, false);
-  check(err, "cudaStreamBeginCapture", op.where);
+  // Relaxed: other threads' unrelated CUDA calls stay legal while this operation is recorded;
+  // the reaper's device synchronize waits for it to end.
+  std::shared_lock capturing(capture_exclusion());
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture",
+        op.where);
+  capturing_ = std::move(capturing);
   recorded_.clear();
   recording_ = &recorded_;
 }
@@ -298,7 +290,7 @@ std::shared_ptr<void> CudaStream::end_capture(const OpInfo& op) {
   r->keep_alive = std::move(recorded_);
   recorded_.clear();
   const auto err = cudaStreamEndCapture(stream_, &r->graph);
-  set_capturing(stream_, false);
+  if (capturing_.owns_lock()) capturing_.unlock();
   if (err != cudaSuccess) {
     clear_error();
     throw Error(Errc::invalid_state,
@@ -349,7 +341,7 @@ void CudaStream::abort_capture() noexcept {
   DeviceGuard guard(device_, std::nothrow);
   cudaGraph_t g = nullptr;
   if (cudaStreamEndCapture(stream_, &g) == cudaSuccess && g != nullptr) (void)cudaGraphDestroy(g);
-  set_capturing(stream_, false);
+  if (capturing_.owns_lock()) capturing_.unlock();
   clear_error();
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "backends/cuda/cuda_recent_ops.hpp"
 #include "sluice/backend.hpp"
@@ -81,6 +82,7 @@ class CudaStream final : public Stream {
   // recording (a graph runs them at every launch) instead of being freed after one run.
   std::vector<std::shared_ptr<void>>* recording_ = nullptr;
   std::vector<std::shared_ptr<void>> recorded_;
+  std::shared_lock<std::shared_mutex> capturing_;  // capture_exclusion, while capturing
 };
 
 /// `s` as a CudaStream; throws Error(unsupported) naming `what` if it is of another backend.

@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_graph.hpp"
+#include "backends/cuda/cuda_reaper.hpp"
 #include "lazy/cuda/lazy_kernels.hpp"
 #include "sluice/error.hpp"
 
@@ -124,6 +125,7 @@ std::shared_ptr<void> record(const Device& device, const char* call, Issue issue
   Recorder& r = recorder(device.index, loc);
   std::lock_guard lock(r.mutex);
   DeviceGuard guard(device.index, loc);
+  std::shared_lock capturing(capture_exclusion());  // no device synchronize by the reaper meanwhile
   // Relaxed, as the backend's own captures: other threads' CUDA calls stay legal meanwhile.
   check(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeRelaxed),
         "cudaStreamBeginCapture (lazy matrix product)", loc);

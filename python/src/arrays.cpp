@@ -1084,7 +1084,7 @@ void tracked_host_task(const Context& ctx, const py::function& fn, const py::tup
   PyRef keep{py::object(owners)};
   auto task = [call, held_args, keep] {
     if (finalizing()) throw PythonTaskError("the Python interpreter is shutting down");
-    py::gil_scoped_acquire gil;
+    PythonWork work;
     try {
       py::handle(call.ref().get())(*py::reinterpret_borrow<py::tuple>(held_args.get()));
     } catch (py::error_already_set& e) {

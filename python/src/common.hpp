@@ -69,6 +69,25 @@ class PyRef {
 /// Hands a reference dropped without the GIL to the next `collect` (releases.cpp).
 void bury(PyObject* obj) noexcept;
 
+/// Held by C++ work (a host task, a graph host node, a replay body) while it runs Python: the GIL,
+/// and a mark that this thread is inside such work. Python may drop sluice objects there (the
+/// callable's own references, or whatever its cyclic garbage collector frees), and on cuda a
+/// host task may not call CUDA: what such a drop must do on the device waits for the next call
+/// into the module on a Python thread (imports' releases: releases.cpp).
+class PythonWork {
+ public:
+  PythonWork();
+  ~PythonWork();
+  PythonWork(const PythonWork&) = delete;
+  PythonWork& operator=(const PythonWork&) = delete;
+  /// True on a thread inside C++ work that runs Python.
+  [[nodiscard]] static bool active() noexcept;
+
+ private:
+  bool outer_;
+  py::gil_scoped_acquire gil_;  // after outer_: taken once the mark is set, released before
+};
+
 /// Calls a Python callable from C++ work (any thread): takes the GIL, and turns a Python
 /// exception into a C++ one whose message is the formatted traceback, so that sluice reports it
 /// as the failure of that work.
@@ -101,7 +120,7 @@ class PythonTaskError : public std::runtime_error {
 template <class... Args>
 void PyCall::call(Args&&... args) const {
   if (finalizing()) throw PythonTaskError("the Python interpreter is shutting down");
-  py::gil_scoped_acquire gil;
+  PythonWork work;
   try {
     py::handle(fn_.get())(std::forward<Args>(args)...);
   } catch (py::error_already_set& e) {

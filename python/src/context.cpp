@@ -49,6 +49,18 @@ PyRef::Holder::~Holder() {
   bury(obj);
 }
 
+namespace {
+thread_local bool in_python_work = false;
+}  // namespace
+
+PythonWork::PythonWork() : outer_(std::exchange(in_python_work, true)) {}
+PythonWork::~PythonWork() {
+  in_python_work = outer_;
+}
+bool PythonWork::active() noexcept {
+  return in_python_work;
+}
+
 void PyCall::operator()() const {
   call();
 }

@@ -101,7 +101,7 @@ struct PythonTask {
   std::optional<std::size_t> range;
   void operator()() const {
     if (finalizing()) throw PythonTaskError("the Python interpreter is shutting down");
-    py::gil_scoped_acquire gil;
+    PythonWork work;
     try {
       py::list call;
       if (range) call.append(*range);

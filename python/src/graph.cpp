@@ -91,7 +91,7 @@ struct PyReplay {
   PyRef callback;
   void report(ReplayEvent::Kind kind, const std::string& key, const std::string& reason) {
     if (!callback) return;
-    py::gil_scoped_acquire gil;
+    PythonWork work;
     callback.object()(event_dict(ReplayEvent{kind, key, reason}));
   }
 };
@@ -109,7 +109,7 @@ struct ReplayScope {
 std::function<void()> replay_body(py::object fn) {
   PyRef f{std::move(fn)};
   return [f] {
-    py::gil_scoped_acquire gil;
+    PythonWork work;
     try {
       f.object()();
     } catch (py::error_already_set& e) {

@@ -127,7 +127,7 @@ la::KspOptions parse_options(const py::kwargs& kw, la::KspOptions o) {
         // Called with the norm as a float (its value() waits for that norm alone); takes the GIL.
         o.monitor = [fn](int iteration, const Managed<double>& rnorm) {
           const double value = rnorm.value();
-          py::gil_scoped_acquire gil;
+          PythonWork work;
           fn.object()(iteration, value);
         };
       }

@@ -16,6 +16,7 @@ namespace {
 
 struct Pending {
   Event done;  // the interop context's point after every access to the memory
+  Device device;
   ObjectId id = 0;
   bool registered_here = false;
   PyRef owner;
@@ -25,7 +26,8 @@ struct Pending {
 struct Releases {
   std::mutex mutex;
   std::deque<Pending> pending;
-  std::atomic<std::size_t> count{0};
+  std::deque<Pending> unmarked;       // dropped inside Python work: their point is not recorded yet
+  std::atomic<std::size_t> count{0};  // pending + unmarked
   std::map<ObjectId, std::size_t> refs;  // imports alive or pending per region registered here
   std::vector<PyObject*> buried;         // references dropped without the GIL
   std::atomic<std::size_t> buried_count{0};
@@ -95,8 +97,49 @@ Region register_or_find(const void* ptr, std::size_t bytes, MemoryType type, con
   return {id, 0, true};
 }
 
+namespace {
+
+/// Records the point after every queued access to the memory on the interop context, and puts
+/// the release on the list that `collect` performs once that point passed.
+void mark_and_queue(Pending p) {
+  try {
+    nogil([&] {
+      const Context ctx = interop::context(p.device);
+      const auto loc = std::source_location::current();
+      {
+        // Waits (on the interop context, not the host) for every queued access to the memory.
+        Intent mark(ctx, p.id, Access::write, "release of imported memory", {}, loc);
+        interop::numbered_noop(ctx, "release of imported memory", loc);
+      }
+      p.done.record(ctx, loc);
+    });
+  } catch (...) {
+    // The region is gone already (its sluice owner died): nothing queued can use it.
+  }
+  auto& r = releases();
+  std::lock_guard lock(r.mutex);
+  r.pending.push_back(std::move(p));
+  r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+}
+
+/// Marks the releases of imports dropped inside Python work (not there: on cuda a host task may
+/// not call CUDA).
+void mark_unmarked() {
+  if (PythonWork::active()) return;
+  auto& r = releases();
+  std::deque<Pending> batch;
+  {
+    std::lock_guard lock(r.mutex);
+    batch.swap(r.unmarked);
+  }
+  for (auto& p : batch) mark_and_queue(std::move(p));
+}
+
+}  // namespace
+
 Foreign::~Foreign() {
   Pending p;
+  p.device = device_;
   p.id = id_;
   p.registered_here = registered_here_;
   p.owner = std::move(owner_);
@@ -108,24 +151,16 @@ Foreign::~Foreign() {
     release(p);
     return;
   }
-  try {
-    nogil([&] {
-      const Context ctx = interop::context(device_);
-      const auto loc = std::source_location::current();
-      {
-        // Waits (on the interop context, not the host) for every queued access to the memory.
-        Intent mark(ctx, id_, Access::write, "release of imported memory", {}, loc);
-        interop::numbered_noop(ctx, "release of imported memory", loc);
-      }
-      p.done.record(ctx, loc);
-    });
-  } catch (...) {
-    // The region is gone already (its sluice owner died): nothing queued can use it.
+  if (PythonWork::active()) {
+    // Dropped by Python inside a host task (or its garbage collector there): the marks wait for
+    // the next call into the module on a Python thread.
+    auto& r = releases();
+    std::lock_guard lock(r.mutex);
+    r.unmarked.push_back(std::move(p));
+    r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+    return;
   }
-  auto& r = releases();
-  std::lock_guard lock(r.mutex);
-  r.pending.push_back(std::move(p));
-  r.count.store(r.pending.size(), std::memory_order_relaxed);
+  mark_and_queue(std::move(p));
 }
 
 void bury(PyObject* obj) noexcept {
@@ -155,6 +190,7 @@ void collect() {
   auto& r = releases();
   drop_buried();
   if (r.count.load(std::memory_order_relaxed) == 0) return;
+  mark_unmarked();
   std::deque<Pending> ready;
   {
     std::lock_guard lock(r.mutex);
@@ -162,7 +198,7 @@ void collect() {
       ready.push_back(std::move(r.pending.front()));
       r.pending.pop_front();
     }
-    r.count.store(r.pending.size(), std::memory_order_relaxed);
+    r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
   }
   for (auto& p : ready) release(p);
 }
@@ -170,11 +206,12 @@ void collect() {
 void collect_all() {
   auto& r = releases();
   drop_buried();
+  mark_unmarked();
   std::deque<Pending> all;
   {
     std::lock_guard lock(r.mutex);
     all.swap(r.pending);
-    r.count.store(0, std::memory_order_relaxed);
+    r.count.store(r.unmarked.size(), std::memory_order_relaxed);
   }
   for (auto& p : all) {
     nogil([&] {

@@ -177,6 +177,26 @@ def test_imports_are_released_after_the_work_on_them():
     assert before >= 0
 
 
+def test_an_import_dropped_inside_a_host_task_is_released_after_the_next_call():
+    """Python may drop the last view of an import inside a host task (the callable's own
+    reference, or its garbage collector's): the release is marked by the next call into the
+    module on a Python thread (on cuda a host task may not call CUDA; test_gpu.py)."""
+    c = host_ctx()
+    a = np.arange(64.0)
+    box = [sluice.asarray(a)]
+    held = box[0].object_id
+    sluice._sluice._collect()
+    c.host_task(lambda: box.clear())
+    c.synchronize()
+    assert not box
+    assert sluice._sluice._pending_releases() == 1  # dropped, its mark waits for a Python thread
+    sluice._sluice._collect()
+    assert sluice._sluice._pending_releases() == 0
+    sluice.synchronize_device("host")  # no context holds a failure
+    again = sluice.asarray(a)  # registered anew: the old registration is gone
+    assert again.object_id != held
+
+
 def test_the_same_memory_imported_twice_shares_one_registration():
     a = np.zeros(32)
     x = sluice.asarray(a)

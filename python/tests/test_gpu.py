@@ -3,6 +3,7 @@ producer–consumer races that are wrong without sluice's ordering and right wit
 directions), with no device synchronize. These skip with the reason where there is no GPU or
 the library is missing (the GPU machine has all three: scripts/gpu-python runs them)."""
 
+import gc
 import time
 
 import numpy as np
@@ -203,6 +204,33 @@ def test_release_waits_for_the_consumer(cuda_ctx):
     side.synchronize()
     assert float(total) == 0.0
     cuda_ctx.synchronize()
+
+
+def test_an_import_dropped_inside_a_cuda_host_task_is_released_later(cuda_ctx):
+    """A host task's Python drops the last view of a CuPy import. CUDA calls are forbidden in a
+    host task, so the release's marks wait for the next call on a Python thread; before, the
+    release tried them there and failed (seen under load as a later test's error)."""
+    cupy = gpu_library("cupy")
+    c = cupy.arange(1 << 10, dtype=cupy.float64)
+    cupy.cuda.Device().synchronize()
+    first = sluice.from_dlpack(cupy.zeros(4), ctx=cuda_ctx)  # its release makes the module's
+    del first  # interop context, so that the release below reaches the stream
+    gc.collect()
+    sluice._sluice._collect()
+    box = [sluice.from_dlpack(c, ctx=cuda_ctx)]
+    host = sluice.PinnedBuffer(1 << 10, "float64", device="cuda:0")
+    sluice.copy(host, box[0], ctx=cuda_ctx)
+    cuda_ctx.host_task(lambda: box.clear())
+    cuda_ctx.synchronize()
+    assert not box
+    sluice._sluice._collect()
+    assert sluice._sluice._pending_releases() == 0
+    sluice.synchronize_device("cuda:0")  # no context of the device holds a failure
+    assert (np.asarray(host) == np.arange(1 << 10)).all()
+    again = sluice.from_dlpack(c, ctx=cuda_ctx)  # the interop context still works
+    sluice.copy(host, again, ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    assert (np.asarray(host) == np.arange(1 << 10)).all()
 
 
 def test_dataflow_with_an_nvrtc_kernel_on_cuda():

@@ -104,6 +104,43 @@ void BM_Update(benchmark::State& state) {
   per_node(state, kBodyOps);
 }
 
+/// A rebinding of a wide graph: W copy nodes over distinct buffers, every node retargeted in one
+/// batched update, alternating between two sets of buffers (what a lazy program's rebinding
+/// asks of the graph layer: 2W objects renamed in place; the uses given, as the lazy layer does).
+void BM_UpdateNodesWide(benchmark::State& state) {
+  if (!have_backend(state, backend_of(state))) return;
+  Context ctx(Device{backend_of(state), 0});
+  const auto w = static_cast<std::size_t>(state.range(1));
+  std::vector<DeviceBuffer<std::uint8_t>> src[2], dst[2];
+  for (int set = 0; set < 2; ++set) {
+    for (std::size_t k = 0; k < w; ++k) {
+      src[set].emplace_back(ctx, 256);
+      dst[set].emplace_back(ctx, 256);
+    }
+  }
+  Graph g("wide");
+  std::vector<Node> nodes;
+  for (std::size_t k = 0; k < w; ++k) {
+    nodes.push_back(g.add_copy(dst[0][k].data(), src[0][k].data(), 256, {.name = "copy"}));
+  }
+  GraphExec exec(g, ctx.device());
+  std::vector<GraphExec::NodeUpdate> updates(w);
+  int set = 0;
+  for (auto _ : state) {
+    set ^= 1;
+    for (std::size_t k = 0; k < w; ++k) {
+      updates[k].node = nodes[k];
+      updates[k].dst = dst[set][k].data();
+      updates[k].src = src[set][k].data();
+      updates[k].bytes = 256;
+      updates[k].uses.assign({{dst[set][k].object_id(), Access::write, {}},
+                              {src[set][k].object_id(), Access::read, {}}});
+    }
+    exec.update(updates);
+  }
+  per_node(state, static_cast<int>(w));
+}
+
 #ifdef SLUICE_BENCH_CUDA
 /// BM_Update with the whole-graph path (one cudaGraphExecUpdate of the rebuilt graph) instead of
 /// a SetParams call per changed node: SLUICE_CUDA_GRAPH_WHOLE_UPDATE=1 for its duration.
@@ -223,6 +260,7 @@ void BM_LaunchBodyUnbatched(benchmark::State& state) {
 BENCHMARK(BM_Capture)->Arg(0)->Arg(1);
 BENCHMARK(BM_Instantiate)->Arg(0)->Arg(1);
 BENCHMARK(BM_Update)->Arg(0)->Arg(1);
+BENCHMARK(BM_UpdateNodesWide)->ArgsProduct({{0, 1}, {16, 64, 256}});
 #ifdef SLUICE_BENCH_CUDA
 BENCHMARK(BM_UpdateWhole)->Arg(1);
 #endif

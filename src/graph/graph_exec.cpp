@@ -233,20 +233,22 @@ std::shared_ptr<GraphData> GraphExecImpl::next_version() {
   return std::make_shared<GraphData>(*graph_);
 }
 
+const GraphExecImpl::Rename* GraphExecImpl::renamed_from(ObjectId id) const {
+  auto it = std::lower_bound(renames_.begin(), renames_.end(), id,
+                             [](const Rename& r, ObjectId x) { return r.from < x; });
+  return it != renames_.end() && it->from == id ? &*it : nullptr;
+}
+
+const GraphExecImpl::Rename* GraphExecImpl::renamed_to(ObjectId id) const {
+  auto it = std::lower_bound(by_to_.begin(), by_to_.end(), id,
+                             [&](std::uint32_t r, ObjectId x) { return renames_[r].to < x; });
+  return it != by_to_.end() && renames_[*it].to == id ? &renames_[*it] : nullptr;
+}
+
 bool GraphExecImpl::plan_renames(const ir::Graph& next) {
+  // Sorted, not scanned per use: a rebinding of a wide graph renames a hundred objects or more
+  // across hundreds of uses.
   renames_.clear();
-  auto from = [&](ObjectId id) -> Rename* {
-    for (auto& r : renames_) {
-      if (r.from == id) return &r;
-    }
-    return nullptr;
-  };
-  auto to = [&](ObjectId id) -> const Rename* {
-    for (const auto& r : renames_) {
-      if (r.to == id) return &r;
-    }
-    return nullptr;
-  };
   for (auto i : changed_) {
     const auto& a = graph_->ir.nodes[i].uses;
     const auto& b = next.nodes[i].uses;
@@ -256,14 +258,27 @@ bool GraphExecImpl::plan_renames(const ir::Graph& next) {
           a[k].range.size != b[k].range.size) {
         return false;
       }
-      if (auto* r = from(a[k].id)) {
-        if (r->to != b[k].id) return false;  // one object renamed to two
-        ++r->uses;
-        continue;
-      }
-      if (to(b[k].id) != nullptr) return false;  // two objects renamed to one
       renames_.push_back({a[k].id, b[k].id, 1});
     }
+  }
+  std::sort(renames_.begin(), renames_.end(),
+            [](const Rename& x, const Rename& y) { return x.from < y.from; });
+  std::size_t out = 0;
+  for (std::size_t k = 0; k < renames_.size(); ++k) {
+    if (out > 0 && renames_[out - 1].from == renames_[k].from) {
+      if (renames_[out - 1].to != renames_[k].to) return false;  // one object renamed to two
+      ++renames_[out - 1].uses;
+    } else {
+      renames_[out++] = renames_[k];
+    }
+  }
+  renames_.resize(out);
+  by_to_.resize(out);
+  for (std::size_t k = 0; k < out; ++k) by_to_[k] = static_cast<std::uint32_t>(k);
+  std::sort(by_to_.begin(), by_to_.end(),
+            [&](std::uint32_t x, std::uint32_t y) { return renames_[x].to < renames_[y].to; });
+  for (std::size_t k = 1; k < out; ++k) {
+    if (renames_[by_to_[k - 1]].to == renames_[by_to_[k]].to) return false;  // two renamed to one
   }
   auto refs = [&](ObjectId id) -> std::uint32_t {
     auto it = std::lower_bound(refs_.begin(), refs_.end(), id,
@@ -275,7 +290,7 @@ bool GraphExecImpl::plan_renames(const ir::Graph& next) {
     // Renamed everywhere the graph names it (unchanged nodes, nested graphs), and the new name
     // is nowhere else: either new to the graph, or itself renamed away everywhere.
     if (refs(r.from) != r.uses) return false;
-    const auto* t = from(r.to);
+    const auto* t = renamed_from(r.to);
     if (refs(r.to) != (t != nullptr ? t->uses : 0u) || (t != nullptr && t->to == t->from)) {
       return false;
     }
@@ -284,24 +299,19 @@ bool GraphExecImpl::plan_renames(const ir::Graph& next) {
 }
 
 void GraphExecImpl::apply_renames(bool back) {
-  auto less = [](const auto& r, ObjectId id) { return r.first < id; };
-  for (const auto& r : renames_) {
-    if (r.from == r.to) continue;
-    const ObjectId gone = back ? r.to : r.from;
-    auto it = std::lower_bound(refs_.begin(), refs_.end(), gone, less);
-    if (it != refs_.end() && it->first == gone) refs_.erase(it);
-  }
-  for (const auto& r : renames_) {
-    if (r.from == r.to) continue;
-    const ObjectId now = back ? r.from : r.to;
-    refs_.insert(std::lower_bound(refs_.begin(), refs_.end(), now, less), {now, r.uses});
-  }
-  accesses_.rename([&](ObjectId id) {
-    for (const auto& r : renames_) {
-      if ((back ? r.to : r.from) == id) return back ? r.from : r.to;
+  auto renamed = [&](ObjectId id) {
+    if (back) {
+      const auto* r = renamed_to(id);
+      return r != nullptr ? r->from : id;
     }
-    return id;
-  });
+    const auto* r = renamed_from(id);
+    return r != nullptr ? r->to : id;
+  };
+  // The counts keep their object's count under its new name; sorted again by id at once.
+  for (auto& ref : refs_) ref.first = renamed(ref.first);
+  std::sort(refs_.begin(), refs_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  accesses_.rename(renamed);
 }
 
 void GraphExecImpl::update_nodes(std::span<GraphExec::NodeUpdate> updates,

@@ -74,6 +74,9 @@ class GraphExecImpl {
   bool plan_renames(const ir::Graph& next);
   /// Renames accesses_ and refs_ by renames_ (or back).
   void apply_renames(bool back);
+  /// The entry of renames_ that renames `id`, or that renames an object to `id` (or null).
+  [[nodiscard]] const Rename* renamed_from(ObjectId id) const;
+  [[nodiscard]] const Rename* renamed_to(ObjectId id) const;
   /// After an update that may change anything: earlier versions are not brought up to date.
   void forget_versions();
 
@@ -94,6 +97,7 @@ class GraphExecImpl {
   std::vector<std::uint32_t> index_, changed_, params_changed_;
   std::vector<char> touched_;
   std::vector<Rename> renames_;
+  std::vector<std::uint32_t> by_to_;  // renames_ (sorted by `from`) ordered by `to`
   std::vector<Use> fresh_;
 };
 

@@ -339,6 +339,87 @@ TEST_P(GraphTest, UsesOnlyUpdatesKeepTheParametersAndOrderLaunchesByTheNewUses) 
   EXPECT_EQ(read(ctx, x), std::vector<int>(n, 0));
 }
 
+TEST_P(GraphTest, WideUpdatesRenameSwapsAndChainsInPlaceAndStayOrdered) {
+  // Hundreds of objects renamed in one update (a wide program's rebinding), among them buffers
+  // swapped with each other and renamed along a chain; another context writes what the graph
+  // then reads.
+  auto ctx = make_context(), other = make_context();
+  constexpr int K = 160, n = 64;
+  // The values other writes come from device buffers: device-to-device copies, queued behind
+  // the gates without a host copy.
+  std::vector<DeviceBuffer<int>> a, b, c, d, e, minus, twice;
+  for (int k = 0; k < K; ++k) {
+    for (auto [v, value] :
+         {std::pair{&a, k}, std::pair{&b, 1000 + k}, std::pair{&c, 0}, std::pair{&d, 0},
+          std::pair{&e, 7}, std::pair{&minus, -1}, std::pair{&twice, 2 * k}}) {
+      v->emplace_back(ctx, n);
+      fill(ctx, v->back(), value);
+    }
+  }
+  ctx.synchronize();
+  Graph g("wide copies");
+  std::vector<Node> nodes;
+  for (int k = 0; k < K; ++k) {
+    nodes.push_back(g.add_copy(b[k].data(), a[k].data(), a[k].bytes(), {.name = "b = a"}));
+  }
+  GraphExec exec(g, device());
+  auto retarget = [&](std::vector<DeviceBuffer<int>>& dst, std::vector<DeviceBuffer<int>>& src) {
+    std::vector<GraphExec::NodeUpdate> u(K);
+    for (int k = 0; k < K; ++k) {
+      u[k].node = nodes[k];
+      u[k].dst = dst[k].data();
+      u[k].src = src[k].data();
+      u[k].bytes = src[k].bytes();
+    }
+    exec.update(u);
+  };
+  const auto pause = std::chrono::milliseconds(20);
+  exec.launch(ctx);  // b = a
+  ctx.synchronize();
+  for (int k = 0; k < K; k += 37) EXPECT_EQ(read(ctx, b[k]), std::vector<int>(n, k));
+  {
+    // Swapped in one update (a = b: a becomes b and b becomes a); a write of b by another
+    // context after the launch must wait for the launch that reads it.
+    retarget(a, b);
+    Gate gate(device());
+    gate.block(ctx);
+    exec.launch(ctx);
+    for (int k = 0; k < K; ++k) copy(other, b[k], minus[k]);
+    std::this_thread::sleep_for(pause);
+    gate.open();
+    other.synchronize();
+  }
+  for (int k = 0; k < K; k += 37) {
+    EXPECT_EQ(read(ctx, a[k]), std::vector<int>(n, k)) << k;  // b held a's values
+    EXPECT_EQ(read(ctx, b[k]), std::vector<int>(n, -1)) << k;
+  }
+  {
+    // Along a chain (c = a: a becomes c, b becomes a); a write of a by another context held
+    // back must come before the launch that now reads a.
+    retarget(c, a);
+    Gate gate(device());
+    gate.block(other);
+    for (int k = 0; k < K; ++k) copy(other, a[k], twice[k]);
+    exec.launch(ctx);
+    std::this_thread::sleep_for(pause);
+    gate.open();
+    other.synchronize();
+  }
+  for (int k = 0; k < K; k += 37) EXPECT_EQ(read(ctx, c[k]), std::vector<int>(n, 2 * k)) << k;
+  {
+    // To objects new to the graph (d = e): a held-back write of e must come first.
+    retarget(d, e);
+    Gate gate(device());
+    gate.block(other);
+    for (int k = 0; k < K; ++k) copy(other, e[k], minus[k]);
+    exec.launch(ctx);
+    std::this_thread::sleep_for(pause);
+    gate.open();
+    other.synchronize();
+  }
+  for (int k = 0; k < K; k += 37) EXPECT_EQ(read(ctx, d[k]), std::vector<int>(n, -1)) << k;
+}
+
 TEST_P(GraphTest, WholeUpdateAndTopologyErrors) {
   auto ctx = make_context();
   constexpr int n = 64;

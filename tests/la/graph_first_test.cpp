@@ -123,10 +123,10 @@ TEST_P(GraphFirstTest, RealMatrices) {
     if (entry.path().extension() != ".mtx") continue;
     ++files;
     auto A = Mat::read_matrix_market(setup, entry.path().string());
-    // Under the asan and tsan presets at most 80 iterations: the scratch made inside the
+    // Under the asan and tsan presets at most 30 iterations: the scratch made inside the
     // capture is made by the first (under_host_sanitizer()).
     check_all_solvers(entry.path().filename().string(), A, rhs(static_cast<std::size_t>(A.rows())),
-                      under_host_sanitizer() ? 80 : 300);
+                      under_host_sanitizer() ? 30 : 300);
   }
   EXPECT_GE(files, 8) << "the matrices of " << dir.string();
 }

@@ -55,6 +55,8 @@ TEST_P(KspCgVariantTest, StaysWithinACoupleOfClassicOnRealMatrices) {
   if (dir.empty()) GTEST_SKIP() << "no test matrices: set SLUICE_MATRIX_DIR";
   auto ctx = make_context();
   for (const char* name : kRealMatrices) {
+    // Solved to convergence: the largest only outside the asan and tsan presets (minutes there).
+    if (under_host_sanitizer() && std::string(name) == "bcsstk15") continue;
     auto A = Mat::read_matrix_market(ctx, (dir / (std::string(name) + ".mtx")).string());
     const auto n = static_cast<std::size_t>(A.rows());
     Vec b = rhs(A, ones(n), ctx);

@@ -42,11 +42,11 @@ class KspTest : public BackendTest {
   void check_real_matrices(std::initializer_list<const char*> names, int cap = 600);
 
   /// The iteration cap of a real matrix's solve checked against the transcription: `cap`, or at
-  /// most 80 under the asan and tsan test presets (SLUICE_TEST_SANITIZER), where the full solves
+  /// most 30 under the asan and tsan test presets (SLUICE_TEST_SANITIZER), where the full solves
   /// took minutes of CI for code paths their first iterations already run. The modes and the
   /// transcription must still agree iterate by iterate up to the cap; the full solves run in
   /// the other builds.
-  static int real_matrix_cap(int cap) { return under_host_sanitizer() ? std::min(cap, 80) : cap; }
+  static int real_matrix_cap(int cap) { return under_host_sanitizer() ? std::min(cap, 30) : cap; }
 
   static constexpr SolveMode kModes[] = {SolveMode::sync, SolveMode::async, SolveMode::graph};
 

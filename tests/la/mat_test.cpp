@@ -182,6 +182,8 @@ TEST_P(MatTest, StencilsMatchTheirAssembledCsr) {
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> dist(-1, 1);
   for (const auto& g : grids) {
+    // The large shapes are a device's tiling seams; the host's sanitizer runs keep the rest.
+    if (under_host_sanitizer() && g.nx * g.ny * g.nz > 100'000) continue;
     SCOPED_TRACE(std::string(to_string(g.kind)) + " " + std::to_string(g.nx) + "x" +
                  std::to_string(g.ny) + "x" + std::to_string(g.nz));
     auto free = Mat::stencil(ctx, g.kind, g.nx, g.ny, g.nz);

@@ -458,8 +458,37 @@ void ProgramImpl::step_uses(const Instance& inst, const Step& s, const std::vect
     }
     uses.push_back({r.id, access, {}});
   };
-  for (int b : s.reads) add(b, Access::read);
-  for (int b : s.writes) add(b, Access::write);
+  if (s.reads.size() + s.writes.size() > 16) {
+    // A horizontal kernel's many members: duplicates (shared operands) dropped through a sort,
+    // not a scan per use; the first of each kept, in order (a rebinding compares uses by place).
+    for (int b : s.reads) {
+      if (ptrs[static_cast<std::size_t>(b)].id != 0)
+        uses.push_back({ptrs[static_cast<std::size_t>(b)].id, Access::read, {}});
+    }
+    for (int b : s.writes) {
+      if (ptrs[static_cast<std::size_t>(b)].id != 0)
+        uses.push_back({ptrs[static_cast<std::size_t>(b)].id, Access::write, {}});
+    }
+    std::vector<std::uint32_t> order(uses.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::uint32_t>(k);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+      const auto &a = uses[x], &b = uses[y];
+      return a.id != b.id ? a.id < b.id : a.mode != b.mode ? a.mode < b.mode : x < y;
+    });
+    std::vector<char> dup(uses.size(), 0);
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const auto &a = uses[order[k - 1]], &b = uses[order[k]];
+      if (a.id == b.id && a.mode == b.mode) dup[order[k]] = 1;
+    }
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < uses.size(); ++k) {
+      if (!dup[k]) uses[out++] = uses[k];
+    }
+    uses.resize(out);
+  } else {
+    for (int b : s.reads) add(b, Access::read);
+    for (int b : s.writes) add(b, Access::write);
+  }
   // Under a binding table, what reads its addresses there reads the table.
   if (inst.desc.table >= 0 && ((s.kind == Step::Kind::gemm && s.list >= 0) ||
                                (s.kind == Step::Kind::kernel && s.code >= 0))) {

@@ -724,9 +724,11 @@ void ProgramImpl::run(const Context& ctx, std::span<const Input> inputs,
   auto placeholder = [&](std::size_t p) -> const Node& {
     return *order_[static_cast<std::size_t>(placeholders_[p])];
   };
+  std::size_t next = 0;  // inputs given in the placeholders' order match at once
   for (const auto& in : inputs) {
-    std::size_t p = 0;
+    std::size_t p = next < np && placeholder(next).name == in.name ? next : 0;
     while (p < np && placeholder(p).name != in.name) ++p;
+    next = p + 1;
     if (p == np) {
       std::string known;
       for (std::size_t q = 0; q < np; ++q) known += (q ? ", " : "") + placeholder(q).name;

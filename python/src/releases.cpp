@@ -37,6 +37,11 @@ Releases& releases() {
   return *r;
 }
 
+/// The count `collect` reads without the lock: pending and unmarked releases (r.mutex held).
+void recount(Releases& r) {
+  r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+}
+
 void release(Pending& p) {
   if (p.registered_here) {
     bool last = false;
@@ -119,7 +124,7 @@ void mark_and_queue(Pending p) {
   auto& r = releases();
   std::lock_guard lock(r.mutex);
   r.pending.push_back(std::move(p));
-  r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+  recount(r);
 }
 
 /// Marks the releases of imports dropped inside Python work (not there: on cuda a host task may
@@ -157,7 +162,7 @@ Foreign::~Foreign() {
     auto& r = releases();
     std::lock_guard lock(r.mutex);
     r.unmarked.push_back(std::move(p));
-    r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+    recount(r);
     return;
   }
   mark_and_queue(std::move(p));
@@ -198,7 +203,7 @@ void collect() {
       ready.push_back(std::move(r.pending.front()));
       r.pending.pop_front();
     }
-    r.count.store(r.pending.size() + r.unmarked.size(), std::memory_order_relaxed);
+    recount(r);
   }
   for (auto& p : ready) release(p);
 }
@@ -211,7 +216,7 @@ void collect_all() {
   {
     std::lock_guard lock(r.mutex);
     all.swap(r.pending);
-    r.count.store(r.unmarked.size(), std::memory_order_relaxed);
+    recount(r);
   }
   for (auto& p : all) {
     nogil([&] {

@@ -447,53 +447,54 @@ std::vector<std::vector<std::vector<double>>> ProgramImpl::time_candidates(
   return inst.ext->time(inst.device, module, groups, req.reps, loc);
 }
 
-void ProgramImpl::step_uses(const Instance& inst, const Step& s, const std::vector<Resolved>& ptrs,
-                            std::vector<Use>& uses) {
-  uses.clear();
-  auto add = [&](int b, Access access) {
-    const auto& r = ptrs[static_cast<std::size_t>(b)];
-    if (r.id == 0) return;
-    for (const auto& u : uses) {
-      if (u.id == r.id && u.mode == access) return;  // a horizontal kernel's shared operand
+namespace {
+/// Drops repeated (object, mode) uses, keeping the first of each in place (a rebinding compares
+/// uses by place). A horizontal kernel's members share operands: many uses, so a sort there,
+/// not a scan per use.
+void drop_repeated_uses(std::vector<Use>& uses) {
+  auto same = [](const Use& a, const Use& b) { return a.id == b.id && a.mode == b.mode; };
+  std::size_t out = 0;
+  if (uses.size() <= 16) {
+    for (std::size_t k = 0; k < uses.size(); ++k) {
+      if (std::none_of(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(out),
+                       [&](const Use& u) { return same(u, uses[k]); })) {
+        uses[out++] = uses[k];
+      }
     }
-    uses.push_back({r.id, access, {}});
-  };
-  if (s.reads.size() + s.writes.size() > 16) {
-    // A horizontal kernel's many members: duplicates (shared operands) dropped through a sort,
-    // not a scan per use; the first of each kept, in order (a rebinding compares uses by place).
-    for (int b : s.reads) {
-      if (ptrs[static_cast<std::size_t>(b)].id != 0)
-        uses.push_back({ptrs[static_cast<std::size_t>(b)].id, Access::read, {}});
-    }
-    for (int b : s.writes) {
-      if (ptrs[static_cast<std::size_t>(b)].id != 0)
-        uses.push_back({ptrs[static_cast<std::size_t>(b)].id, Access::write, {}});
-    }
+  } else {
     std::vector<std::uint32_t> order(uses.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::uint32_t>(k);
     std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
       const auto &a = uses[x], &b = uses[y];
       return a.id != b.id ? a.id < b.id : a.mode != b.mode ? a.mode < b.mode : x < y;
     });
-    std::vector<char> dup(uses.size(), 0);
+    std::vector<char> repeated(uses.size(), 0);
     for (std::size_t k = 1; k < order.size(); ++k) {
-      const auto &a = uses[order[k - 1]], &b = uses[order[k]];
-      if (a.id == b.id && a.mode == b.mode) dup[order[k]] = 1;
+      if (same(uses[order[k - 1]], uses[order[k]])) repeated[order[k]] = 1;
     }
-    std::size_t out = 0;
     for (std::size_t k = 0; k < uses.size(); ++k) {
-      if (!dup[k]) uses[out++] = uses[k];
+      if (!repeated[k]) uses[out++] = uses[k];
     }
-    uses.resize(out);
-  } else {
-    for (int b : s.reads) add(b, Access::read);
-    for (int b : s.writes) add(b, Access::write);
   }
+  uses.resize(out);
+}
+}  // namespace
+
+void ProgramImpl::step_uses(const Instance& inst, const Step& s, const std::vector<Resolved>& ptrs,
+                            std::vector<Use>& uses) {
+  uses.clear();
+  auto add = [&](int b, Access access) {
+    const auto& r = ptrs[static_cast<std::size_t>(b)];
+    if (r.id != 0) uses.push_back({r.id, access, {}});
+  };
+  for (int b : s.reads) add(b, Access::read);
+  for (int b : s.writes) add(b, Access::write);
   // Under a binding table, what reads its addresses there reads the table.
   if (inst.desc.table >= 0 && ((s.kind == Step::Kind::gemm && s.list >= 0) ||
                                (s.kind == Step::Kind::kernel && s.code >= 0))) {
     add(inst.desc.table, Access::read);
   }
+  drop_repeated_uses(uses);
   const bool checked =
       s.kind == Step::Kind::check || (s.kind == Step::Kind::kernel && s.code >= 0 &&
                                       inst.desc.codes[static_cast<std::size_t>(s.code)].debug);

@@ -4,6 +4,7 @@ directions), with no device synchronize. These skip with the reason where there 
 the library is missing (the GPU machine has all three: scripts/gpu-python runs them)."""
 
 import gc
+import sys
 import time
 
 import numpy as np
@@ -230,6 +231,37 @@ def test_an_import_dropped_inside_a_cuda_host_task_is_released_later(cuda_ctx):
     again = sluice.from_dlpack(c, ctx=cuda_ctx)  # the interop context still works
     sluice.copy(host, again, ctx=cuda_ctx)
     cuda_ctx.synchronize()
+    assert (np.asarray(host) == np.arange(1 << 10)).all()
+
+
+def test_the_last_view_of_an_import_dropped_inside_a_cuda_host_task(cuda_ctx):
+    """As above, but with the import's work finished and collected before the host task runs, so
+    that the task's drop is the last reference: the release must then wait for a Python thread
+    (one pending) and leave no failure behind. The test above drops it while the copy's own
+    reference may still be held, in which case the release happens on a Python thread anyway."""
+    cupy = gpu_library("cupy")
+    c = cupy.arange(1 << 10, dtype=cupy.float64)
+    cupy.cuda.Device().synchronize()
+    first = sluice.from_dlpack(cupy.zeros(4), ctx=cuda_ctx)  # makes the interop context
+    del first
+    gc.collect()
+    sluice._sluice._collect()
+    box = [sluice.from_dlpack(c, ctx=cuda_ctx)]
+    host = sluice.PinnedBuffer(1 << 10, "float64", device="cuda:0")
+    sluice.copy(host, box[0], ctx=cuda_ctx)
+    cuda_ctx.synchronize()
+    gc.collect()
+    sluice._sluice._collect()
+    refs = sys.getrefcount(box[0])  # outside the assert: pytest's rewriting holds its operands
+    assert refs == 2  # the list's and this call's: the task's drop is the last
+    cuda_ctx.host_task(lambda: box.clear())
+    cuda_ctx.synchronize()
+    assert not box
+    assert sluice._sluice._pending_releases() == 1  # dropped in the task, not marked there
+    sluice._sluice._collect()  # marks it on this thread
+    sluice.synchronize_device("cuda:0")  # no context of the device holds a failure
+    sluice._sluice._collect()
+    assert sluice._sluice._pending_releases() == 0
     assert (np.asarray(host) == np.arange(1 << 10)).all()
 
 

@@ -21,12 +21,12 @@ function(sluice_list_test_suites exe workdir cases exclude suffix list_file)
     if(line MATCHES "^([^ ]+)\\.$")
       set(suite "${CMAKE_MATCH_1}")
       list(APPEND suites "${suite}")
-      set(n_${suite} 0)
-      set(on_${suite} 0)
+      set(enabled_${suite} 0)
     elseif(line MATCHES "^  ([^ ]+)$")
-      math(EXPR n_${suite} "${n_${suite}} + 1")
-      if(NOT suite MATCHES "^DISABLED_|/DISABLED_" AND NOT CMAKE_MATCH_1 MATCHES "^DISABLED_")
-        math(EXPR on_${suite} "${on_${suite}} + 1")
+      set(case "${CMAKE_MATCH_1}")  # the next MATCHES resets CMAKE_MATCH_1
+      # gtest skips a DISABLED_ case, or every case of a DISABLED_ suite, without a word.
+      if(NOT suite MATCHES "^DISABLED_|/DISABLED_" AND NOT case MATCHES "^DISABLED_")
+        math(EXPR enabled_${suite} "${enabled_${suite}} + 1")
       endif()
     endif()
   endforeach()
@@ -36,8 +36,8 @@ function(sluice_list_test_suites exe workdir cases exclude suffix list_file)
     string(APPEND text "add_test([==[${name}]==] [==[${exe}]==] "
            "[==[--gtest_filter=${suite}.${cases}${negative}]==] --all-skipped-exit=77)\n"
            "set_tests_properties([==[${name}]==] PROPERTIES WORKING_DIRECTORY [==[${workdir}]==] "
-           "SKIP_RETURN_CODE 77 COST ${n_${suite}}")
-    if(on_${suite} EQUAL 0)
+           "SKIP_RETURN_CODE 77 COST ${enabled_${suite}}")
+    if(enabled_${suite} EQUAL 0)
       string(APPEND text " DISABLED TRUE")
     endif()
     foreach(p IN LISTS ARGN)
